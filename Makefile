@@ -1,0 +1,44 @@
+# The two commands a new user needs: `make run` and `make test`. Both set up .venv first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install run test lint format bench-assembler clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(STAMP)
+
+## run: migrate, load the demo game, create a local admin and serve on http://127.0.0.1:8000
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+## test: the whole suite (PostgreSQL and Redis when reachable, else SQLite with a notice)
+test: install
+	$(BIN)/python scripts/run_tests.py $(ARGS)
+
+## lint: what CI checks besides the tests
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench-assembler: install
+	$(BIN)/python -m assembler.bench
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache .mypy_cache .hypothesis
