@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from promptadmin.content_cache import content_changed
 from promptadmin.models import NPC, Entry, EntryRuleset, Ruleset, World
 from promptadmin.services.common import Actor, record_actor
 from promptadmin.services.errors import InUseError
@@ -21,6 +22,7 @@ def _save(obj: CatalogObject, actor: Actor, update_fields: list[str] | None = No
     obj.full_clean(validate_constraints=True)
     record_actor(obj, actor)
     obj.save(update_fields=update_fields)
+    content_changed()
 
 
 @transaction.atomic
@@ -61,6 +63,7 @@ def catalog_delete(*, actor: Actor, obj: CatalogObject) -> None:
                     record_actor(link, actor)
                     link.delete()
             obj.delete()
+        content_changed()
     except ProtectedError as exc:
         users: dict[str, int] = {}
         for item in exc.protected_objects:
@@ -92,6 +95,7 @@ def _set_rulesets(entry: Entry, rulesets: Sequence[Ruleset], actor: Actor) -> bo
         link = EntryRuleset(entry=entry, ruleset=ruleset, position=position)
         record_actor(link, actor)
         link.save()
+    content_changed()
     return True
 
 

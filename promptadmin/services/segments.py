@@ -7,6 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
+from promptadmin.content_cache import content_changed
 from promptadmin.models import (
     DEPRECATED_SCOPES,
     NPC,
@@ -105,6 +106,7 @@ def segment_create(
     _count(segment)
     record_actor(segment, actor)
     segment.save()
+    content_changed()
     return segment
 
 
@@ -195,6 +197,7 @@ def segment_update(
     current.updated_by = user_or_none(actor)
     record_actor(current, actor)
     current.save(update_fields=[*changed, "revision", "updated_by", "updated_at"])
+    content_changed()
     return current
 
 
@@ -204,6 +207,7 @@ def segment_delete(*, actor: Actor, segment: Segment, expected_revision: int | N
     current = _lock(segment, expected_revision)
     record_actor(current, actor)
     current.delete()
+    content_changed()
 
 
 @transaction.atomic

@@ -1,0 +1,256 @@
+"""Load stored content for an assembly request and hand it to ``assembler``.
+
+This module holds no prompt rule: it resolves slugs, fetches segments in a constant
+number of queries (none when the content cache has them), and adapts rows into the
+assembler's dataclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Q
+
+import assembler
+from promptadmin import content_cache
+from promptadmin.models import NPC, SEGMENT_SCOPES, Entry, EntryRuleset, Scope, Segment
+from promptadmin.tokens import tokenizer
+
+DEFAULT_TOKEN_BUDGET = 8000
+DEFAULT_NPC_BUDGET = 600
+
+
+class AssemblyInputError(Exception):
+    """The request names things that do not exist or do not fit together."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{name}: {message}" for name, message in self.errors.items()))
+
+
+@dataclass(frozen=True)
+class AssembleParams:
+    """An assembly request as API consumers and the studio express it (slugs, not ids)."""
+
+    entry: str
+    world: str | None = None
+    first_turn: bool = False
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    npc_budget: int = DEFAULT_NPC_BUDGET
+    npcs: Sequence[tuple[str, int]] = ()
+    state: Mapping[str, Any] = field(default_factory=dict)
+    floors: Mapping[str, float] | None = None
+    block_format: str = "delimited"
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class EntryBundle:
+    """The static content of one entry, as the assembler wants it."""
+
+    entry_id: int
+    world_slug: str
+    rulesets: tuple[assembler.Ruleset, ...]
+    core: tuple[assembler.Segment, ...]
+    world: tuple[assembler.Segment, ...]
+    entry: tuple[assembler.Segment, ...]
+    entry_start: tuple[assembler.Segment, ...]
+
+
+@dataclass(frozen=True)
+class NpcBundle:
+    slug: str
+    name: str
+    segments: tuple[assembler.Segment, ...]
+
+
+@dataclass(frozen=True)
+class Preview:
+    """An assembly for authors: the result plus every segment considered and its fate."""
+
+    result: assembler.AssemblyResult
+    segments: list[dict[str, Any]]
+
+
+def _segment(row: Segment, encoding: str) -> assembler.Segment:
+    title = row.metadata.get("title") if isinstance(row.metadata, dict) else None
+    return assembler.Segment(
+        id=row.pk,
+        scope=row.scope,
+        content=row.content,
+        sort_order=row.sort_order,
+        tier=row.tier,
+        # A count made with another encoding is stale: let the assembler count afresh.
+        token_count=row.token_count if row.token_encoding == encoding else None,
+        title=title.strip() if isinstance(title, str) else "",
+    )
+
+
+def _segments_query(
+    entry: Entry, ruleset_ids: list[int], npc_ids: list[int], *, active: bool
+) -> Any:
+    belongs = (
+        Q(scope=Scope.CORE)
+        | Q(ruleset_id__in=ruleset_ids)
+        | Q(world_id=entry.world_id)
+        | Q(entry_id=entry.pk)
+        | Q(npc_id__in=npc_ids)
+    )
+    return Segment.objects.filter(belongs, active=active).only(
+        "id",
+        "scope",
+        "content",
+        "sort_order",
+        "tier",
+        "token_count",
+        "token_encoding",
+        "metadata",
+        "ruleset_id",
+        "world_id",
+        "entry_id",
+        "npc_id",
+    )
+
+
+def _load_from_database(
+    entry_slug: str, npc_slugs: Sequence[str]
+) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
+    """Four queries whatever the amount of content: entry, rulesets, NPCs, segments."""
+    entry = Entry.objects.select_related("world").filter(slug=entry_slug).first()
+    if entry is None:
+        return None, {}
+    links = list(
+        EntryRuleset.objects.filter(entry=entry).select_related("ruleset").order_by("position")
+    )
+    npcs = list(NPC.objects.filter(slug__in=npc_slugs)) if npc_slugs else []
+    encoding = tokenizer().name
+    by_owner: dict[tuple[str, int | None], list[assembler.Segment]] = {}
+    ruleset_ids = [link.ruleset_id for link in links]
+    for row in _segments_query(entry, ruleset_ids, [n.pk for n in npcs], active=True):
+        owner = row.ruleset_id or row.world_id or row.entry_id or row.npc_id
+        by_owner.setdefault((row.scope, owner), []).append(_segment(row, encoding))
+    bundle = EntryBundle(
+        entry_id=entry.pk,
+        world_slug=entry.world.slug,
+        rulesets=tuple(
+            assembler.Ruleset(
+                slug=link.ruleset.slug,
+                name=link.ruleset.name,
+                segments=tuple(by_owner.get((Scope.RULESET, link.ruleset_id), ())),
+            )
+            for link in links
+        ),
+        core=tuple(by_owner.get((Scope.CORE, None), ())),
+        world=tuple(by_owner.get((Scope.WORLD, entry.world_id), ())),
+        entry=tuple(by_owner.get((Scope.ENTRY, entry.pk), ())),
+        entry_start=tuple(by_owner.get((Scope.ENTRY_START, entry.pk), ())),
+    )
+    npc_bundles = {
+        npc.slug: NpcBundle(npc.slug, npc.name, tuple(by_owner.get((Scope.NPC, npc.pk), ())))
+        for npc in npcs
+    }
+    return bundle, npc_bundles
+
+
+def load_content(
+    entry_slug: str, npc_slugs: Sequence[str]
+) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
+    """The entry's static content and the named NPCs, from the cache or the database."""
+    generation = content_cache.generation()
+    if generation < 0:
+        return _load_from_database(entry_slug, npc_slugs)
+    entry_key = content_cache.key(generation, "entry", entry_slug)
+    npc_keys = {slug: content_cache.key(generation, "npc", slug) for slug in npc_slugs}
+    cached = content_cache.get_many([entry_key, *npc_keys.values()])
+    bundle = cached.get(entry_key)
+    npcs = {slug: cached[k] for slug, k in npc_keys.items() if k in cached}
+    if bundle is not None and len(npcs) == len(npc_keys):
+        return bundle, npcs
+    bundle, npcs = _load_from_database(entry_slug, npc_slugs)
+    if bundle is not None:
+        content_cache.set_many(
+            {entry_key: bundle, **{npc_keys[slug]: value for slug, value in npcs.items()}}
+        )
+    return bundle, npcs
+
+
+def build_request(params: AssembleParams) -> assembler.AssemblyRequest:
+    """Resolve the slugs in ``params`` into an assembler request, or say what is wrong."""
+    npc_slugs = [slug for slug, _tier in params.npcs]
+    bundle, npcs = load_content(params.entry, npc_slugs)
+    errors: dict[str, str] = {}
+    if bundle is None:
+        errors["entry"] = f"No entry with slug '{params.entry}'."
+    elif params.world is not None and params.world != bundle.world_slug:
+        errors["world"] = (
+            f"Entry '{params.entry}' belongs to world '{bundle.world_slug}', not '{params.world}'."
+        )
+    unknown = [slug for slug in npc_slugs if slug not in npcs]
+    if unknown:
+        errors["npcs"] = f"Unknown NPC slugs: {', '.join(unknown)}."
+    if errors:
+        raise AssemblyInputError(errors)
+    assert bundle is not None
+    try:
+        return assembler.AssemblyRequest(
+            core=bundle.core,
+            rulesets=bundle.rulesets,
+            world=bundle.world,
+            entry=bundle.entry,
+            entry_start=bundle.entry_start,
+            npcs=[
+                assembler.Npc(slug, npcs[slug].name, tier, npcs[slug].segments)
+                for slug, tier in params.npcs
+            ],
+            state=params.state,
+            first_turn=params.first_turn,
+            token_budget=params.token_budget,
+            npc_budget=params.npc_budget,
+            policy=assembler.Policy(floors=params.floors, block_format=params.block_format),  # type: ignore[arg-type]
+            strict=params.strict,
+        )
+    except ValueError as exc:
+        raise AssemblyInputError({"request": str(exc)}) from None
+
+
+def assemble_prompt(params: AssembleParams) -> assembler.AssemblyResult:
+    """Assemble the prompt for ``params``; raises AssemblyInputError or OverBudgetError."""
+    return assembler.assemble(build_request(params), tokenizer())
+
+
+def preview_prompt(params: AssembleParams, *, include_inactive: bool = False) -> Preview:
+    """Assemble as the API would, and list every segment considered with its fate.
+
+    Inactive segments are never assembled; with ``include_inactive`` they are listed
+    (fate ``inactive``) so authors see what is switched off.
+    """
+    result = assemble_prompt(params)
+    rows = [fate.to_dict() for fate in result.segments]
+    if include_inactive:
+        entry = Entry.objects.get(slug=params.entry)
+        ruleset_ids = list(entry.ruleset_links.values_list("ruleset_id", flat=True))
+        npc_ids = list(
+            NPC.objects.filter(slug__in=[slug for slug, _ in params.npcs]).values_list(
+                "pk", flat=True
+            )
+        )
+        npc_slugs = dict(NPC.objects.filter(pk__in=npc_ids).values_list("pk", "slug"))
+        tok = tokenizer()
+        inactive = _segments_query(entry, ruleset_ids, npc_ids, active=False)
+        for row in inactive.filter(scope__in=SEGMENT_SCOPES):
+            segment = _segment(row, tok.name)
+            rows.append(
+                {
+                    "id": row.pk,
+                    "scope": row.scope,
+                    "npc": npc_slugs.get(row.npc_id) if row.npc_id else None,
+                    "title": segment.label,
+                    "tokens": segment.token_count
+                    if segment.token_count is not None
+                    else tok.count(row.content),
+                    "fate": "inactive",
+                }
+            )
+    return Preview(result=result, segments=rows)
