@@ -117,6 +117,8 @@ class EntryAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
         catalog.entry_update(
             actor=request.user, entry=form.instance, rulesets=[row["ruleset"] for row in rows]
         )
+        # The admin's change message reads these; the service did the saving.
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
 
 
 @admin.register(Segment)

@@ -1,0 +1,116 @@
+"""The Django admin is for superusers and saves through the same services as everything else."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from promptadmin.models import Entry, Segment, World
+from tests.factories import RulesetFactory, UserFactory, WorldFactory, make_segment
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def superuser_client(client: Client) -> Client:
+    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    return client
+
+
+def segment_form(**fields: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "scope": "core",
+        "content": "Speak plainly.",
+        "metadata": "{}",
+        "version": "1.0.0",
+        "active": "on",
+        "sort_order": "0",
+        "tier": "0",
+    }
+    data.update(fields)
+    return data
+
+
+def test_staff_who_are_not_superusers_cannot_use_the_admin(client: Client) -> None:
+    client.force_login(UserFactory(is_staff=True))
+    assert client.get("/admin/promptadmin/segment/").status_code == 403
+
+
+def test_every_model_is_listed_with_filters(superuser_client: Client) -> None:
+    make_segment(scope="world", ref=WorldFactory())
+    for path in ("world", "ruleset", "npc", "entry", "segment"):
+        assert superuser_client.get(f"/admin/promptadmin/{path}/").status_code == 200
+    page = superuser_client.get("/admin/promptadmin/segment/?scope__exact=world&q=text")
+    assert page.status_code == 200
+    assert page.context["cl"].result_count == 1
+
+
+def test_a_segment_added_in_the_admin_is_counted_and_attributed(superuser_client: Client) -> None:
+    response = superuser_client.post("/admin/promptadmin/segment/add/", segment_form())
+    assert response.status_code == 302
+    segment = Segment.objects.get()
+    assert segment.token_count and segment.created_by.username == "root"
+    assert segment.history.get().history_user.username == "root"
+
+
+def test_the_admin_names_the_field_of_a_world_segment_pointing_at_a_ruleset(
+    superuser_client: Client,
+) -> None:
+    ruleset = RulesetFactory()
+    response = superuser_client.post(
+        "/admin/promptadmin/segment/add/", segment_form(scope="world", ruleset=ruleset.pk)
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert set(errors) >= {"world", "ruleset"}
+    assert not Segment.objects.exists()
+
+
+def test_the_admin_never_offers_deprecated_scopes(superuser_client: Client) -> None:
+    response = superuser_client.post("/admin/promptadmin/segment/add/", segment_form(scope="rng"))
+    assert "scope" in response.context["adminform"].form.errors
+    assert not Segment.objects.exists()
+
+
+def test_an_admin_edit_bumps_the_revision(superuser_client: Client) -> None:
+    segment = make_segment(content="Before.")
+    response = superuser_client.post(
+        f"/admin/promptadmin/segment/{segment.pk}/change/", segment_form(content="After.")
+    )
+    assert response.status_code == 302
+    segment.refresh_from_db()
+    assert (segment.content, segment.revision) == ("After.", 2)
+
+
+def test_deleting_a_world_in_use_from_the_admin_says_why_and_keeps_it(
+    superuser_client: Client,
+) -> None:
+    world = WorldFactory(slug="iron-coast")
+    make_segment(scope="world", ref=world)
+    response = superuser_client.post(
+        f"/admin/promptadmin/world/{world.pk}/delete/", {"post": "yes"}, follow=True
+    )
+    assert World.objects.filter(pk=world.pk).exists()
+    assert "would require deleting the following protected related objects" in (
+        response.content.decode()
+    )
+
+
+def test_entry_rulesets_are_saved_in_position_order(superuser_client: Client) -> None:
+    world = WorldFactory()
+    a, b = RulesetFactory(), RulesetFactory()
+    data = {
+        "slug": "bell",
+        "name": "Bell",
+        "description": "",
+        "world": world.pk,
+        "ruleset_links-TOTAL_FORMS": "2",
+        "ruleset_links-INITIAL_FORMS": "0",
+        "ruleset_links-0-position": "2",
+        "ruleset_links-0-ruleset": a.pk,
+        "ruleset_links-1-position": "1",
+        "ruleset_links-1-ruleset": b.pk,
+    }
+    response = superuser_client.post("/admin/promptadmin/entry/add/", data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert Entry.objects.get(slug="bell").ordered_rulesets() == [b, a]
