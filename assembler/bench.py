@@ -1,0 +1,263 @@
+"""Benchmark assembly against a single encode of the prompt it produces.
+
+Run ``python -m assembler.bench [--iterations N]``. It builds a realistic entry in memory
+(about 60 segments across every layer, two rulesets, six NPCs with tiers, dynamic state;
+about 8,000 tokens untruncated) from deterministic generated prose, with token counts
+precomputed as the database caches them, and assembles it under three budgets. The target
+is assembly at most 3x one ``encode_ordinary`` of the final prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from assembler.assembly import assemble
+from assembler.request import AssemblyRequest, Npc, Ruleset, Segment
+from assembler.tokens import Tokenizer, get_tokenizer
+
+_PEOPLE = [
+    "the harbour master",
+    "an old sailor with one boot",
+    "the Duchess of Varn",
+    "a tired courier",
+    "the keeper of the salt archive",
+    "two guards from the river gate",
+    "a priest of the drowned god",
+    "the smith's apprentice",
+    "a merchant from the southern isles",
+    "the captain of the night watch",
+]
+_ACTIONS = [
+    "keeps a ledger of every ship that enters the bay",
+    "has not slept since the bells rang twice at midnight",
+    "trades rumours for dried fish and copper coins",
+    "remembers the siege and will not speak of it",
+    "owes money to half the taverns on Rope Street",
+    "watches the lighthouse for signals from the wreckers",
+    "was promised a seat on the council and never got it",
+    "hides a letter sealed with black wax",
+    "sells charms against fever that do not work",
+    "knows which tunnels flood when the tide turns",
+]
+_PLACES = [
+    "in the lower city",
+    "near the customs house",
+    "beyond the broken aqueduct",
+    "along the quays",
+    "under the chapel of lanterns",
+    "at the edge of the marsh",
+    "inside the old counting hall",
+    "on the road to Highfold",
+]
+_RULES = [
+    "Describe only what the player character can perceive.",
+    "Never decide the player's actions, words or feelings for them.",
+    "Keep each reply under three short paragraphs unless the player asks for more.",
+    "When a roll is given, narrate the outcome it implies without naming the number.",
+    "Non-player characters speak in their own voice and pursue their own goals.",
+    "Violence has consequences: wounds linger, and the watch investigates.",
+    "Prices are in copper, silver and gold; ten of one make one of the next.",
+    "If the player attempts something impossible, say why it fails in the fiction.",
+]
+_MOODS = [
+    "Fog rolls in from the sea and muffles every sound.",
+    "The smell of tar and wet rope hangs over everything.",
+    "Gulls quarrel over scraps on the warehouse roofs.",
+    "Somewhere a bell rings, slow and out of tune.",
+    "Rain has turned the cobbles slick and black.",
+    "Lamplight flickers in the windows of the tavern.",
+]
+
+
+def _sentence(rng: random.Random) -> str:
+    kind = rng.randrange(4)
+    if kind == 0:
+        sentence = f"{rng.choice(_PEOPLE)} {rng.choice(_ACTIONS)} {rng.choice(_PLACES)}."
+        return sentence[0].upper() + sentence[1:]
+    if kind == 1:
+        return rng.choice(_MOODS)
+    if kind == 2:
+        first, second = rng.sample(_PEOPLE, 2)
+        sentence = f"{first} distrusts {second}, because {second} {rng.choice(_ACTIONS)}."
+        return sentence[0].upper() + sentence[1:]
+    number = rng.randrange(3, 400)
+    return f"There are {number} steps from the quay to the gate {rng.choice(_PLACES)}."
+
+
+def prose(rng: random.Random, tokenizer: Tokenizer, tokens: int) -> str:
+    """Deterministic English prose of about ``tokens`` tokens, in short paragraphs."""
+    paragraphs: list[str] = []
+    total = 0
+    while total < tokens:
+        paragraph = " ".join(_sentence(rng) for _ in range(rng.randrange(2, 6)))
+        paragraphs.append(paragraph)
+        total += tokenizer.count(paragraph) + 1
+    return "\n".join(paragraphs)
+
+
+def build_request(
+    tokenizer: Tokenizer, token_budget: int, npc_budget: int, seed: int = 7
+) -> AssemblyRequest:
+    """The benchmark entry under the given budgets (same content for every seed use)."""
+    rng = random.Random(seed)
+    ids = iter(range(1, 10_000))
+
+    def segment(scope: str, size: int, *, text: str = "", tier: int = 0) -> Segment:
+        content = text or prose(rng, tokenizer, size)
+        return Segment(
+            next(ids),
+            scope,
+            content,
+            sort_order=rng.randrange(5),
+            tier=tier,
+            token_count=tokenizer.count(content),
+        )
+
+    core = [segment("core", 150) for _ in range(4)]
+    rulesets = [
+        Ruleset(
+            slug,
+            slug.title(),
+            [segment("ruleset", 0, text=" ".join(rng.sample(_RULES, 4))) for _ in range(4)],
+        )
+        for slug in ("narration", "combat")
+    ]
+    world = [segment("world", rng.randrange(110, 190)) for _ in range(14)]
+    entry = [segment("entry", rng.randrange(100, 150)) for _ in range(8)]
+    entry_start = [segment("entry_start", 120) for _ in range(3)]
+    npcs = [
+        Npc(
+            f"npc-{index}",
+            name,
+            requested_tier=tier,
+            segments=[segment("npc", 70, tier=t) for t in (0, 0, 1, 2)],
+        )
+        for index, (name, tier) in enumerate(
+            [
+                ("Marra", 2),
+                ("Old Tobin", 2),
+                ("Sister Vell", 1),
+                ("Kest", 2),
+                ("Ivo", 1),
+                ("Dun", 0),
+            ]
+        )
+    ]
+    state: dict[str, str | dict[str, object] | None] = {
+        "game_state": {
+            "day": 3,
+            "hour": "dusk",
+            "weather": "fog",
+            "alarm": False,
+            "quests": {"salt_archive": "open", "black_wax_letter": "found"},
+            "location": "customs house, second floor",
+        },
+        "player": {
+            "name": "Aster",
+            "hp": 14,
+            "max_hp": 20,
+            "inventory": ["rope", "lantern", "forged permit", "3 silver"],
+            "reputation": {"watch": -1, "dockers": 2},
+        },
+        "rng": "d20: 13, d20: 4, d6: 5",
+        "input": prose(rng, tokenizer, 260),
+    }
+    return AssemblyRequest(
+        core=core,
+        rulesets=rulesets,
+        world=world,
+        entry=entry,
+        entry_start=entry_start,
+        npcs=npcs,
+        state=state,
+        first_turn=True,
+        token_budget=token_budget,
+        npc_budget=npc_budget,
+    )
+
+
+@dataclass(frozen=True)
+class Timing:
+    per_second: float
+    p50_ms: float
+    p99_ms: float
+
+    @classmethod
+    def of(cls, samples_ms: list[float]) -> Timing:
+        ordered = sorted(samples_ms)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        return cls(1000 / statistics.fmean(ordered), statistics.median(ordered), p99)
+
+
+def measure(calls: list[Callable[[], object]], iterations: int) -> list[Timing]:
+    """Per-call timings of each of ``calls``, after a short warm-up.
+
+    The calls take turns within each iteration, so that load on the machine weighs on all
+    of them alike and their ratio stays meaningful.
+    """
+    for _ in range(min(20, iterations)):
+        for call in calls:
+            call()
+    samples: list[list[float]] = [[] for _ in calls]
+    for _ in range(iterations):
+        for call, timings in zip(calls, samples, strict=True):
+            start = time.perf_counter_ns()
+            call()
+            timings.append((time.perf_counter_ns() - start) / 1e6)
+    return [Timing.of(timings) for timings in samples]
+
+
+CASES = [
+    ("no truncation", 12_000, 3_000),
+    ("some truncation", 6_000, 1_200),
+    ("heavy truncation", 2_500, 400),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=500, help="calls timed per case")
+    args = parser.parse_args(argv)
+    tokenizer = get_tokenizer()
+
+    header = (
+        f"{'case':<17} {'tokens':>6} {'budget':>6} {'final':>6} {'steps':>5} | "
+        f"{'assemble/s':>10} {'p50 ms':>7} {'p99 ms':>7} | "
+        f"{'encode/s':>9} {'p50 ms':>7} {'p99 ms':>7} | {'ratio':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    worst = 0.0
+    for name, token_budget, npc_budget in CASES:
+        request = build_request(tokenizer, token_budget, npc_budget)
+        result = assemble(request, tokenizer)
+        prompt = result.prompt
+        assembly, encode = measure(
+            [
+                functools.partial(assemble, request, tokenizer),
+                functools.partial(tokenizer.encode, prompt),
+            ],
+            args.iterations,
+        )
+        ratio = assembly.p50_ms / encode.p50_ms
+        worst = max(worst, ratio)
+        meta = result.meta
+        print(
+            f"{name:<17} {meta.tokens_estimated:>6} {token_budget:>6} {meta.tokens:>6} "
+            f"{len(meta.truncated):>5} | "
+            f"{assembly.per_second:>10.0f} {assembly.p50_ms:>7.3f} {assembly.p99_ms:>7.3f} | "
+            f"{encode.per_second:>9.0f} {encode.p50_ms:>7.3f} {encode.p99_ms:>7.3f} | "
+            f"{ratio:>5.2f}"
+        )
+    print(f"\nratio = assembly p50 / encode p50 of the final prompt; worst {worst:.2f} (target 3)")
+    return 0 if worst <= 3 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

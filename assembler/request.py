@@ -1,0 +1,206 @@
+"""What assembly takes: segments, rulesets, NPCs, dynamic state, budgets and policy.
+
+Plain frozen dataclasses, validated on construction so that a request that exists is a
+request that can be assembled; each error names the offending field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+SCOPES: tuple[str, ...] = (
+    "core",
+    "ruleset",
+    "world",
+    "entry",
+    "entry_start",
+    "npc",
+    "game_state",
+    "player",
+    "rng",
+    "input",
+)
+"""Every layer, in assembly order."""
+
+SEGMENT_SCOPES: tuple[str, ...] = SCOPES[:6]
+"""Layers made of stored segments."""
+
+DYNAMIC_SCOPES: tuple[str, ...] = SCOPES[6:]
+"""Layers the caller supplies with each request."""
+
+PROTECTED_SCOPES: tuple[str, ...] = ("core", "ruleset")
+"""Layers never trimmed or dropped."""
+
+DEFAULT_FLOOR = 0.10
+
+BlockFormat: TypeAlias = Literal["delimited", "xml", "markdown"]
+BLOCK_FORMATS: tuple[BlockFormat, ...] = ("delimited", "xml", "markdown")
+
+StateValue: TypeAlias = "str | Mapping[str, object] | None"
+"""A dynamic layer: text, a JSON object (rendered as ``key: value`` lines), or nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One stored piece of prompt text.
+
+    ``token_count`` is the count (in the encoding used to assemble) cached alongside the
+    content, so unchanged text is not counted again; ``None`` means count it now. ``tier``
+    matters for NPC segments only. ``title`` labels the segment in reports; when empty, an
+    excerpt of the content is used.
+    """
+
+    id: int
+    scope: str
+    content: str
+    sort_order: int = 0
+    tier: int = 0
+    token_count: int | None = None
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        if self.scope not in SEGMENT_SCOPES:
+            raise ValueError(
+                f"segment #{self.id}: scope must be one of {', '.join(SEGMENT_SCOPES)}, "
+                f"got {self.scope!r}"
+            )
+        if self.tier < 0:
+            raise ValueError(f"segment #{self.id}: tier must be >= 0, got {self.tier}")
+        if self.token_count is not None and self.token_count < 0:
+            raise ValueError(
+                f"segment #{self.id}: token_count must be >= 0, got {self.token_count}"
+            )
+
+    @property
+    def label(self) -> str:
+        """The title, or a short excerpt of the content.
+
+        >>> Segment(1, "world", "The   old wars left the north empty and bitter.").label
+        'The old wars left the north…'
+        """
+        if self.title:
+            return self.title
+        words = " ".join(self.content[:60].split())
+        return words if len(words) <= 28 else words[:27].rstrip() + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Ruleset:
+    """A named set of rules; its segments go into the one ruleset block."""
+
+    slug: str
+    name: str
+    segments: Sequence[Segment] = ()
+
+    def __post_init__(self) -> None:
+        _check_scopes(f"ruleset {self.slug!r}", self.segments, "ruleset")
+
+
+@dataclass(frozen=True, slots=True)
+class Npc:
+    """A character present in the scene, with the detail tier the caller asks for."""
+
+    slug: str
+    name: str
+    requested_tier: int
+    segments: Sequence[Segment] = ()
+
+    def __post_init__(self) -> None:
+        if self.requested_tier < 0:
+            raise ValueError(
+                f"NPC {self.slug!r}: requested_tier must be >= 0, got {self.requested_tier}"
+            )
+        _check_scopes(f"NPC {self.slug!r}", self.segments, "npc")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How to fit a prompt into its budget and how to frame its blocks.
+
+    ``floors`` maps dynamic layers to the fraction of the token budget they keep before
+    anything else is dropped (layers not listed get 10%).
+    """
+
+    floors: Mapping[str, float] | None = None
+    block_format: BlockFormat = "delimited"
+
+    def __post_init__(self) -> None:
+        if self.block_format not in BLOCK_FORMATS:
+            raise ValueError(
+                f"policy.block_format must be one of {', '.join(BLOCK_FORMATS)}, "
+                f"got {self.block_format!r}"
+            )
+        for scope, fraction in (self.floors or {}).items():
+            if scope not in DYNAMIC_SCOPES:
+                raise ValueError(
+                    f"policy.floors: {scope!r} is not a dynamic layer ({', '.join(DYNAMIC_SCOPES)})"
+                )
+            if not 0 <= fraction <= 1:
+                raise ValueError(
+                    f"policy.floors[{scope!r}] must be between 0 and 1, got {fraction}"
+                )
+
+    def floor(self, scope: str, token_budget: int) -> int:
+        """Tokens layer ``scope`` keeps in the first trimming pass.
+
+        >>> Policy(floors={"input": 0.25}).floor("input", 1000), Policy().floor("rng", 1000)
+        (250, 100)
+        """
+        fraction = (self.floors or {}).get(scope, DEFAULT_FLOOR)
+        return int(fraction * token_budget)
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyRequest:
+    """Everything one assembly needs.
+
+    ``core``, ``world``, ``entry`` and ``entry_start`` are the segments of those layers,
+    in any order. ``rulesets`` and ``npcs`` are in the entry's order and the caller's
+    priority order (first is most important). ``state`` supplies the dynamic layers
+    (``game_state``, ``player``, ``rng``, ``input``); missing keys are empty layers.
+    """
+
+    core: Sequence[Segment]
+    rulesets: Sequence[Ruleset]
+    world: Sequence[Segment]
+    entry: Sequence[Segment]
+    entry_start: Sequence[Segment]
+    npcs: Sequence[Npc]
+    state: Mapping[str, StateValue]
+    first_turn: bool
+    token_budget: int
+    npc_budget: int = 600
+    policy: Policy = field(default_factory=Policy)
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        if self.token_budget < 0:
+            raise ValueError(f"token_budget must be >= 0, got {self.token_budget}")
+        if self.npc_budget < 0:
+            raise ValueError(f"npc_budget must be >= 0, got {self.npc_budget}")
+        for scope in ("core", "world", "entry", "entry_start"):
+            _check_scopes(scope, getattr(self, scope), scope)
+        slugs = [npc.slug for npc in self.npcs]
+        duplicates = sorted({slug for slug in slugs if slugs.count(slug) > 1})
+        if duplicates:
+            raise ValueError(f"npcs: duplicate slugs {', '.join(map(repr, duplicates))}")
+        for key, value in self.state.items():
+            if key not in DYNAMIC_SCOPES:
+                raise ValueError(
+                    f"state: {key!r} is not a dynamic layer ({', '.join(DYNAMIC_SCOPES)})"
+                )
+            if value is not None and not isinstance(value, str | Mapping):
+                raise ValueError(
+                    f"state[{key!r}] must be text, a JSON object or None, "
+                    f"got {type(value).__name__}"
+                )
+
+
+def _check_scopes(owner: str, segments: Sequence[Segment], scope: str) -> None:
+    for segment in segments:
+        if segment.scope != scope:
+            raise ValueError(
+                f"{owner}: segment #{segment.id} has scope {segment.scope!r}, expected {scope!r}"
+            )

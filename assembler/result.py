@@ -1,0 +1,176 @@
+"""What assembly returns: the prompt, its report (``meta``) and the fate of each segment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from assembler.lint import Lint
+
+StepAction: TypeAlias = Literal["trimmed", "dropped", "tier_lowered", "npc_dropped"]
+LayerStatus: TypeAlias = Literal["included", "trimmed", "dropped", "empty", "skipped"]
+NpcStatus: TypeAlias = Literal["included", "lowered", "dropped"]
+# Segments are only ever dropped whole: trimming applies to the dynamic layers.
+Fate: TypeAlias = Literal["included", "dropped", "skipped"]
+
+# One assembly builds about a hundred of these records; frozen dataclasses take several
+# times longer to construct, so the per-item records are plain slotted dataclasses.
+
+
+@dataclass(slots=True)
+class TruncationStep:
+    """One thing removed to meet a budget.
+
+    ``tokens_before`` and ``tokens_after`` are the tokens of the layer's block (for NPC
+    steps, the NPC block) before and after the step.
+    """
+
+    scope: str
+    action: StepAction
+    tokens_before: int
+    tokens_after: int
+    reason: str
+    segment_id: int | None = None
+    npc: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "action": self.action,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "segment_id": self.segment_id,
+            "npc": self.npc,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class LayerReport:
+    """What became of one layer. ``tokens`` counts its whole block, frame included."""
+
+    status: LayerStatus
+    tokens: int
+    segment_ids: list[int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "tokens": self.tokens, "segment_ids": self.segment_ids}
+
+
+@dataclass(slots=True)
+class NpcReport:
+    """What became of one NPC: the tier used and the tokens of its heading and segments."""
+
+    npc: str
+    requested_tier: int
+    tier: int
+    status: NpcStatus
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "npc": self.npc,
+            "requested_tier": self.requested_tier,
+            "tier": self.tier,
+            "status": self.status,
+            "tokens": self.tokens,
+        }
+
+
+@dataclass(slots=True)
+class SegmentFate:
+    """What became of one segment, for the author preview.
+
+    ``skipped``: an ``entry_start`` segment on a later turn, an NPC segment above the
+    tier used, or a segment with no text (blank segments are never emitted).
+    """
+
+    id: int
+    scope: str
+    npc: str | None
+    title: str
+    tokens: int
+    fate: Fate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "scope": self.scope,
+            "npc": self.npc,
+            "title": self.title,
+            "tokens": self.tokens,
+            "fate": self.fate,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """The report on one assembly.
+
+    ``tokens`` is the exact count of the prompt; ``tokens_estimated`` is the size of the
+    untruncated assembly, summed from the parts' counts.
+    """
+
+    order: tuple[str, ...]
+    segment_ids_by_scope: Mapping[str, list[int]]
+    tokens_estimated: int
+    tokens: int
+    token_budget: int
+    npc_budget: int
+    encoding: str
+    over_budget: bool
+    truncated: list[TruncationStep]
+    layers: Mapping[str, LayerReport]
+    npcs: list[NpcReport]
+    lints: list[Lint]
+    content_hash: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form, as served by the API."""
+        return {
+            "order": list(self.order),
+            "segment_ids_by_scope": {
+                scope: list(ids) for scope, ids in self.segment_ids_by_scope.items()
+            },
+            "tokens_estimated": self.tokens_estimated,
+            "tokens": self.tokens,
+            "token_budget": self.token_budget,
+            "npc_budget": self.npc_budget,
+            "encoding": self.encoding,
+            "over_budget": self.over_budget,
+            "truncated": [step.to_dict() for step in self.truncated],
+            "layers": {scope: layer.to_dict() for scope, layer in self.layers.items()},
+            "npcs": [npc.to_dict() for npc in self.npcs],
+            "lints": [lint.to_dict() for lint in self.lints],
+            "content_hash": self.content_hash,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyResult:
+    """The assembled prompt, its report, and every segment's fate."""
+
+    prompt: str
+    meta: Meta
+    segments: list[SegmentFate]
+
+
+class OverBudgetError(Exception):
+    """Strict mode: the protected layers alone do not fit the token budget.
+
+    ``layers`` maps each protected layer to its tokens; ``tokens`` is the exact count of
+    the prompt holding only them (frames included) and ``over`` how far that exceeds
+    ``budget``.
+    """
+
+    def __init__(self, layers: Mapping[str, int], tokens: int, budget: int) -> None:
+        self.layers = dict(layers)
+        self.tokens = tokens
+        self.budget = budget
+        self.over = tokens - budget
+        parts = ", ".join(f"{scope} block {count}" for scope, count in self.layers.items())
+        super().__init__(
+            f"protected layers alone take {tokens} tokens ({parts}), "
+            f"{self.over} over the token budget of {budget}"
+        )

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assembler import Tokenizer, UnknownEncodingError, available_encodings, get_tokenizer
+
+
+def test_cl100k_base_loads_offline_and_matches_the_official_token_ids(
+    tokenizer: Tokenizer,
+) -> None:
+    assert tokenizer.name == "cl100k_base"
+    # Known cl100k_base ids: the offline copy must be byte-identical.
+    assert tokenizer.encode("hello world") == [15339, 1917]
+
+
+def test_tokenizer_is_loaded_once_per_process() -> None:
+    assert get_tokenizer() is get_tokenizer("cl100k_base")
+
+
+def test_special_token_text_is_counted_as_ordinary_text(tokenizer: Tokenizer) -> None:
+    assert tokenizer.count("<|endoftext|>") == 7
+
+
+def test_unknown_encoding_names_itself_and_the_available_ones() -> None:
+    with pytest.raises(UnknownEncodingError) as raised:
+        get_tokenizer("no_such_base")
+    assert "'no_such_base'" in str(raised.value)
+    assert "cl100k_base" in str(raised.value)
+    assert raised.value.available == tuple(available_encodings())
+
+
+def test_official_encoding_without_a_cached_file_fails_without_trying_to_download(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+
+    def no_download(name: str) -> object:
+        raise AssertionError(f"tiktoken.get_encoding({name!r}) would fetch its file")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", no_download)
+    with pytest.raises(UnknownEncodingError, match="TIKTOKEN_CACHE_DIR"):
+        get_tokenizer("o200k_base")
+
+
+def test_truncate_returns_short_text_unchanged(tokenizer: Tokenizer) -> None:
+    assert tokenizer.truncate("A short line.", 50) == "A short line."
+
+
+def test_truncate_to_zero_tokens_is_empty(tokenizer: Tokenizer) -> None:
+    assert tokenizer.truncate("Anything at all.", 0) == ""
+
+
+def test_truncate_keeps_the_start_at_exactly_the_allowed_tokens(tokenizer: Tokenizer) -> None:
+    text = "one two three four five six seven eight nine ten"
+    assert tokenizer.truncate(text, 4) == "one two three four"
+
+
+def test_truncate_backs_up_to_a_sentence_end_that_keeps_70_percent(
+    tokenizer: Tokenizer,
+) -> None:
+    text = "The gate is shut at dusk. Guards stand watch all night long."
+    # "The gate is shut at dusk." is 7 tokens: 70% of 10 allowed.
+    assert tokenizer.truncate(text, 10) == "The gate is shut at dusk."
+
+
+def test_truncate_does_not_back_up_when_that_would_lose_over_30_percent(
+    tokenizer: Tokenizer,
+) -> None:
+    text = "The gate is shut at dusk. Guards stand watch all night long."
+    assert tokenizer.truncate(text, 11) == "The gate is shut at dusk. Guards stand watch all"
+
+
+def test_truncate_backs_up_to_a_line_end(tokenizer: Tokenizer) -> None:
+    text = "first line of notes here\nsecond line goes on and on and on"
+    # The first line is 5 tokens: at least 70% of 7.
+    assert tokenizer.truncate(text, 7) == "first line of notes here"
+    assert tokenizer.truncate(text, 8) == "first line of notes here\nsecond line"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "🐉🐲🐉🐲🐉🐲🐉",
+        "龍の門は閉ざされた衛兵が夜通し見張る",
+        "naïve café façade ønske Ω≈ç√",
+        "👩‍👩‍👧‍👦 family",
+    ],
+)
+def test_truncate_never_splits_a_multibyte_character(tokenizer: Tokenizer, text: str) -> None:
+    for max_tokens in range(tokenizer.count(text) + 1):
+        kept = tokenizer.truncate(text, max_tokens)
+        assert text.startswith(kept)
+        assert "\ufffd" not in kept
+        assert tokenizer.count(kept) <= max_tokens
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from([*"ab .!?\n\t,é🐉龍\"'。", "word", "<|endoftext|>"]), max_size=40
+    ).map("".join),
+    max_tokens=st.integers(min_value=0, max_value=40),
+)
+def test_truncate_result_is_a_prefix_within_the_allowed_tokens(
+    tokenizer: Tokenizer, text: str, max_tokens: int
+) -> None:
+    kept = tokenizer.truncate(text, max_tokens)
+    assert text.startswith(kept)
+    assert tokenizer.count(kept) <= max_tokens
+
+
+def test_join_cost_accounts_for_punctuation_merging_with_line_breaks(
+    tokenizer: Tokenizer,
+) -> None:
+    # ".\n\n" is a single token, so the separator after a full stop costs nothing.
+    assert tokenizer.join_cost("It ends.", "\n\n", "Next") == 0
+    assert tokenizer.join_cost("It ends", "\n\n", "Next") == 1
+    for left, right in [("It ends.", "Next"), ("It ends", "Next"), ("a  ", "  b")]:
+        joined = tokenizer.count(left + "\n\n" + right)
+        parts = tokenizer.count(left) + tokenizer.count(right)
+        assert joined == parts + tokenizer.join_cost(left, "\n\n", right)
