@@ -141,3 +141,11 @@ def test_active_segments_of_a_scope_for_an_object_use_an_index() -> None:
         plan = query.explain()
         cursor.execute("RESET enable_seqscan")
     assert "segment_active_world" in plan
+
+
+def test_the_models_scopes_are_the_assemblers() -> None:
+    import assembler
+    from promptadmin.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
+
+    assert tuple(SEGMENT_SCOPES) == assembler.SEGMENT_SCOPES
+    assert tuple(DEPRECATED_SCOPES) == assembler.DYNAMIC_SCOPES
