@@ -28,6 +28,7 @@ from assembler.request import (
 )
 from assembler.result import (
     AssemblyResult,
+    Block,
     LayerReport,
     Meta,
     NpcReport,
@@ -46,6 +47,7 @@ __all__ = [
     "TRIM_ORDER",
     "AssemblyRequest",
     "AssemblyResult",
+    "Block",
     "BlockFormat",
     "LayerReport",
     "Lint",

@@ -40,6 +40,7 @@ from assembler.request import (
 )
 from assembler.result import (
     AssemblyResult,
+    Block,
     Fate,
     LayerReport,
     LayerStatus,
@@ -105,7 +106,7 @@ def assemble(request: AssemblyRequest, tokenizer: Tokenizer) -> AssemblyResult:
     assembly = _Assembly(request, tokenizer)
     tokens_estimated = assembly.total()
     assembly.fit_npc_budget()
-    prompt, tokens = assembly.fit_token_budget()
+    blocks, prompt, tokens = assembly.fit_token_budget()
     over_budget = tokens > request.token_budget
     if over_budget and request.strict:
         raise OverBudgetError(
@@ -113,7 +114,7 @@ def assemble(request: AssemblyRequest, tokenizer: Tokenizer) -> AssemblyResult:
             tokens,
             request.token_budget,
         )
-    return assembly.result(prompt, tokens, tokens_estimated, over_budget)
+    return assembly.result(blocks, prompt, tokens, tokens_estimated, over_budget)
 
 
 class _Layer(ABC):
@@ -466,8 +467,11 @@ class _Assembly:
             previous = layer
         return total
 
-    def render(self) -> str:
-        return BLOCK_SEPARATOR.join(layer.render() for layer in self.layers if not layer.empty())
+    def blocks(self) -> tuple[Block, ...]:
+        """The emitted layers' blocks, in order; the prompt is them joined."""
+        return tuple(
+            Block(layer.scope, layer.render()) for layer in self.layers if not layer.empty()
+        )
 
     # NPC budget
 
@@ -528,8 +532,8 @@ class _Assembly:
 
     # Token budget
 
-    def fit_token_budget(self) -> tuple[str, int]:
-        """Apply the budget policy; return the prompt and its exact token count.
+    def fit_token_budget(self) -> tuple[tuple[Block, ...], str, int]:
+        """Apply the budget policy; return the blocks, the prompt and its exact token count.
 
         As for the NPC block: steps priced from the parts, then an exact count, then, if
         needed, single steps each checked exactly.
@@ -539,10 +543,11 @@ class _Assembly:
         while self.total() > budget and self._shrink_prompt(self.total() - budget):
             pass
         while True:
-            prompt = self.render()
+            blocks = self.blocks()
+            prompt = BLOCK_SEPARATOR.join(block.text for block in blocks)
             tokens = self.tokenizer.count(prompt)
             if tokens <= budget or not self._shrink_prompt(tokens - budget):
-                return prompt, tokens
+                return blocks, prompt, tokens
 
     def _shrink_prompt(self, over: int) -> bool:
         """Apply the policy's next step to remove ``over`` tokens; False if none is left.
@@ -642,7 +647,12 @@ class _Assembly:
     # Report
 
     def result(
-        self, prompt: str, tokens: int, tokens_estimated: int, over_budget: bool
+        self,
+        blocks: tuple[Block, ...],
+        prompt: str,
+        tokens: int,
+        tokens_estimated: int,
+        over_budget: bool,
     ) -> AssemblyResult:
         request = self.request
         fates = self._fates()
@@ -683,7 +693,7 @@ class _Assembly:
             lints=lints,
             content_hash="sha256:" + hashlib.sha256(prompt.encode()).hexdigest(),
         )
-        return AssemblyResult(prompt=prompt, meta=meta, segments=fates)
+        return AssemblyResult(prompt=prompt, meta=meta, segments=fates, blocks=blocks)
 
     def _fates(self) -> list[SegmentFate]:
         fates: list[SegmentFate] = []

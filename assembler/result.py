@@ -148,12 +148,25 @@ class Meta:
 
 
 @dataclass(frozen=True, slots=True)
+class Block:
+    """One emitted layer's block, frame lines included."""
+
+    scope: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class AssemblyResult:
-    """The assembled prompt, its report, and every segment's fate."""
+    """The assembled prompt, its report, every segment's fate, and the prompt's blocks.
+
+    ``prompt`` is the ``blocks`` joined by a blank line, so a view can show each layer
+    without parsing the prompt.
+    """
 
     prompt: str
     meta: Meta
     segments: list[SegmentFate]
+    blocks: tuple[Block, ...] = ()
 
 
 class OverBudgetError(Exception):

@@ -59,6 +59,20 @@ def test_blocks_and_segments_are_separated_by_blank_lines(tokenizer: Tokenizer) 
     )
 
 
+def test_the_result_lists_each_emitted_block_and_the_prompt_is_them_joined(
+    tokenizer: Tokenizer,
+) -> None:
+    result = assemble(
+        request(core=[seg(1, "core", "First.")], state={"rng": "4"}),
+        tokenizer,
+    )
+    assert [(block.scope, block.text) for block in result.blocks] == [
+        ("core", "=== CORE_BEGIN ===\nFirst.\n=== CORE_END ==="),
+        ("rng", "=== RNG_BEGIN ===\n4\n=== RNG_END ==="),
+    ]
+    assert result.prompt == "\n\n".join(block.text for block in result.blocks)
+
+
 def test_segments_within_a_layer_go_by_sort_order_then_id(tokenizer: Tokenizer) -> None:
     world = [
         seg(5, "world", "fifth", sort_order=1),
