@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint format bench-assembler clean
+.PHONY: install run test lint format bench-assembler bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ format: install
 
 bench-assembler: install
 	$(BIN)/python -m assembler.bench
+
+## bench: load-test the REST API under gunicorn with wrk (needs PostgreSQL, Redis and wrk);
+## recreates its own database (BENCH_DATABASE_URL) and prints req/s, p50 and p99
+bench: install
+	$(BIN)/python scripts/bench_api.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache .mypy_cache .hypothesis

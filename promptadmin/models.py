@@ -16,6 +16,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
+from rest_framework_api_key.models import AbstractAPIKey
 from simple_history.models import HistoricalRecords
 
 SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
@@ -300,3 +301,31 @@ class Segment(models.Model):
             errors.setdefault("metadata", []).append("Metadata must be a JSON object.")
         if errors:
             raise ValidationError(errors)
+
+
+class ApiKeyScope(models.TextChoices):
+    READ = "read", "Read (assemble, preview, fetch)"
+    WRITE = "write", "Write (also content changes)"
+
+
+class ApiKey(AbstractAPIKey):
+    """A key for a service calling the REST API, stored hashed; shown once when created.
+
+    ``prefix``, ``hashed_key``, ``name``, ``revoked`` and ``expiry_date`` come from
+    djangorestframework-api-key (SHA-512 of the high-entropy key; see ``promptadmin.api``).
+    """
+
+    scope = models.CharField(max_length=8, choices=ApiKeyScope.choices, default=ApiKeyScope.READ)
+
+    class Meta(AbstractAPIKey.Meta):
+        verbose_name = "API key"
+        verbose_name_plural = "API keys"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope__in=ApiKeyScope.values), name="apikey_scope_valid"
+            )
+        ]
+
+    @property
+    def can_write(self) -> bool:
+        return self.scope == ApiKeyScope.WRITE

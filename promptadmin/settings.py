@@ -92,6 +92,11 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "simple_history",
+    "rest_framework",
+    "rest_framework_api_key",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "drf_standardized_errors",
     "promptadmin",
 ]
 
@@ -173,6 +178,49 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 TIKTOKEN_ENCODING = env_str("TIKTOKEN_ENCODING", "cl100k_base").strip()
 if not TIKTOKEN_ENCODING:
     raise ImproperlyConfigured("TIKTOKEN_ENCODING must not be empty (default: cl100k_base).")
+
+# REST API (promptadmin.api): API keys first, so an unauthenticated call gets a 401 that
+# names the scheme; sessions (with CSRF) for signed-in people.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "promptadmin.api.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["promptadmin.api.permissions.CanRead"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "promptadmin.api.pagination.PageNumberPagination",
+    # OPTIONS answers 405: the OpenAPI schema describes the endpoints.
+    "DEFAULT_METADATA_CLASS": None,
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "drf_standardized_errors.handler.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_standardized_errors.openapi.AutoSchema",
+}
+DRF_STANDARDIZED_ERRORS = {
+    # No stack trace or debug page in an API response, even with DEBUG on.
+    "ENABLE_IN_DEBUG_FOR_UNHANDLED_EXCEPTIONS": True,
+    "EXCEPTION_HANDLER_CLASS": "promptadmin.api.errors.PromptadminExceptionHandler",
+    "ERROR_SCHEMAS": {"400": "promptadmin.api.errors.ValidationErrorResponseSerializer"},
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "promptadmin API",
+    "DESCRIPTION": "Assemble and preview prompts; manage worlds, rulesets, NPCs, entries and "
+    "segments. Authenticate with `Authorization: Api-Key <key>` or a browser session.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        name: f"drf_standardized_errors.openapi_serializers.{name}.choices"
+        for name in ("ValidationErrorEnum", "ClientErrorEnum", "ServerErrorEnum")
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",
+        "drf_spectacular.hooks.postprocess_schema_enums",
+    ],
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

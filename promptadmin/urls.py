@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from promptadmin import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("api/", include("promptadmin.api.urls")),
 ]

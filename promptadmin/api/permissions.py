@@ -1,0 +1,63 @@
+"""What callers may do. Read: assemble, preview, fetch. Write: also change content.
+
+API keys carry a scope (``read`` or ``write``); people have a role (viewer, author, admin;
+see ``promptadmin.roles``). Viewers and read keys read; authors, admins and write keys
+also write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import permissions
+from rest_framework.request import Request
+
+from promptadmin.models import ApiKey
+from promptadmin.roles import can_edit, role_of
+
+
+class _Access(permissions.BasePermission):
+    def needs_write(self, request: Request) -> bool:
+        raise NotImplementedError
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        write = self.needs_write(request)
+        key = request.auth if isinstance(request.auth, ApiKey) else None
+        if key is not None:
+            if write and not key.can_write:
+                self.message = (
+                    f"API key '{key.name}' has scope '{key.scope}': changing content needs "
+                    "a key with scope 'write'."
+                )
+                return False
+            return True
+        role = role_of(request.user)
+        if role is None:
+            return False
+        if write and not can_edit(request.user):
+            self.message = (
+                f"Your role is '{role.label}': changing content needs the author or admin role."
+            )
+            return False
+        return True
+
+
+class CanRead(_Access):
+    """Any API key; any signed-in person (viewer and up)."""
+
+    def needs_write(self, request: Request) -> bool:
+        return False
+
+
+class CanWrite(_Access):
+    """Write keys; authors and admins."""
+
+    def needs_write(self, request: Request) -> bool:
+        return True
+
+
+class ReadOrWrite(_Access):
+    """Reads (GET, HEAD, OPTIONS) as :class:`CanRead`, everything else as :class:`CanWrite`."""
+
+    def needs_write(self, request: Request) -> bool:
+        return request.method not in permissions.SAFE_METHODS

@@ -1,0 +1,428 @@
+"""Benchmark the REST API's hot path under load: ``make bench``.
+
+1. Recreates its own PostgreSQL database (``BENCH_DATABASE_URL``, default
+   ``promptadmin_bench``) and seeds a realistic game: one entry with 60 segments across
+   core, two rulesets, world, entry and entry_start, six NPCs with tiers, and a dynamic
+   state; about 8,000 tokens before truncation. 10,000 unrelated segments (other worlds,
+   entries and NPCs) sit in the same tables.
+2. Starts gunicorn against that database and Redis (``BENCH_REDIS_URL``, default DB 12),
+   with persistent database connections and DEBUG off.
+3. Drives it from a separate process over loopback with wrk (16 connections; Lua scripts
+   send the POST bodies and the ``Api-Key`` header) and prints requests/s, p50 and p99 for
+   ``POST /api/v1/assemble`` without and with truncation, and for ``GET /api/v1/me``, the
+   cheapest authenticated DRF endpoint, measured in the same run as the baseline; also
+   the server's CPU time per request, which is what to compare on a busy machine.
+
+Options: ``--duration`` seconds per scenario (default 15), ``--connections`` (16),
+``--workers`` and ``--threads`` for gunicorn (default 3 x 2: two cores, shared with wrk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/promptadmin_bench"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
+PORT = 8799
+
+NPCS = [("Marra", 2), ("Old Tobin", 2), ("Sister Vell", 1), ("Kest", 2), ("Ivo", 1), ("Dun", 0)]
+
+_PEOPLE = [
+    "the harbour master",
+    "an old sailor with one boot",
+    "the Duchess of Varn",
+    "a tired courier",
+    "the keeper of the salt archive",
+    "a priest of the drowned god",
+    "the smith's apprentice",
+    "the captain of the night watch",
+]
+_ACTIONS = [
+    "keeps a ledger of every ship that enters the bay",
+    "has not slept since the bells rang twice at midnight",
+    "trades rumours for dried fish and copper coins",
+    "remembers the siege and will not speak of it",
+    "watches the lighthouse for signals from the wreckers",
+    "hides a letter sealed with black wax",
+    "knows which tunnels flood when the tide turns",
+]
+_PLACES = [
+    "in the lower city",
+    "near the customs house",
+    "beyond the broken aqueduct",
+    "along the quays",
+    "under the chapel of lanterns",
+    "at the edge of the marsh",
+]
+_RULES = [
+    "Describe only what the player character can perceive.",
+    "Never decide the player's actions, words or feelings for them.",
+    "Keep each reply under three short paragraphs unless the player asks for more.",
+    "When a roll is given, narrate the outcome it implies without naming the number.",
+    "Non-player characters speak in their own voice and pursue their own goals.",
+    "Violence has consequences: wounds linger, and the watch investigates.",
+    "If the player attempts something impossible, say why it fails in the fiction.",
+]
+
+
+def prose(rng: random.Random, tokens: int) -> str:
+    """Deterministic English prose of roughly ``tokens`` tokens (about 4.3 characters each)."""
+    sentences: list[str] = []
+    while sum(len(s) + 1 for s in sentences) < tokens * 4.3:
+        sentence = f"{rng.choice(_PEOPLE)} {rng.choice(_ACTIONS)} {rng.choice(_PLACES)}."
+        sentences.append(sentence[0].upper() + sentence[1:])
+    return " ".join(sentences)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+
+
+def assemble_body(token_budget: int, npc_budget: int) -> dict[str, Any]:
+    rng = random.Random(11)
+    return {
+        "entry": "bench-entry",
+        "world": "bench-world",
+        "first_turn": True,
+        "token_budget": token_budget,
+        "npc_budget": npc_budget,
+        "npcs": [{"npc": f"bench-npc-{i}", "tier": tier} for i, (_, tier) in enumerate(NPCS)],
+        "state": {
+            "game_state": {
+                "day": 3,
+                "hour": "dusk",
+                "weather": "fog",
+                "quests": {"salt_archive": "open", "black_wax_letter": "found"},
+                "location": "customs house, second floor",
+            },
+            "player": {
+                "name": "Aster",
+                "hp": 14,
+                "inventory": ["rope", "lantern", "forged permit", "3 silver"],
+                "reputation": {"watch": -1, "dockers": 2},
+            },
+            "rng": "d20: 13, d20: 4, d6: 5",
+            "input": prose(rng, 500),
+        },
+    }
+
+
+SCENARIOS = [
+    Scenario("baseline: GET /api/v1/me", "GET", "/api/v1/me"),
+    Scenario(
+        "assemble, no truncation",
+        "POST",
+        "/api/v1/assemble",
+        assemble_body(token_budget=12000, npc_budget=3000),
+    ),
+    Scenario(
+        "assemble, with truncation",
+        "POST",
+        "/api/v1/assemble",
+        assemble_body(token_budget=5000, npc_budget=600),
+    ),
+]
+
+
+def database_url_for(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def recreate_database(url: str) -> None:
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    if not re.fullmatch(r"[a-z0-9_]+", name):
+        raise SystemExit(f"bench: refusing to recreate a database named {name!r}")
+    admin = database_url_for(url, "postgres").replace("postgres://", "postgresql://", 1)
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'CREATE DATABASE "{name}"')
+
+
+def seed() -> str:
+    """Seed the bench database (Django is set up by the caller); return a read API key."""
+    from django.core.management import call_command
+
+    from promptadmin.models import NPC, Entry, Ruleset, Segment, World
+    from promptadmin.services import catalog, segments
+    from promptadmin.services.api_keys import api_key_create
+    from promptadmin.tokens import tokenizer
+
+    call_command("migrate", verbosity=0)
+    rng = random.Random(7)
+    world = catalog.catalog_create(actor=None, model=World, slug="bench-world", name="Varn")
+    rulesets = [
+        catalog.catalog_create(actor=None, model=Ruleset, slug=f"bench-rules-{i}", name=name)
+        for i, name in enumerate(("Narration", "Combat"))
+    ]
+    entry = catalog.entry_create(
+        actor=None, slug="bench-entry", name="Salt and Wax", world=world, rulesets=rulesets
+    )
+
+    def add(scope: str, ref: Any, count: int, tokens: tuple[int, int], **extra: Any) -> None:
+        for order in range(count):
+            content = (
+                " ".join(rng.sample(_RULES, 3))
+                if scope == "ruleset"
+                else prose(rng, rng.randrange(*tokens))
+            )
+            segments.segment_create(
+                actor=None, scope=scope, ref=ref, content=content, sort_order=order, **extra
+            )
+
+    # 60 segments for the entry: 8 core, 2 x 8 ruleset, 14 world, 16 entry, 6 entry_start.
+    add("core", None, 8, (120, 170))
+    for ruleset in rulesets:
+        add("ruleset", ruleset, 8, (0, 1))
+    add("world", world, 14, (110, 160))
+    add("entry", entry, 16, (90, 130))
+    add("entry_start", entry, 6, (70, 110))
+    for i, (name, _tier) in enumerate(NPCS):
+        npc = catalog.catalog_create(actor=None, model=NPC, slug=f"bench-npc-{i}", name=name)
+        for tier in (0, 0, 1, 1, 2, 2):
+            add("npc", npc, 1, (35, 55), tier=tier)
+
+    # 10,000 unrelated segments. Bulk-created: they are there to be skipped by the
+    # queries, and going through the service (with history) would only make seeding slow.
+    tok = tokenizer()
+    others_w = [World.objects.create(slug=f"other-world-{i}", name=f"W{i}") for i in range(40)]
+    others_e = [
+        Entry.objects.create(slug=f"other-entry-{i}", name=f"E{i}", world=others_w[i % 40])
+        for i in range(120)
+    ]
+    others_n = [NPC.objects.create(slug=f"other-npc-{i}", name=f"N{i}") for i in range(200)]
+    rows = []
+    for i in range(10_000):
+        content = prose(rng, rng.randrange(30, 120))
+        kind = i % 3
+        ref: dict[str, Any] = (
+            {"scope": "world", "world": others_w[i % len(others_w)]}
+            if kind == 0
+            else {"scope": "entry", "entry": others_e[i % len(others_e)]}
+            if kind == 1
+            else {"scope": "npc", "npc": others_n[i % len(others_n)], "tier": i % 3}
+        )
+        rows.append(
+            Segment(
+                content=content,
+                token_count=tok.count(content),
+                token_encoding=tok.name,
+                sort_order=i,
+                **ref,
+            )
+        )
+    Segment.objects.bulk_create(rows, batch_size=1000)
+    return api_key_create(actor=None, name="bench", scope="read")[1]
+
+
+def lua_script(scenario: Scenario, key: str, directory: Path) -> Path:
+    path = directory / f"{abs(hash(scenario.name))}.lua"
+    lines = [
+        f'wrk.method = "{scenario.method}"',
+        f'wrk.headers["Authorization"] = "Api-Key {key}"',
+    ]
+    if scenario.body is not None:
+        body = json.dumps(scenario.body)
+        assert "]==]" not in body
+        lines += ['wrk.headers["Content-Type"] = "application/json"', f"wrk.body = [==[{body}]==]"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def parse_wrk(output: str) -> tuple[float, float, float, int]:
+    """Requests/s, p50 ms, p99 ms and the count of non-2xx responses from ``wrk --latency``."""
+
+    def latency(percent: str) -> float:
+        match = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", output, re.M)
+        if match is None:
+            raise ValueError(f"no {percent}% latency in wrk output:\n{output}")
+        return float(match[1]) * _UNITS[match[2]]
+
+    rps = re.search(r"^Requests/sec:\s+([\d.]+)", output, re.M)
+    if rps is None:
+        raise ValueError(f"no Requests/sec in wrk output:\n{output}")
+    errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    return float(rps[1]), latency("50"), latency("99"), int(errors[1]) if errors else 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time used so far by the gunicorn workers (children of ``pid``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:  # ppid
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+    return total
+
+
+def run_wrk(url: str, script: Path, seconds: int, connections: int) -> str:
+    command = [
+        "wrk",
+        f"-t{min(2, connections)}",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        "--latency",
+        "-s",
+        str(script),
+        url,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
+def wait_until_up(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"bench: gunicorn did not answer at {url}")
+
+
+def sample(url: str, key: str, scenario: Scenario) -> dict[str, Any]:
+    data = json.dumps(scenario.body).encode() if scenario.body is not None else None
+    request = urllib.request.Request(
+        url + scenario.path,
+        data=data,
+        method=scenario.method,
+        headers={"Authorization": f"Api-Key {key}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return dict(json.load(response))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=int, default=15)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("bench: wrk is not installed (apt-get install wrk)")
+
+    database_url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
+    redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL)
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-only-" + "x" * 40,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "DB_CONN_MAX_AGE": "600",
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_SETTINGS_MODULE": "promptadmin.settings",
+        # No collectstatic for a benchmark: whitenoise would warn about it in every worker.
+        "PYTHONWARNINGS": "ignore:No directory at",
+    }
+    print(f"bench: recreating {database_url} and seeding", flush=True)
+    recreate_database(database_url)
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.cache import cache
+
+    key = seed()
+    cache.clear()
+
+    base = f"http://127.0.0.1:{PORT}"
+    gunicorn = [
+        str(Path(sys.executable).with_name("gunicorn")),
+        "promptadmin.wsgi:application",
+        f"--bind=127.0.0.1:{PORT}",
+        f"--workers={args.workers}",
+        "--worker-class=gthread",
+        f"--threads={args.threads}",
+        "--keep-alive=30",
+        "--log-level=warning",
+    ]
+    print(f"bench: {' '.join(gunicorn[1:])}", flush=True)
+    server = subprocess.Popen(gunicorn, cwd=ROOT, env=env, start_new_session=True)
+    try:
+        wait_until_up(base + "/healthz")
+        untruncated = sample(base, key, SCENARIOS[1])["meta"]
+        truncated = sample(base, key, SCENARIOS[2])["meta"]
+        print(
+            f"bench: {untruncated['tokens_estimated']} tokens before truncation; "
+            f"no truncation: {untruncated['tokens']} tokens, "
+            f"{len(untruncated['truncated'])} steps; with truncation: {truncated['tokens']} "
+            f"tokens, {len(truncated['truncated'])} steps",
+            flush=True,
+        )
+        results = []
+        with tempfile.TemporaryDirectory() as directory:
+            for scenario in SCENARIOS:
+                script = lua_script(scenario, key, Path(directory))
+                url = base + scenario.path
+                run_wrk(url, script, 3, args.connections)  # warm up
+                cpu_before = cpu_seconds(server.pid)
+                output = run_wrk(url, script, args.duration, args.connections)
+                cpu = cpu_seconds(server.pid) - cpu_before
+                rps, p50, p99, errors = parse_wrk(output)
+                cpu_ms = cpu * 1000 / max(1.0, rps * args.duration)
+                results.append((scenario, rps, p50, p99, cpu_ms, errors))
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+    baseline_rps = results[0][1]
+    print()
+    print(
+        f"{args.connections} connections, {args.duration}s each, gunicorn {args.workers} "
+        f"workers x {args.threads} threads, {os.cpu_count()} CPUs (shared with wrk)"
+    )
+    header = f"{'scenario':<28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'vs baseline':>12}"
+    print(f"{header} {'CPU ms/req':>11} {'errors':>7}")
+    print("-" * 87)
+    failed = False
+    for scenario, rps, p50, p99, cpu_ms, errors in results:
+        print(
+            f"{scenario.name:<28} {rps:>8.1f} {p50:>8.2f} {p99:>8.2f} "
+            f"{rps / baseline_rps:>12.2f} {cpu_ms:>11.2f} {errors:>7}"
+        )
+        failed = failed or errors > 0
+    print(
+        "CPU ms/req: server CPU time (all gunicorn workers) per request served; unlike "
+        "req/s it hardly depends on what else the machine is doing."
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Fixtures for API tests: clients holding API keys or signed-in people, and demo content."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.cache import cache
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from promptadmin.services.api_keys import api_key_create
+from tests.factories import UserFactory
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> None:
+    # Redis outlives the rolled-back test transaction: start every test from a cold cache.
+    cache.clear()
+
+
+@pytest.fixture
+def demo(db: Any) -> None:
+    call_command("seed_demo")
+
+
+def key_client(key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    return client
+
+
+@pytest.fixture
+def read_key(db: Any) -> str:
+    return api_key_create(actor=None, name="game-server", scope="read")[1]
+
+
+@pytest.fixture
+def write_key(db: Any) -> str:
+    return api_key_create(actor=None, name="content-pipeline", scope="write")[1]
+
+
+@pytest.fixture
+def reader(read_key: str) -> APIClient:
+    return key_client(read_key)
+
+
+@pytest.fixture
+def writer(write_key: str) -> APIClient:
+    return key_client(write_key)
+
+
+def person(role: str | None) -> Any:
+    user = UserFactory()
+    if role is not None:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def session_client(user: Any, *, enforce_csrf: bool = False) -> APIClient:
+    client = APIClient(enforce_csrf_checks=enforce_csrf)
+    client.force_login(user)
+    return client
+
+
+def errors(response: Any) -> dict[str | None, str]:
+    """The error response's details by attribute, checking the documented shape on the way."""
+    body = response.json()
+    assert set(body) == {"type", "errors"}
+    assert all(set(error) == {"code", "detail", "attr"} for error in body["errors"])
+    return {error["attr"]: error["detail"] for error in body["errors"]}
+
+
+def codes(response: Any) -> list[str]:
+    return [error["code"] for error in response.json()["errors"]]

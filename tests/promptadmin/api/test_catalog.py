@@ -1,0 +1,137 @@
+"""Worlds, rulesets, NPCs and entries: CRUD by slug, with ETags and If-Match."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from promptadmin.models import Entry, World
+from tests.factories import EntryFactory, RulesetFactory, WorldFactory
+from tests.promptadmin.api.conftest import codes, errors
+
+pytestmark = pytest.mark.django_db
+
+
+def etag_of(client: Any, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200
+    return str(response["ETag"])
+
+
+@pytest.mark.parametrize("kind", ["worlds", "rulesets", "npcs"])
+def test_create_read_update_delete(writer, kind: str) -> None:  # type: ignore[no-untyped-def]
+    created = writer.post(f"/api/v1/{kind}/", {"slug": "ash", "name": "Ash"}, format="json")
+    assert created.status_code == 201
+    assert created.json()["slug"] == "ash" and created.json()["description"] == ""
+    url = f"/api/v1/{kind}/ash/"
+    read = writer.get(url)
+    assert read["ETag"] == created["ETag"]
+    assert writer.get(f"/api/v1/{kind}/").json()["results"] == [read.json()]
+
+    changed = writer.patch(url, {"name": "Ashes"}, format="json", HTTP_IF_MATCH=read["ETag"])
+    assert changed.status_code == 200 and changed.json()["name"] == "Ashes"
+    assert changed["ETag"] != read["ETag"]
+
+    replaced = writer.put(
+        url, {"slug": "cinder", "name": "Cinder"}, format="json", HTTP_IF_MATCH=changed["ETag"]
+    )
+    assert replaced.json() == {**replaced.json(), "slug": "cinder", "description": ""}
+    gone = writer.delete("/api/v1/" + kind + "/cinder/", HTTP_IF_MATCH=replaced["ETag"])
+    assert gone.status_code == 204
+    assert writer.get("/api/v1/" + kind + "/cinder/").status_code == 404
+
+
+def test_writes_without_if_match_are_428(writer) -> None:  # type: ignore[no-untyped-def]
+    WorldFactory(slug="ash")
+    url = "/api/v1/worlds/ash/"
+    put = writer.put(url, {"slug": "ash", "name": "x"}, format="json")
+    assert put.status_code == 428
+    assert codes(put) == ["precondition_required"]
+    assert writer.patch(url, {"name": "x"}, format="json").status_code == 428
+    assert writer.delete(url).status_code == 428
+    assert writer.delete(url, HTTP_IF_MATCH="*").status_code == 428
+    assert World.objects.get(slug="ash").name != "x"
+
+
+def test_a_stale_etag_is_412_and_changes_nothing(writer) -> None:  # type: ignore[no-untyped-def]
+    WorldFactory(slug="ash", name="Ash")
+    first = etag_of(writer, "/api/v1/worlds/ash/")
+    ok = writer.patch("/api/v1/worlds/ash/", {"name": "One"}, format="json", HTTP_IF_MATCH=first)
+    assert ok.status_code == 200
+    stale = writer.patch("/api/v1/worlds/ash/", {"name": "Two"}, format="json", HTTP_IF_MATCH=first)
+    assert stale.status_code == 412
+    assert codes(stale) == ["precondition_failed"]
+    assert writer.delete("/api/v1/worlds/ash/", HTTP_IF_MATCH=f"W/{ok['ETag']}").status_code == 412
+    assert World.objects.get(slug="ash").name == "One"
+
+
+def test_deleting_something_in_use_is_409_saying_what_uses_it(writer) -> None:  # type: ignore[no-untyped-def]
+    entry = EntryFactory()
+    etag = etag_of(writer, f"/api/v1/worlds/{entry.world.slug}/")
+    response = writer.delete(f"/api/v1/worlds/{entry.world.slug}/", HTTP_IF_MATCH=etag)
+    assert response.status_code == 409
+    assert "1 entries" in errors(response)[None]
+
+
+def test_slugs_are_validated_and_unique(writer) -> None:  # type: ignore[no-untyped-def]
+    WorldFactory(slug="ash")
+    bad = writer.post("/api/v1/worlds/", {"slug": "Not A Slug", "name": "x"}, format="json")
+    assert "slug" in errors(bad)
+    taken = writer.post("/api/v1/worlds/", {"slug": "ash", "name": "x"}, format="json")
+    assert taken.status_code == 400 and "slug" in errors(taken)
+
+
+def test_read_only_and_unknown_fields_are_refused(writer) -> None:  # type: ignore[no-untyped-def]
+    body = {"slug": "ash", "name": "Ash", "created_at": "2020-01-01T00:00:00Z", "colour": "red"}
+    response = writer.post("/api/v1/worlds/", body, format="json")
+    assert response.status_code == 400
+    assert set(errors(response)) == {"created_at", "colour"}
+
+
+def test_entries_have_a_world_and_ordered_rulesets(writer) -> None:  # type: ignore[no-untyped-def]
+    world = WorldFactory(slug="coast")
+    RulesetFactory(slug="combat")
+    RulesetFactory(slug="mystery")
+    body = {"slug": "bell", "name": "Bell", "world": "coast", "rulesets": ["mystery", "combat"]}
+    created = writer.post("/api/v1/entries/", body, format="json")
+    assert created.status_code == 201
+    assert (created.json()["world"], created.json()["rulesets"]) == ("coast", ["mystery", "combat"])
+    changed = writer.patch(
+        "/api/v1/entries/bell/",
+        {"rulesets": ["combat", "mystery"]},
+        format="json",
+        HTTP_IF_MATCH=created["ETag"],
+    )
+    assert changed.json()["rulesets"] == ["combat", "mystery"]
+    assert changed["ETag"] != created["ETag"]
+    assert [r.slug for r in Entry.objects.get(slug="bell").ordered_rulesets()] == [
+        "combat",
+        "mystery",
+    ]
+    assert Entry.objects.get(slug="bell").world == world
+
+
+def test_unknown_world_and_ruleset_slugs_are_named(writer) -> None:  # type: ignore[no-untyped-def]
+    RulesetFactory(slug="combat")
+    body = {"slug": "bell", "name": "Bell", "world": "nowhere", "rulesets": ["combat", "chess"]}
+    response = writer.post("/api/v1/entries/", body, format="json")
+    assert response.status_code == 400
+    assert "nowhere" in errors(response)["world"]
+    WorldFactory(slug="nowhere")
+    response = writer.post("/api/v1/entries/", body, format="json")
+    assert errors(response) == {"rulesets": "Unknown ruleset slugs: chess."}
+
+
+def test_lists_take_a_constant_number_of_queries(writer, django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
+    def list_entries() -> int:
+        with django_assert_num_queries(4) as captured:  # key, count, entries+world, links+ruleset
+            assert writer.get("/api/v1/entries/").status_code == 200
+        return len(captured)
+
+    EntryFactory()
+    few = list_entries()
+    for _ in range(10):
+        entry = EntryFactory()
+        entry.ruleset_links.create(ruleset=RulesetFactory(), position=1)
+    assert list_entries() == few

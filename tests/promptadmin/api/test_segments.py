@@ -1,0 +1,238 @@
+"""Segments: CRUD by id, filters, token counts and revisions, history, restore, concurrency."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from promptadmin.models import Segment
+from promptadmin.services import segments as segment_services
+from promptadmin.tokens import tokenizer
+from tests.factories import NPCFactory, WorldFactory, make_segment
+from tests.promptadmin.api.conftest import codes, errors, key_client
+
+pytestmark = pytest.mark.django_db
+
+
+def test_create_returns_token_count_revision_and_etag(writer) -> None:  # type: ignore[no-untyped-def]
+    WorldFactory(slug="coast")
+    body = {"scope": "world", "ref": "coast", "content": "Rust stains everything.", "sort_order": 5}
+    response = writer.post("/api/v1/segments/", body, format="json")
+    assert response.status_code == 201
+    data = response.json()
+    assert data["token_count"] == tokenizer().count("Rust stains everything.")
+    assert (data["revision"], data["ref"], data["active"], data["tier"]) == (1, "coast", True, 0)
+    assert response["ETag"] == f'"segment-{data["id"]}-r1"'
+    assert writer.get(f"/api/v1/segments/{data['id']}/")["ETag"] == response["ETag"]
+
+
+def test_core_segments_belong_to_nothing(writer) -> None:  # type: ignore[no-untyped-def]
+    ok = writer.post("/api/v1/segments/", {"scope": "core", "content": "Narrate."}, format="json")
+    assert ok.status_code == 201 and ok.json()["ref"] is None
+    WorldFactory(slug="coast")
+    bad = writer.post(
+        "/api/v1/segments/", {"scope": "core", "ref": "coast", "content": "x"}, format="json"
+    )
+    assert "ref" in errors(bad)
+
+
+def test_a_ref_of_the_wrong_kind_or_unknown_is_named(writer) -> None:  # type: ignore[no-untyped-def]
+    NPCFactory(slug="cobb")
+    for body in (
+        {"scope": "world", "ref": "cobb", "content": "x"},
+        {"scope": "world", "content": "x"},
+    ):
+        response = writer.post("/api/v1/segments/", body, format="json")
+        assert response.status_code == 400
+        assert "world" in errors(response)["ref"]
+
+
+@pytest.mark.parametrize("scope", ["game_state", "player", "rng", "input"])
+def test_deprecated_scopes_cannot_be_created(writer, scope: str) -> None:  # type: ignore[no-untyped-def]
+    response = writer.post("/api/v1/segments/", {"scope": scope, "content": "x"}, format="json")
+    assert response.status_code == 400
+    detail = errors(response)["scope"]
+    assert f"'{scope}' is deprecated" in detail
+    assert "core, ruleset, world, entry, entry_start, npc" in detail
+
+
+def test_deprecated_segments_cannot_be_activated(writer) -> None:  # type: ignore[no-untyped-def]
+    legacy = segment_services.segment_import_legacy(actor=None, scope="rng", content="d20")
+    response = writer.patch(
+        f"/api/v1/segments/{legacy.pk}/",
+        {"active": True},
+        format="json",
+        HTTP_IF_MATCH=f'"segment-{legacy.pk}-r1"',
+    )
+    assert response.status_code == 400
+    assert "'rng' is deprecated" in errors(response)["active"]
+    assert "core, ruleset, world, entry, entry_start, npc" in errors(response)["active"]
+
+
+def test_update_bumps_revision_and_recounts_tokens(writer) -> None:  # type: ignore[no-untyped-def]
+    segment = make_segment(content="One.")
+    url = f"/api/v1/segments/{segment.pk}/"
+    response = writer.patch(
+        url, {"content": "One. Two. Three."}, format="json", HTTP_IF_MATCH=writer.get(url)["ETag"]
+    )
+    assert response.status_code == 200
+    assert response.json()["revision"] == 2
+    assert response.json()["token_count"] == tokenizer().count("One. Two. Three.")
+    assert response["ETag"] == f'"segment-{segment.pk}-r2"'
+
+
+def test_put_replaces_and_scope_is_fixed(writer) -> None:  # type: ignore[no-untyped-def]
+    segment = make_segment(content="One.", metadata={"title": "t"}, sort_order=3)
+    url = f"/api/v1/segments/{segment.pk}/"
+    etag = writer.get(url)["ETag"]
+    moved = writer.put(url, {"scope": "world", "content": "x"}, format="json", HTTP_IF_MATCH=etag)
+    assert moved.status_code == 400 and "scope" in errors(moved)
+    replaced = writer.put(
+        url, {"scope": "core", "content": "Two."}, format="json", HTTP_IF_MATCH=etag
+    )
+    assert replaced.status_code == 200
+    assert (replaced.json()["metadata"], replaced.json()["sort_order"]) == ({}, 0)
+
+
+def test_if_match_is_required_and_must_be_current(writer) -> None:  # type: ignore[no-untyped-def]
+    segment = make_segment(content="One.")
+    other = make_segment(content="Other.")
+    url = f"/api/v1/segments/{segment.pk}/"
+    current = f'"segment-{segment.pk}-r1"'
+    assert writer.patch(url, {"content": "x"}, format="json").status_code == 428
+    assert writer.delete(url).status_code == 428
+    for wrong in (f'"segment-{other.pk}-r1"', f"W/{current}", '"junk"'):
+        response = writer.patch(url, {"content": "x"}, format="json", HTTP_IF_MATCH=wrong)
+        assert response.status_code == 412, wrong
+    assert (
+        writer.patch(url, {"content": "Two."}, format="json", HTTP_IF_MATCH=current).status_code
+        == 200
+    )
+    stale = writer.delete(url, HTTP_IF_MATCH=current)
+    assert stale.status_code == 412 and codes(stale) == ["precondition_failed"]
+    assert "the current revision is 2" in errors(stale)[None]
+    assert writer.delete(url, HTTP_IF_MATCH=f'"segment-{segment.pk}-r2"').status_code == 204
+    assert not Segment.objects.filter(pk=segment.pk).exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_of_two_concurrent_writers_with_the_same_etag_only_one_succeeds(  # type: ignore[no-untyped-def]
+    write_key, monkeypatch
+) -> None:
+    segment = make_segment(content="Original.")
+    etag = f'"segment-{segment.pk}-r1"'
+    first_holds_lock = threading.Event()
+    validate = segment_services._validate
+
+    def slow_validate(current: Segment, exclude: Any = None) -> None:
+        # The first writer has locked the row and checked its revision: let the second
+        # writer read the segment (revision 1) and reach the lock before this one commits.
+        if current.content == "First.":
+            first_holds_lock.set()
+            time.sleep(0.5)
+        validate(current, exclude)
+
+    monkeypatch.setattr(segment_services, "_validate", slow_validate)
+    results: dict[str, int] = {}
+
+    def write(content: str) -> None:
+        try:
+            response = key_client(write_key).patch(
+                f"/api/v1/segments/{segment.pk}/",
+                {"content": content},
+                format="json",
+                HTTP_IF_MATCH=etag,
+            )
+            results[content] = response.status_code
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=write, args=("First.",))
+    first.start()
+    assert first_holds_lock.wait(10)
+    second = threading.Thread(target=write, args=("Second.",))
+    second.start()
+    first.join(10)
+    second.join(10)
+    assert results == {"First.": 200, "Second.": 412}
+    assert Segment.objects.get(pk=segment.pk).content == "First."
+
+
+def test_filters_search_and_pagination(reader, demo) -> None:  # type: ignore[no-untyped-def]
+    def ids(query: str) -> set[int]:
+        response = reader.get(f"/api/v1/segments/?page_size=200&{query}")
+        assert response.status_code == 200, response.json()
+        return {row["id"] for row in response.json()["results"]}
+
+    world = set(Segment.objects.filter(world__slug="iron-coast").values_list("id", flat=True))
+    assert ids("world=iron-coast") == world
+    assert ids("scope=npc&npc=old-cobb") == set(
+        Segment.objects.filter(npc__slug="old-cobb").values_list("id", flat=True)
+    )
+    assert ids("entry=drowned-bell") == set(
+        Segment.objects.filter(entry__slug="drowned-bell").values_list("id", flat=True)
+    )
+    assert ids("active=false") == set(
+        Segment.objects.filter(active=False).values_list("id", flat=True)
+    )
+    assert ids("search=TIDE-IRON") == set(
+        Segment.objects.filter(content__icontains="tide-iron").values_list("id", flat=True)
+    )
+    page = reader.get("/api/v1/segments/?page_size=5&page=2").json()
+    assert page["count"] == Segment.objects.count() and len(page["results"]) == 5
+    assert reader.get("/api/v1/segments/?active=maybe").status_code == 400
+    assert reader.get("/api/v1/segments/?page_size=0").status_code == 400
+    assert reader.get("/api/v1/segments/?page=999").status_code == 404
+
+
+def test_list_takes_a_constant_number_of_queries(reader, django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
+    def list_segments() -> int:
+        with django_assert_num_queries(3) as captured:  # key, count, page
+            assert reader.get("/api/v1/segments/?page_size=200").status_code == 200
+        return len(captured)
+
+    world, npc = WorldFactory(), NPCFactory()
+    make_segment(scope="world", ref=world)
+    few = list_segments()
+    for i in range(20):
+        make_segment(scope="world", ref=WorldFactory())
+        make_segment(scope="npc", ref=npc, tier=i % 3)
+    assert list_segments() == few
+
+
+def test_history_lists_every_revision_newest_first(writer) -> None:  # type: ignore[no-untyped-def]
+    segment = make_segment(content="One.")
+    segment_services.segment_update(actor=None, segment=segment, content="Two.")
+    body = writer.get(f"/api/v1/segments/{segment.pk}/history/").json()
+    rows = [(r["revision"], r["change"], r["content"]) for r in body["results"]]
+    assert rows == [(2, "changed", "Two."), (1, "created", "One.")]
+
+
+def test_restore_brings_back_a_revision_as_a_new_one(writer) -> None:  # type: ignore[no-untyped-def]
+    segment = make_segment(content="One.", sort_order=1)
+    segment_services.segment_update(actor=None, segment=segment, content="Two.", sort_order=2)
+    url = f"/api/v1/segments/{segment.pk}/restore/"
+    response = writer.post(url, {"revision": 1}, format="json")
+    assert response.status_code == 200
+    assert (response.json()["content"], response.json()["sort_order"]) == ("One.", 1)
+    assert response.json()["revision"] == 3
+    history = writer.get(f"/api/v1/segments/{segment.pk}/history/").json()["results"]
+    assert [r["revision"] for r in history] == [3, 2, 1]
+    missing = writer.post(url, {"revision": 9}, format="json")
+    assert missing.status_code == 400 and "revision" in errors(missing)
+    stale = writer.post(
+        url, {"revision": 2}, format="json", HTTP_IF_MATCH=f'"segment-{segment.pk}-r2"'
+    )
+    assert stale.status_code == 412
+
+
+def test_a_count_made_with_another_encoding_is_not_served(reader) -> None:  # type: ignore[no-untyped-def]
+    segment = make_segment(content="Counted long ago.")
+    Segment.objects.filter(pk=segment.pk).update(token_count=999, token_encoding="p50k_base")
+    body = reader.get(f"/api/v1/segments/{segment.pk}/").json()
+    assert body["token_count"] == tokenizer().count("Counted long ago.")
