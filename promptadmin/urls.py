@@ -9,4 +9,6 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include("promptadmin.api.urls")),
+    # The author studio (and sign-in/out) at the root; keep it last.
+    path("", include("promptadmin.studio.urls")),
 ]

@@ -1,0 +1,82 @@
+"""Who may do what in the studio: the roles the API uses, checked on every request.
+
+Viewers read and preview, authors also change content, admins do everything. Pages are
+readable by ``read`` and changeable (any method but GET/HEAD/OPTIONS) by ``write``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django_htmx.http import HttpResponseClientRedirect
+
+from promptadmin.roles import Role, role_of
+
+View = Callable[..., HttpResponse]
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def studio_view(*, read: Role = Role.VIEWER, write: Role = Role.AUTHOR) -> Callable[[View], View]:
+    """Send anonymous people to sign in; refuse (403) a signed-in user without the role."""
+
+    def decorator(view: View) -> View:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            role = role_of(request.user)
+            if role is None:
+                return _to_login(request)
+            needed = read if request.method in SAFE_METHODS else write
+            if role < needed:
+                return render_page(request, "studio/403.html", {"needed": needed}, status=403)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def _to_login(request: HttpRequest) -> HttpResponse:
+    htmx = getattr(request, "htmx", None)
+    if htmx:
+        # A fragment request would swap the sign-in page into a corner of the page:
+        # send the whole window there, coming back to the page the person was on.
+        return HttpResponseClientRedirect(redirect_to_login(htmx.current_url_abs_path or "/").url)
+    return redirect_to_login(request.get_full_path())
+
+
+def studio_context(request: HttpRequest) -> dict[str, Any]:
+    """What the layout needs on every page: the user's role and what it allows."""
+    role = role_of(request.user)
+    return {
+        "role": role,
+        "can_edit": role is not None and role >= Role.AUTHOR,
+        "is_admin": role is not None and role >= Role.ADMIN,
+    }
+
+
+def render_page(
+    request: HttpRequest,
+    template: str,
+    context: Mapping[str, Any] | None = None,
+    *,
+    status: int = 200,
+) -> HttpResponse:
+    """``render`` with the layout's context added."""
+    return render(request, template, {**studio_context(request), **(context or {})}, status=status)
+
+
+def fragment_or_page(request: HttpRequest, template: str, partial: str) -> str:
+    """The partial for an htmx request, the whole page otherwise.
+
+    A history-restore request (the person went back and htmx had no snapshot) wants the
+    whole page, as does a boosted link.
+    """
+    htmx = getattr(request, "htmx", None)
+    if htmx and not htmx.history_restore_request and not htmx.boosted:
+        return f"{template}#{partial}"
+    return template

@@ -1,0 +1,175 @@
+"""Shape an assembly preview for the page: blocks per layer, token bars, steps in words.
+
+Nothing here decides anything about prompts: it arranges what ``assembler`` returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.urls import reverse
+
+from promptadmin.assembly import Preview
+
+LAYER_LABELS = {
+    "core": "Core",
+    "ruleset": "Rulesets",
+    "world": "World",
+    "entry": "Entry",
+    "entry_start": "Entry start",
+    "npc": "NPCs",
+    "game_state": "Game state",
+    "player": "Player",
+    "rng": "RNG",
+    "input": "Input",
+}
+STATUS_WORDS = {
+    "included": "included",
+    "trimmed": "cut short",
+    "dropped": "dropped",
+    "empty": "empty",
+    "skipped": "skipped (not a first turn)",
+}
+
+
+def percent(part: int, whole: int) -> float:
+    """``part`` as a percentage of ``whole``, capped at 100 (a whole of 0 is full)."""
+    if whole <= 0:
+        return 100.0 if part else 0.0
+    return round(min(100.0, 100.0 * part / whole), 1)
+
+
+@dataclass
+class Layer:
+    scope: str
+    label: str
+    status: str
+    tokens: int
+    percent: float  # of the token budget
+    share: float = 0.0  # of the bar's width (the budget, or the prompt when it is over)
+    text: str = ""
+    segments: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status_words(self) -> str:
+        return STATUS_WORDS.get(self.status, self.status)
+
+
+@dataclass
+class Step:
+    number: int
+    scope: str
+    action: str
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    segment_url: str | None
+    npc: str | None
+
+
+@dataclass
+class PreviewPage:
+    prompt: str
+    tokens: int
+    tokens_estimated: int
+    budget: int
+    npc_budget: int
+    over_budget: bool
+    encoding: str
+    content_hash: str
+    layers: list[Layer]
+    blocks: list[Layer]
+    steps: list[Step]
+    npcs: list[dict[str, Any]]
+    lints: list[dict[str, str]]
+    segments: list[dict[str, Any]]
+
+    @property
+    def used_percent(self) -> float:
+        return percent(self.tokens, self.budget)
+
+    @property
+    def empty_layers(self) -> list[str]:
+        return [layer.label for layer in self.layers if not layer.tokens]
+
+
+def segment_url(segment_id: int) -> str:
+    return reverse("studio:segment_edit", args=[segment_id])
+
+
+def present(preview: Preview, npc_names: dict[str, str] | None = None) -> PreviewPage:
+    """Everything the preview page shows, from one assembly."""
+    npc_names = npc_names or {}
+    result = preview.result
+    meta = result.meta
+    segments = [
+        {
+            **row,
+            "url": segment_url(row["id"]),
+            "layer": LAYER_LABELS.get(row["scope"], row["scope"]),
+        }
+        for row in preview.segments
+    ]
+    layers = []
+    for scope in meta.order:
+        report = meta.layers[scope]
+        layers.append(
+            Layer(
+                scope=scope,
+                label=LAYER_LABELS.get(scope, scope),
+                status=report.status,
+                tokens=report.tokens,
+                percent=percent(report.tokens, meta.token_budget),
+                segments=[
+                    row for row in segments if row["scope"] == scope and row["fate"] == "included"
+                ],
+            )
+        )
+    scale = max(meta.token_budget, sum(layer.tokens for layer in layers))
+    for layer in layers:
+        layer.share = percent(layer.tokens, scale)
+    by_scope = {layer.scope: layer for layer in layers}
+    blocks = []
+    for block in result.blocks:
+        layer = by_scope[block.scope]
+        layer.text = block.text
+        blocks.append(layer)
+    steps = [
+        Step(
+            number=number,
+            scope=step.scope,
+            action=step.action,
+            reason=step.reason,
+            tokens_before=step.tokens_before,
+            tokens_after=step.tokens_after,
+            segment_url=segment_url(step.segment_id) if step.segment_id else None,
+            npc=step.npc,
+        )
+        for number, step in enumerate(meta.truncated, start=1)
+    ]
+    npcs = [
+        {
+            **npc.to_dict(),
+            "name": npc_names.get(npc.npc, npc.npc),
+            "changed": npc.tier != npc.requested_tier or npc.status == "dropped",
+            "url": reverse("studio:npc_edit", args=[npc.npc]),
+        }
+        for npc in meta.npcs
+    ]
+    return PreviewPage(
+        prompt=result.prompt,
+        tokens=meta.tokens,
+        tokens_estimated=meta.tokens_estimated,
+        budget=meta.token_budget,
+        npc_budget=meta.npc_budget,
+        over_budget=meta.over_budget,
+        encoding=meta.encoding,
+        content_hash=meta.content_hash,
+        layers=layers,
+        blocks=blocks,
+        steps=steps,
+        npcs=npcs,
+        lints=[lint.to_dict() for lint in meta.lints],
+        segments=segments,
+    )

@@ -1,0 +1,247 @@
+"""Reads for the studio's pages, each in a number of queries that does not grow with content."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Model, Prefetch, Q, QuerySet
+from django.urls import reverse
+
+from promptadmin.assembly import AssembleParams, AssemblyInputError, assemble_prompt
+from promptadmin.models import (
+    DEPRECATED_SCOPES,
+    NPC,
+    SEGMENT_SCOPES,
+    Entry,
+    EntryRuleset,
+    Ruleset,
+    Scope,
+    Segment,
+    World,
+)
+
+CATALOG_KINDS: dict[str, type[World | Ruleset | NPC]] = {
+    "world": World,
+    "ruleset": Ruleset,
+    "npc": NPC,
+}
+
+
+def object_url(obj: Model | None) -> str | None:
+    """The studio page of a world, ruleset, entry or NPC."""
+    if obj is None:
+        return None
+    kind = type(obj).__name__.lower()
+    return reverse(f"studio:{kind}_edit", args=[obj.slug])  # type: ignore[attr-defined]
+
+
+def segment_list(
+    *,
+    scope: str = "",
+    obj: Model | None = None,
+    active: bool | None = None,
+    q: str = "",
+    order_by: tuple[str, ...] = ("-updated_at", "-id"),
+) -> QuerySet[Segment]:
+    """Segments matching the list's filters. Every word of ``q`` must match somewhere."""
+    segments = Segment.objects.select_related("world", "ruleset", "entry", "npc", "updated_by")
+    if scope:
+        segments = segments.filter(scope=scope)
+    if obj is not None:
+        segments = segments.filter(**{type(obj).__name__.lower(): obj})
+    if active is not None:
+        segments = segments.filter(active=active)
+    for word in q.split():
+        matches = Q(content__icontains=word) | Q(metadata__title__icontains=word)
+        for ref in ("world", "ruleset", "entry", "npc"):
+            matches |= Q(**{f"{ref}__name__icontains": word})
+        if word.startswith("#") and word[1:].isdigit():
+            matches = Q(pk=int(word[1:]))
+        segments = segments.filter(matches)
+    return segments.order_by(*order_by)
+
+
+@dataclass(frozen=True)
+class ScopeCount:
+    scope: str
+    label: str
+    active: int
+    inactive: int
+    deprecated: bool
+
+    @property
+    def total(self) -> int:
+        return self.active + self.inactive
+
+
+def scope_counts() -> list[ScopeCount]:
+    """Active and inactive segments per scope (deprecated scopes only when present)."""
+    counts: dict[tuple[str, bool], int] = {
+        (row["scope"], row["active"]): row["n"]
+        for row in Segment.objects.order_by().values("scope", "active").annotate(n=Count("id"))
+    }
+    rows = []
+    for scope in (*SEGMENT_SCOPES, *DEPRECATED_SCOPES):
+        active, inactive = counts.get((scope, True), 0), counts.get((scope, False), 0)
+        deprecated = scope in DEPRECATED_SCOPES
+        if deprecated and not active + inactive:
+            continue
+        rows.append(ScopeCount(scope, Scope(scope).label, active, inactive, deprecated))
+    return rows
+
+
+@dataclass(frozen=True)
+class EntryLints:
+    entry: Entry
+    errors: list[str]
+    warnings: list[str]
+
+
+def entry_lints() -> list[EntryLints]:
+    """The lint findings of every entry, assembled as a first turn with no NPCs."""
+    found = []
+    for entry in Entry.objects.order_by("name"):
+        try:
+            lints = assemble_prompt(AssembleParams(entry=entry.slug, first_turn=True)).meta.lints
+        except AssemblyInputError as exc:  # deleted between the two queries
+            found.append(EntryLints(entry, list(exc.errors.values()), []))
+            continue
+        found.append(
+            EntryLints(
+                entry,
+                [lint.message for lint in lints if lint.level == "error"],
+                [lint.message for lint in lints if lint.level == "warning"],
+            )
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class Change:
+    when: datetime
+    who: Any
+    action: str
+    kind: str
+    label: str
+    url: str | None
+
+
+ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
+SCOPE_WORDS = {"npc": "NPC", "rng": "RNG"}
+
+
+def recent_changes(limit: int = 12) -> list[Change]:
+    """The latest changes to content, newest first: one query per kind of object."""
+    changes: list[Change] = []
+    for record in Segment.history.select_related("history_user").order_by("-history_id")[:limit]:
+        deleted = record.history_type == "-"
+        changes.append(
+            Change(
+                when=record.history_date,
+                who=record.history_user,
+                action=ACTIONS[record.history_type],
+                kind=f"{SCOPE_WORDS.get(record.scope, record.scope.replace('_', ' '))} segment",
+                label=f"#{record.id} {record.instance.title} (revision {record.revision})",
+                url=None if deleted else reverse("studio:segment_history", args=[record.id]),
+            )
+        )
+    for model in (World, Ruleset, Entry, NPC):
+        kind = str(model._meta.verbose_name)
+        records = model.history.select_related("history_user").order_by("-history_id")[:limit]  # type: ignore[attr-defined]
+        for record in records:
+            url = None
+            if record.history_type != "-":
+                url = reverse(f"studio:{model.__name__.lower()}_edit", args=[record.slug])
+            changes.append(
+                Change(
+                    when=record.history_date,
+                    who=record.history_user,
+                    action=ACTIONS[record.history_type],
+                    kind=kind,
+                    label=record.name,
+                    url=url,
+                )
+            )
+    changes.sort(key=lambda change: change.when, reverse=True)
+    return changes[:limit]
+
+
+def catalog_list(kind: str) -> QuerySet[Any]:
+    """Worlds, rulesets or NPCs with how much content uses each."""
+    model = CATALOG_KINDS[kind]
+    objects = model.objects.annotate(segment_count=Count("segments", distinct=True))
+    if model is World:
+        objects = objects.annotate(entry_count=Count("entries", distinct=True))
+    elif model is Ruleset:
+        objects = objects.annotate(entry_count=Count("entry_links", distinct=True))
+    return objects.order_by("name", "slug")
+
+
+def ordered_links() -> Prefetch:
+    return Prefetch(
+        "ruleset_links",
+        queryset=EntryRuleset.objects.select_related("ruleset").order_by("position"),
+        to_attr="ordered_links",
+    )
+
+
+def entry_list() -> QuerySet[Entry]:
+    return (
+        Entry.objects.select_related("world")
+        .prefetch_related(ordered_links())
+        .annotate(segment_count=Count("segments", distinct=True))
+        .order_by("name", "slug")
+    )
+
+
+def segments_of(obj: Model) -> QuerySet[Segment]:
+    """The segments that belong to ``obj``, in assembly order."""
+    return Segment.objects.filter(**{type(obj).__name__.lower(): obj}).order_by(
+        "scope", "tier", "sort_order", "id"
+    )
+
+
+@dataclass
+class Revision:
+    """One saved state of a segment, as the history page lists it."""
+
+    record: Any
+    changed_fields: list[str] = field(default_factory=list)
+
+    @property
+    def revision(self) -> int:
+        return int(self.record.revision)
+
+
+HISTORY_FIELDS = {
+    "content": "text",
+    "metadata": "metadata",
+    "version": "version label",
+    "active": "active",
+    "sort_order": "sort order",
+    "tier": "tier",
+    "world": "object",
+    "ruleset": "object",
+    "entry": "object",
+    "npc": "object",
+}
+
+
+def segment_revisions(segment: Segment) -> list[Revision]:
+    """Every saved revision of ``segment``, newest first, with what each one changed."""
+    records = list(
+        segment.history.select_related("history_user").order_by("-history_id")  # type: ignore[attr-defined]
+    )
+    revisions = []
+    for index, record in enumerate(records):
+        older = records[index + 1] if index + 1 < len(records) else None
+        changed: list[str] = []
+        if older is not None:
+            for name, label in HISTORY_FIELDS.items():
+                attr = f"{name}_id" if name in ("world", "ruleset", "entry", "npc") else name
+                if getattr(record, attr) != getattr(older, attr) and label not in changed:
+                    changed.append(label)
+        revisions.append(Revision(record, changed))
+    return revisions

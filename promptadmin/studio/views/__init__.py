@@ -1,0 +1,1 @@
+"""Studio views, one module per area: dashboard, segments, history, catalog, entries, preview."""

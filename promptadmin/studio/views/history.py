@@ -1,0 +1,112 @@
+"""A segment's history: every revision, a diff between any two, and restore."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.vary import vary_on_headers
+
+from promptadmin.models import Segment
+from promptadmin.services import segments
+from promptadmin.services.errors import StaleRevisionError
+from promptadmin.studio import diffs, selectors
+from promptadmin.studio.access import fragment_or_page, render_page, studio_view
+from promptadmin.studio.forms import CompareForm, RestoreForm
+
+TEMPLATE = "studio/segment_history.html"
+COMPARED_FIELDS = {
+    "object": "Belongs to",
+    "tier": "Tier",
+    "metadata": "Metadata",
+    "version": "Version label",
+    "active": "Active",
+    "sort_order": "Sort order",
+}
+
+
+def _values(record: Any) -> dict[str, Any]:
+    values = {name: getattr(record, name) for name in COMPARED_FIELDS if name != "object"}
+    values["object"] = None
+    for kind in ("world", "ruleset", "entry", "npc"):
+        if getattr(record, f"{kind}_id") is not None:
+            try:
+                values["object"] = getattr(record, kind)
+            except ObjectDoesNotExist:
+                values["object"] = f"{kind} #{getattr(record, f'{kind}_id')} (deleted)"
+    return values
+
+
+@studio_view()
+@vary_on_headers("HX-Request")
+def segment_history(request: HttpRequest, pk: int) -> HttpResponse:
+    segment = get_object_or_404(Segment, pk=pk)
+    if request.method == "POST":
+        return _restore(request, segment)
+    revisions = selectors.segment_revisions(segment)
+    by_number: dict[int, Any] = {}
+    for revision in revisions:  # newest first: the last record of each revision wins
+        by_number.setdefault(revision.revision, revision.record)
+    numbers = sorted(by_number)
+    form = CompareForm(request.GET)
+    form.is_valid()
+    data = getattr(form, "cleaned_data", {})
+    newest = numbers[-1]
+    b = data.get("b") if data.get("b") in by_number else newest
+    a = data.get("a") if data.get("a") in by_number else (numbers[-2] if len(numbers) > 1 else b)
+    older, newer = by_number[min(a, b)], by_number[max(a, b)]
+    diff = {
+        "a": older.revision,
+        "b": newer.revision,
+        "left_title": f"Revision {older.revision}",
+        "right_title": f"Revision {newer.revision}",
+        "same_text": older.content == newer.content,
+        "rows": diffs.side_by_side(older.content, newer.content),
+        "fields": diffs.field_changes(_values(older), _values(newer), COMPARED_FIELDS),
+    }
+    return render_page(
+        request,
+        fragment_or_page(request, TEMPLATE, "diff"),
+        {
+            "section": "segments",
+            "segment": segment,
+            "revisions": revisions,
+            "diff": diff,
+            "compare_a": min(a, b),
+            "compare_b": max(a, b),
+        },
+    )
+
+
+def _restore(request: HttpRequest, segment: Segment) -> HttpResponse:
+    form = RestoreForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a revision to restore.")
+        return redirect("studio:segment_history", segment.pk)
+    revision = form.cleaned_data["revision"]
+    try:
+        saved = segments.segment_restore(
+            actor=request.user,
+            segment=segment,
+            revision=revision,
+            expected_revision=form.cleaned_data["expected_revision"],
+        )
+    except StaleRevisionError as exc:
+        messages.error(
+            request,
+            f"Someone saved revision {exc.current} while you were reading: nothing was "
+            "restored. Check the latest revision, then restore again if you still want to.",
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        if saved.revision == segment.revision:
+            messages.info(request, f"The segment already matches revision {revision}.")
+        else:
+            messages.success(
+                request, f"Restored revision {revision}: saved as revision {saved.revision}."
+            )
+    return redirect("studio:segment_history", segment.pk)

@@ -1,0 +1,110 @@
+"""Worlds, rulesets and NPCs: list, create, edit, delete, through the services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from promptadmin.models import NPC, Ruleset, World
+from tests.factories import WorldFactory
+
+pytestmark = pytest.mark.usefixtures("content")
+
+
+@pytest.mark.parametrize(
+    ("kind", "model", "slug"),
+    [("world", World, "iron-coast"), ("ruleset", Ruleset, "mystery"), ("npc", NPC, "marta-vell")],
+)
+def test_each_kind_is_listed_with_its_use(viewer: Client, kind: str, model: Any, slug: str) -> None:
+    response = viewer.get(reverse(f"studio:{kind}_list"))
+    html = response.content.decode()
+    assert f'href="/{kind}s/{slug}/"' in html
+    assert f"?object={kind}:{slug}" in html
+    assert [obj.slug for obj in response.context["objects"]] == list(
+        model.objects.order_by("name", "slug").values_list("slug", flat=True)
+    )
+
+
+def test_the_world_list_takes_the_same_queries_whatever_the_number_of_worlds(
+    viewer: Client, django_assert_max_num_queries: Any
+) -> None:
+    viewer.get(reverse("studio:world_list"))
+    with django_assert_max_num_queries(4):  # session, user, role, worlds
+        viewer.get(reverse("studio:world_list"))
+    WorldFactory.create_batch(15)
+    with django_assert_max_num_queries(4):
+        viewer.get(reverse("studio:world_list"))
+
+
+def test_an_author_creates_a_world(author: Client) -> None:
+    response = author.post(
+        reverse("studio:world_create"),
+        {"name": "The Verdant Reach", "slug": "verdant-reach", "description": "Green."},
+    )
+    assert response["Location"] == "/worlds/verdant-reach/"
+    world = World.objects.get(slug="verdant-reach")
+    assert world.history.first().history_user.username == "author-person"
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "message"),
+    [
+        ({"slug": "Iron Coast"}, "slug", "Use lowercase letters, digits"),
+        ({"slug": "iron-coast"}, "slug", "World with this Slug already exists."),
+        ({"slug": ""}, "slug", "This field is required."),
+        ({"name": ""}, "name", "This field is required."),
+    ],
+)
+def test_the_world_form_names_what_is_wrong(
+    author: Client, data: dict, field: str, message: str
+) -> None:
+    response = author.post(
+        reverse("studio:world_create"), {"name": "New", "slug": "new-world", **data}
+    )
+    assert response.status_code == 200
+    errors = response.context["form"].errors[field]
+    assert any(error.startswith(message) for error in errors), errors
+    assert not World.objects.filter(name="New").exists()
+
+
+def test_an_author_renames_an_npc_and_its_slug(author: Client, content: dict) -> None:
+    response = author.post(
+        reverse("studio:npc_edit", args=["marta-vell"]),
+        {"name": "Marta the Harbourmaster", "slug": "marta", "description": ""},
+    )
+    assert response["Location"] == "/npcs/marta/"
+    content["npc"].refresh_from_db()
+    assert (content["npc"].slug, content["npc"].name) == ("marta", "Marta the Harbourmaster")
+
+
+def test_an_edit_with_a_taken_slug_is_refused(author: Client) -> None:
+    response = author.post(
+        reverse("studio:ruleset_edit", args=["mystery"]),
+        {"name": "Mystery", "slug": "combat-lite", "description": ""},
+    )
+    assert response.context["form"].errors["slug"] == ["Ruleset with this Slug already exists."]
+
+
+def test_the_edit_page_lists_the_segments_and_entries_using_it(
+    viewer: Client, content: dict
+) -> None:
+    response = viewer.get(reverse("studio:world_edit", args=["iron-coast"]))
+    assert list(response.context["segments"]) == [content["tone"]]
+    assert list(response.context["entries"]) == [content["entry"]]
+
+
+def test_an_object_in_use_cannot_be_deleted_and_the_page_says_why(author: Client) -> None:
+    response = author.post(reverse("studio:world_delete", args=["iron-coast"]), follow=True)
+    assert World.objects.filter(slug="iron-coast").exists()
+    html = response.content.decode()
+    assert "World &#x27;iron-coast&#x27; is still used by 1 entries, 1 segments" in html
+
+
+def test_an_unused_object_is_deleted(author: Client) -> None:
+    WorldFactory(slug="empty-world")
+    response = author.post(reverse("studio:world_delete", args=["empty-world"]))
+    assert response["Location"] == reverse("studio:world_list")
+    assert not World.objects.filter(slug="empty-world").exists()

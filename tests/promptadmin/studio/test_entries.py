@@ -1,0 +1,149 @@
+"""Entries: list, create, edit, and the order of their rulesets (works without JavaScript)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from promptadmin.models import Entry
+from tests.factories import EntryFactory, RulesetFactory, WorldFactory
+
+pytestmark = pytest.mark.usefixtures("content")
+
+RULESETS = reverse("studio:entry_rulesets", args=["drowned-bell"])
+
+
+def order() -> list[str]:
+    return [r.slug for r in Entry.objects.get(slug="drowned-bell").ordered_rulesets()]
+
+
+def test_the_list_shows_each_entrys_world_rulesets_and_preview(viewer: Client) -> None:
+    html = viewer.get(reverse("studio:entry_list")).content.decode()
+    assert (
+        '<span class="chip">1. Mystery and clues</span> <span class="chip">2. Light combat' in html
+    )
+    assert "/preview/?entry=drowned-bell&amp;first_turn=on" in html
+
+
+def test_the_entry_list_takes_the_same_queries_whatever_the_number_of_entries(
+    viewer: Client, content: dict, django_assert_max_num_queries: Any
+) -> None:
+    viewer.get(reverse("studio:entry_list"))
+    with django_assert_max_num_queries(5):  # session, user, role, entries, ruleset links
+        viewer.get(reverse("studio:entry_list"))
+    EntryFactory.create_batch(10, world=content["world"])
+    with django_assert_max_num_queries(5):
+        viewer.get(reverse("studio:entry_list"))
+
+
+def test_the_entry_page_links_to_its_segments_and_its_preview(viewer: Client) -> None:
+    html = viewer.get(reverse("studio:entry_edit", args=["drowned-bell"])).content.decode()
+    assert 'href="/segments/?object=entry%3Adrowned-bell"' in html
+    assert 'href="/preview/?entry=drowned-bell&amp;first_turn=on"' in html
+
+
+def test_an_author_creates_an_entry_with_rulesets(author: Client, content: dict) -> None:
+    response = author.post(
+        reverse("studio:entry_create"),
+        {
+            "name": "Salvage War",
+            "slug": "salvage-war",
+            "world": "iron-coast",
+            "rulesets": ["combat-lite", "mystery"],
+        },
+    )
+    assert response["Location"] == "/entries/salvage-war/"
+    entry = Entry.objects.get(slug="salvage-war")
+    assert entry.world == content["world"]
+    assert {r.slug for r in entry.ordered_rulesets()} == {"combat-lite", "mystery"}
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "message"),
+    [
+        ({"world": ""}, "world", "This field is required."),
+        ({"world": "atlantis"}, "world", "Select a valid choice."),
+        ({"slug": "drowned-bell"}, "slug", "Entry with this Slug already exists."),
+        ({"rulesets": ["nope"]}, "rulesets", "Select a valid choice."),
+    ],
+)
+def test_the_entry_form_names_what_is_wrong(
+    author: Client, data: dict, field: str, message: str
+) -> None:
+    base = {"name": "New", "slug": "new-entry", "world": "iron-coast"}
+    response = author.post(reverse("studio:entry_create"), {**base, **data})
+    errors = response.context["form"].errors[field]
+    assert any(error.startswith(message) for error in errors), errors
+
+
+def test_an_author_moves_an_entry_to_another_world(author: Client) -> None:
+    WorldFactory(slug="verdant-reach")
+    author.post(
+        reverse("studio:entry_edit", args=["drowned-bell"]),
+        {"name": "The Drowned Bell", "slug": "drowned-bell", "world": "verdant-reach"},
+    )
+    assert Entry.objects.get(slug="drowned-bell").world.slug == "verdant-reach"
+    assert order() == ["mystery", "combat-lite"]
+
+
+def test_up_and_down_buttons_reorder_without_javascript(author: Client) -> None:
+    response = author.post(RULESETS, {"action": "down:mystery"})
+    assert response["Location"] == "/entries/drowned-bell/"
+    assert order() == ["combat-lite", "mystery"]
+    author.post(RULESETS, {"action": "up:mystery"})
+    assert order() == ["mystery", "combat-lite"]
+
+
+def test_moving_the_first_ruleset_up_changes_nothing(author: Client) -> None:
+    author.post(RULESETS, {"action": "up:mystery"})
+    assert order() == ["mystery", "combat-lite"]
+
+
+def test_rulesets_are_added_at_the_end_and_removed(author: Client) -> None:
+    RulesetFactory(slug="narrative-core")
+    author.post(RULESETS, {"action": "add", "ruleset": "narrative-core"})
+    assert order() == ["mystery", "combat-lite", "narrative-core"]
+    author.post(RULESETS, {"action": "remove:mystery"})
+    assert order() == ["combat-lite", "narrative-core"]
+
+
+def test_with_htmx_the_ruleset_list_is_swapped_in_place(author: Client) -> None:
+    response = author.post(RULESETS, {"action": "down:mystery"}, headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="entry-rulesets"')
+    assert html.index("Light combat") < html.index("Mystery and clues")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"action": "add", "ruleset": "mystery"}, "A ruleset can appear once per entry"),
+        ({"action": "add", "ruleset": ""}, "Choose a ruleset to add."),
+        ({"action": "up:nope"}, "Ruleset &#x27;nope&#x27; is no longer part of this entry."),
+        ({"action": "sideways"}, "Use the buttons next to a ruleset."),
+    ],
+)
+def test_ruleset_changes_that_cannot_be_made_are_explained(
+    author: Client, data: dict, message: str
+) -> None:
+    response = author.post(RULESETS, data, headers={"HX-Request": "true"})
+    assert message in response.content.decode()
+    assert order() == ["mystery", "combat-lite"]
+
+
+def test_the_entry_edit_form_names_what_is_wrong(author: Client) -> None:
+    EntryFactory(slug="salvage-war", world=Entry.objects.get(slug="drowned-bell").world)
+    response = author.post(
+        reverse("studio:entry_edit", args=["drowned-bell"]),
+        {"name": "", "slug": "salvage-war", "world": "iron-coast"},
+    )
+    assert response.context["form"].errors == {"name": ["This field is required."]}
+    response = author.post(
+        reverse("studio:entry_edit", args=["drowned-bell"]),
+        {"name": "Bell", "slug": "salvage-war", "world": "iron-coast"},
+    )
+    assert response.context["form"].errors == {"slug": ["Entry with this Slug already exists."]}
+    assert Entry.objects.filter(slug="drowned-bell").exists()

@@ -1,0 +1,191 @@
+"""The preview: any entry, turn, NPC set, budget and state, with every cut explained."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils.html import escape
+
+from promptadmin.models import Segment
+from promptadmin.services import segments
+
+pytestmark = pytest.mark.usefixtures("demo")
+
+URL = reverse("studio:preview")
+BELL = {"entry": "drowned-bell", "first_turn": "on", "token_budget": 8000, "npc_budget": 600}
+
+
+def preview(client: Client, **params: Any) -> Any:
+    response = client.get(URL, {**BELL, **params})
+    assert response.status_code == 200
+    return response
+
+
+def test_without_an_entry_the_page_asks_for_one(viewer: Client) -> None:
+    response = viewer.get(URL)
+    assert response.context["preview"] is None
+    assert "Choose an entry" in response.content.decode()
+
+
+def test_the_prompt_is_shown_layer_by_layer_with_links_to_each_segment(viewer: Client) -> None:
+    response = preview(viewer)
+    page = response.context["preview"]
+    assert [block.scope for block in page.blocks] == [
+        "core",
+        "ruleset",
+        "world",
+        "entry",
+        "entry_start",
+    ]
+    assert "".join(block.text + "\n\n" for block in page.blocks).rstrip("\n") == page.prompt
+    assert page.steps == []
+    html = response.content.decode()
+    assert '<div class="block layer-world">' in html
+    old_wars = Segment.objects.get(metadata__demo_key="w-iron-history")
+    assert f'<a class="chip" href="/segments/{old_wars.pk}/"' in html
+    assert "Nothing was cut" in html
+
+
+def test_lowering_the_budget_explains_every_cut_in_plain_words(viewer: Client) -> None:
+    assert preview(viewer, token_budget=500).context["preview"].steps == []
+    response = preview(viewer, token_budget=250)
+    page = response.context["preview"]
+    opening = Segment.objects.get(metadata__demo_key="es-bell-open")
+    first, *later = [step.reason for step in page.steps]
+    assert first.startswith(f"entry_start segment #{opening.pk} 'Opening' dropped: prompt ")
+    assert first.endswith(" tokens over budget")
+    assert later and later[0].endswith(f"after dropping entry_start segment #{opening.pk}")
+    assert page.tokens <= 250
+    assert page.steps[0].segment_url == f"/segments/{opening.pk}/"
+    assert escape(f"{first}.") in response.content.decode()
+
+
+def test_npc_tier_changes_are_shown(viewer: Client) -> None:
+    response = viewer.get(
+        URL,
+        [
+            *BELL.items(),
+            ("npc_budget", 60),
+            ("npc", "marta-vell"),
+            ("tier", 2),
+            ("npc", "old-cobb"),
+            ("tier", 1),
+        ],
+    )
+    page = response.context["preview"]
+    lowered = [s.reason for s in page.steps if s.action == "tier_lowered"]
+    assert lowered and lowered[0].startswith("NPC 'Old Cobb' lowered from tier 1 to tier 0")
+    assert [(n["npc"], n["requested_tier"]) for n in page.npcs] == [
+        ("marta-vell", 2),
+        ("old-cobb", 1),
+    ]
+    assert "asked 1, used <strong>0</strong>" in response.content.decode()
+
+
+def test_npcs_keep_the_priority_order_given(viewer: Client) -> None:
+    response = viewer.get(
+        URL,
+        [
+            *BELL.items(),
+            ("npc", "old-cobb"),
+            ("tier", 0),
+            ("npc", ""),
+            ("tier", 0),
+            ("npc", "marta-vell"),
+            ("tier", 1),
+        ],
+    )
+    assert [n["npc"] for n in response.context["preview"].npcs] == ["old-cobb", "marta-vell"]
+    rows = response.context["form"].npc_rows()
+    assert [row["slug"] for row in rows] == ["old-cobb", "marta-vell", ""]
+
+
+def test_a_later_turn_skips_the_opening(viewer: Client) -> None:
+    response = viewer.get(URL, {key: value for key, value in BELL.items() if key != "first_turn"})
+    page = response.context["preview"]
+    assert "entry_start" not in [block.scope for block in page.blocks]
+    opening = next(s for s in page.segments if s["scope"] == "entry_start")
+    assert opening["fate"] == "skipped"
+
+
+def test_dynamic_state_takes_text_or_a_json_object(viewer: Client) -> None:
+    page = preview(
+        viewer, game_state='{"tide": "low", "bells": 3}', input="I ring the bell."
+    ).context["preview"]
+    assert "bells: 3\ntide: low" in page.prompt
+    assert "I ring the bell." in page.prompt
+
+
+def test_inactive_segments_are_listed_but_not_assembled(viewer: Client) -> None:
+    magic = Segment.objects.get(metadata__demo_key="w-iron-magic")
+    segments.segment_update(actor=None, segment=magic, active=False)
+    page = preview(viewer).context["preview"]
+    assert {s["id"]: s["fate"] for s in page.segments}[magic.pk] == "inactive"
+    assert magic.content not in page.prompt
+
+
+def test_a_budget_the_core_alone_exceeds_is_flagged(viewer: Client) -> None:
+    response = preview(viewer, token_budget=20)
+    assert response.context["preview"].over_budget
+    assert "Over budget: the core and ruleset layers alone do not fit" in response.content.decode()
+
+
+def test_changing_a_setting_in_place_returns_only_the_result(viewer: Client) -> None:
+    response = viewer.get(URL, {**BELL, "token_budget": 300}, headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="preview-result"')
+    assert "<form" not in html
+    assert "of 300 tokens" in html
+
+
+def test_the_preview_is_a_shareable_address(viewer: Client, author: Client) -> None:
+    params = {**BELL, "token_budget": 300, "input": "Hello"}
+    first = viewer.get(URL, params)
+    second = author.get(URL, params)
+    assert first.context["preview"].prompt == second.context["preview"].prompt
+    form = second.context["form"]
+    assert (form["token_budget"].value(), form["input"].value()) == ("300", "Hello")
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [
+        ({"entry": ""}, ">Entry</a>: Choose an entry to preview."),
+        ({"entry": "atlantis"}, ">Entry</a>: Select a valid choice."),
+        (
+            {"token_budget": -1},
+            ">Token budget</a>: Ensure this value is greater than or equal to 0",
+        ),
+        ({"npc_budget": "lots"}, ">NPC budget</a>: Enter a whole number."),
+        ({"game_state": '{"tide": }'}, ">Game state</a>: Game state is not valid JSON: Expecting"),
+        ({"player": '{"name": "Ann"'}, ">Player</a>: Player is not valid JSON: Expecting"),
+        ({"npc": "ghost", "tier": "0"}, "NPCs: There is no NPC &#x27;ghost&#x27;."),
+        ({"npc": "old-cobb", "tier": "-2"}, "NPCs: The tier of &#x27;old-cobb&#x27; must be"),
+    ],
+)
+def test_bad_settings_are_named_instead_of_a_preview(
+    viewer: Client, params: dict, problem: str
+) -> None:
+    response = viewer.get(URL, {**BELL, **params})
+    assert response.context["preview"] is None
+    html = response.content.decode()
+    assert "Fix these to see the preview" in html
+    assert problem in html
+
+
+def test_an_npc_listed_twice_is_named(viewer: Client) -> None:
+    response = viewer.get(
+        URL, [*BELL.items(), ("npc", "kestrel"), ("tier", 0), ("npc", "kestrel"), ("tier", 1)]
+    )
+    assert "NPC &#x27;kestrel&#x27; is listed twice" in response.content.decode()
+
+
+def test_a_link_naming_only_the_entry_previews_at_the_default_budgets(viewer: Client) -> None:
+    response = viewer.get(URL, {"entry": "drowned-bell"})
+    page = response.context["preview"]
+    assert (page.budget, page.npc_budget) == (8000, 600)
+    assert response.context["form"]["token_budget"].value() == "8000"
+    assert page.blocks[-1].scope != "entry_start"  # a later turn unless asked
