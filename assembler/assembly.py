@@ -26,6 +26,7 @@ from assembler.render import (
     LINE_SEPARATOR,
     block_close,
     block_open,
+    blocks_join_on_token_boundaries,
     npc_heading,
     render_state,
 )
@@ -487,7 +488,7 @@ class _Assembly:
         while layer.tokens() > budget and self._shrink_npcs(layer.tokens() - budget):
             pass
         while not layer.empty():
-            exact = self.tokenizer.count(layer.render())
+            exact = self.tokenizer.count_block(layer.render())
             if exact <= budget or not self._shrink_npcs(exact - budget):
                 return
 
@@ -545,9 +546,26 @@ class _Assembly:
         while True:
             blocks = self.blocks()
             prompt = BLOCK_SEPARATOR.join(block.text for block in blocks)
-            tokens = self.tokenizer.count(prompt)
+            tokens = self._exact_count(blocks, prompt)
             if tokens <= budget or not self._shrink_prompt(tokens - budget):
                 return blocks, prompt, tokens
+
+    def _exact_count(self, blocks: tuple[Block, ...], prompt: str) -> int:
+        """The exact token count of ``prompt``, the ``blocks`` joined.
+
+        Where blocks join on token boundaries this sums remembered block counts, so only
+        blocks that changed since an earlier assembly are encoded.
+        """
+        block_format = self.request.policy.block_format
+        if not blocks_join_on_token_boundaries(block_format):
+            return self.tokenizer.count(prompt)
+        join = self.tokenizer.join_cost(
+            block_close("core", block_format) or "",
+            BLOCK_SEPARATOR,
+            block_open("core", block_format),
+        )
+        tokens = sum(self.tokenizer.count_block(block.text) for block in blocks)
+        return tokens + join * (len(blocks) - 1) if blocks else 0
 
     def _shrink_prompt(self, over: int) -> bool:
         """Apply the policy's next step to remove ``over`` tokens; False if none is left.

@@ -10,15 +10,17 @@ is assembly at most 3x one ``encode_ordinary`` of the final prompt.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from assembler.assembly import assemble
 from assembler.request import AssemblyRequest, Npc, Ruleset, Segment
+from assembler.result import AssemblyResult
 from assembler.tokens import Tokenizer, get_tokenizer
 
 _PEOPLE = [
@@ -182,6 +184,20 @@ def build_request(
     )
 
 
+def new_turns(request: AssemblyRequest, count: int) -> list[AssemblyRequest]:
+    """``count`` copies of ``request``, each with player input of its own."""
+    state = dict(request.state)
+    text = str(state.get("input") or "")
+    return [
+        dataclasses.replace(request, state={**state, "input": f"{text} (turn {turn})"})
+        for turn in range(count)
+    ]
+
+
+def _assemble_next(turns: Iterator[AssemblyRequest], tokenizer: Tokenizer) -> AssemblyResult:
+    return assemble(next(turns), tokenizer)
+
+
 @dataclass(frozen=True)
 class Timing:
     per_second: float
@@ -238,9 +254,12 @@ def main(argv: list[str] | None = None) -> int:
         request = build_request(tokenizer, token_budget, npc_budget)
         result = assemble(request, tokenizer)
         prompt = result.prompt
+        # Every turn brings new player input, as in a game: counts remembered from one
+        # call cannot answer for the dynamic blocks of the next.
+        turns = iter(new_turns(request, args.iterations + 20))
         assembly, encode = measure(
             [
-                functools.partial(assemble, request, tokenizer),
+                functools.partial(_assemble_next, turns, tokenizer),
                 functools.partial(tokenizer.encode, prompt),
             ],
             args.iterations,

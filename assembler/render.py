@@ -72,6 +72,22 @@ def block_close(scope: str, block_format: BlockFormat) -> str | None:
     return f"=== {scope.upper()}_END ==="
 
 
+def blocks_join_on_token_boundaries(block_format: BlockFormat) -> bool:
+    """Whether a prompt's exact count is its blocks' exact counts plus a fixed join cost.
+
+    True where every block ends with a closing line and starts with an opening line that
+    we write: a delimited block ends with ``" ==="`` and an xml block with ``">"``, a run
+    of punctuation that absorbs the blank line after it into one pre-token of the
+    tokenizer, and the next block's ``"==="`` or ``"<"`` starts a pre-token of its own. So
+    no token spans two blocks whatever their content. A markdown block ends with the
+    author's text, which may merge with what follows: there, count the whole prompt.
+
+    >>> blocks_join_on_token_boundaries("delimited"), blocks_join_on_token_boundaries("markdown")
+    (True, False)
+    """
+    return block_format != "markdown"
+
+
 def block(scope: str, body: str, block_format: BlockFormat) -> str:
     """``body`` framed as block ``scope``."""
     close = block_close(scope, block_format)

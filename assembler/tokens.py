@@ -82,6 +82,10 @@ class Tokenizer:
         # Bounded memos for the small strings assembly sees over and over: block frames,
         # NPC headings and the few characters either side of each join.
         self.count_cached = functools.lru_cache(maxsize=4096)(self.count)
+        # Exact counts of whole prompt blocks. Static blocks (core, rulesets, world, entry,
+        # NPCs) repeat from one turn to the next, so an exact count of a prompt costs an
+        # encode of only the blocks that changed. Bounded: blocks can be tens of KB.
+        self.count_block = functools.lru_cache(maxsize=512)(self.count)
         self._join_cost = functools.lru_cache(maxsize=65536)(self._join_cost_uncached)
 
     def __repr__(self) -> str:

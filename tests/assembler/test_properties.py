@@ -225,3 +225,31 @@ def test_assembly_is_deterministic(request: AssemblyRequest) -> None:
     second = assemble(request, TOKENIZER)
     assert first.prompt == second.prompt
     assert first.meta.to_dict() == second.meta.to_dict()
+
+
+@PROPERTY
+@given(
+    bodies=st.lists(
+        st.lists(
+            st.sampled_from([*CHUNKS, "===", "<", ">", "=== X_END ===", " \n "]), max_size=12
+        ).map("".join),
+        min_size=2,
+        max_size=4,
+    ),
+    block_format=st.sampled_from(["delimited", "xml"]),
+)
+def test_framed_blocks_join_on_token_boundaries(bodies: list[str], block_format: str) -> None:
+    # The fast exact count of a prompt sums its blocks' counts plus a fixed join cost; this
+    # holds whatever the authors wrote inside the blocks.
+    from assembler.render import BLOCK_SEPARATOR, block, block_close, block_open
+
+    tokenizer = get_tokenizer()
+    scopes = ["core", "world", "entry_start", "input"]
+    blocks = [
+        block(scope, body, block_format)  # type: ignore[arg-type]
+        for scope, body in zip(scopes[: len(bodies)], bodies, strict=True)
+    ]
+    close = block_close("core", block_format) or ""  # type: ignore[arg-type]
+    join = tokenizer.join_cost(close, BLOCK_SEPARATOR, block_open("core", block_format))  # type: ignore[arg-type]
+    summed = sum(tokenizer.count(text) for text in blocks) + join * (len(blocks) - 1)
+    assert tokenizer.count(BLOCK_SEPARATOR.join(blocks)) == summed
