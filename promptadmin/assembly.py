@@ -118,13 +118,14 @@ def _load_from_database(
     entry_slug: str, npc_slugs: Sequence[str]
 ) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
     """Four queries whatever the amount of content: entry, rulesets, NPCs, segments."""
+    npcs = list(NPC.objects.filter(slug__in=npc_slugs)) if npc_slugs else []
     entry = Entry.objects.select_related("world").filter(slug=entry_slug).first()
     if entry is None:
-        return None, {}
+        # Still say which NPCs exist, so an error names only what is really unknown.
+        return None, {npc.slug: NpcBundle(npc.slug, npc.name, ()) for npc in npcs}
     links = list(
         EntryRuleset.objects.filter(entry=entry).select_related("ruleset").order_by("position")
     )
-    npcs = list(NPC.objects.filter(slug__in=npc_slugs)) if npc_slugs else []
     encoding = tokenizer().name
     by_owner: dict[tuple[str, int | None], list[assembler.Segment]] = {}
     ruleset_ids = [link.ruleset_id for link in links]
@@ -159,7 +160,7 @@ def load_content(
 ) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
     """The entry's static content and the named NPCs, from the cache or the database."""
     generation = content_cache.generation()
-    if generation < 0:
+    if generation is None:
         return _load_from_database(entry_slug, npc_slugs)
     entry_key = content_cache.key(generation, "entry", entry_slug)
     npc_keys = {slug: content_cache.key(generation, "npc", slug) for slug in npc_slugs}

@@ -91,3 +91,21 @@ def test_preview_lists_inactive_segments_without_assembling_them() -> None:
     assert fates[segment.pk] == "inactive"
     assert "Tide-iron" not in preview.result.prompt
     assert assemble_prompt(params).prompt == preview.result.prompt
+
+
+def test_an_unknown_entry_does_not_make_known_npcs_unknown() -> None:
+    with pytest.raises(AssemblyInputError) as exc:
+        assemble_prompt(AssembleParams(entry="nowhere", npcs=(("marta-vell", 0), ("ghost", 0))))
+    assert set(exc.value.errors) == {"entry", "npcs"}
+    assert "marta-vell" not in exc.value.errors["npcs"]
+
+
+def test_a_cache_that_lost_its_generation_never_serves_remembered_bundles() -> None:
+    params = AssembleParams(entry="drowned-bell", npcs=NPCS)
+    assemble_prompt(params)  # remembered in process memory too
+    segment = Segment.objects.get(metadata__demo_key="w-iron-tone")
+    # A change made while the shared cache is unreachable cannot invalidate anything...
+    segments.segment_update(actor=None, segment=segment, content="Salt on every sill.")
+    # ...but a cache that comes back empty (a Redis restart) starts a new generation.
+    cache.clear()
+    assert "Salt on every sill." in assemble_prompt(params).prompt
