@@ -361,12 +361,16 @@ class _TextLayer(_Layer):
     ) -> None:
         super().__init__(scope, block_format, tokenizer, on_change)
         self.original = text
-        self.original_tokens = tokenizer.encode(text)
+        # State often repeats from turn to turn (the player sheet, the game state), so
+        # its count is remembered; its tokens are only needed if it is ever trimmed.
+        self.original_tokens: list[int] | None = None
         self.text = text
-        self.count = len(self.original_tokens)
+        self.count = tokenizer.count_cached(text)
 
     def cut(self, max_tokens: int) -> None:
         """Keep the start of the original text in at most ``max_tokens`` tokens."""
+        if self.original_tokens is None:
+            self.original_tokens = self.tokenizer.encode(self.original)
         self.text, self.count = self.tokenizer.truncate_encoded(
             self.original, self.original_tokens, max_tokens
         )

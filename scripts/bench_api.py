@@ -99,6 +99,9 @@ class Scenario:
     body: dict[str, Any] | None = None
 
 
+TURN_MARK = "__TURN__"
+
+
 def assemble_body(token_budget: int, npc_budget: int) -> dict[str, Any]:
     rng = random.Random(11)
     return {
@@ -123,7 +126,7 @@ def assemble_body(token_budget: int, npc_budget: int) -> dict[str, Any]:
                 "reputation": {"watch": -1, "dockers": 2},
             },
             "rng": "d20: 13, d20: 4, d6: 5",
-            "input": prose(rng, 500),
+            "input": prose(rng, 500) + f" (turn {TURN_MARK})",
         },
     }
 
@@ -246,8 +249,21 @@ def lua_script(scenario: Scenario, key: str, directory: Path) -> Path:
     ]
     if scenario.body is not None:
         body = json.dumps(scenario.body)
-        assert "]==]" not in body
-        lines += ['wrk.headers["Content-Type"] = "application/json"', f"wrk.body = [==[{body}]==]"]
+        assert "]==]" not in body and TURN_MARK in body
+        # Every request brings new player input, as every turn of a game does, so no
+        # server-side memory of an earlier request can answer for the input block.
+        lines += [
+            'wrk.headers["Content-Type"] = "application/json"',
+            f"local template = [==[{body}]==]",
+            "local count = 0",
+            "local threads = 0",
+            'function setup(thread) threads = threads + 1; thread:set("tid", threads) end',
+            "function request()",
+            "  count = count + 1",
+            f'  local body = string.gsub(template, "{TURN_MARK}", tid .. "." .. count)',
+            "  return wrk.format(nil, nil, nil, body)",
+            "end",
+        ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
