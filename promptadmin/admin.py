@@ -8,11 +8,14 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest
+from rest_framework_api_key.admin import APIKeyModelAdmin
+from rest_framework_api_key.models import APIKey
 from simple_history.admin import SimpleHistoryAdmin
 
 from promptadmin.models import (
     NPC,
     SEGMENT_SCOPES,
+    ApiKey,
     Entry,
     EntryRuleset,
     Ruleset,
@@ -20,7 +23,7 @@ from promptadmin.models import (
     Segment,
     World,
 )
-from promptadmin.services import catalog, segments
+from promptadmin.services import api_keys, catalog, segments
 from promptadmin.services.errors import ConflictError
 
 
@@ -180,3 +183,35 @@ class SegmentAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
                 (value, label) for value, label in Scope.choices if value in SEGMENT_SCOPES
             ]
         return form
+
+
+# The library's own key model is unused: ours carries a scope.
+admin.site.unregister(APIKey)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(SuperuserOnly, APIKeyModelAdmin):
+    list_display = (*APIKeyModelAdmin.list_display, "scope")
+    list_filter = ("scope", "revoked", "created")
+    fields = ("name", "scope", "expiry_date", "revoked", "prefix")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # A key's scope is what it was issued with; a revoked key stays revoked.
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return (*fields, "scope") if obj is not None else fields
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: ModelForm, change: bool) -> None:
+        if not change:
+            created, key = api_keys.api_key_create(
+                actor=request.user, name=obj.name, scope=obj.scope, expires_at=obj.expiry_date
+            )
+            obj.pk = created.pk
+            messages.warning(
+                request,
+                f"The API key for {obj.name} is: {key} — store it now: it cannot be shown again.",
+            )
+            return
+        stored = ApiKey.objects.get(pk=obj.pk)
+        if obj.revoked and not stored.revoked:
+            api_keys.api_key_revoke(actor=request.user, api_key=stored)
+        obj.save(update_fields=["name", "expiry_date"])

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.test import Client
 
-from promptadmin.models import Entry, Segment, World
+from promptadmin.models import ApiKey, Entry, Segment, World
+from promptadmin.services.api_keys import api_key_create
 from tests.factories import RulesetFactory, UserFactory, WorldFactory, make_segment
 
 pytestmark = pytest.mark.django_db
@@ -114,3 +116,29 @@ def test_entry_rulesets_are_saved_in_position_order(superuser_client: Client) ->
     response = superuser_client.post("/admin/promptadmin/entry/add/", data)
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert Entry.objects.get(slug="bell").ordered_rulesets() == [b, a]
+
+
+def test_an_api_key_created_in_the_admin_is_shown_once_and_stored_hashed(
+    superuser_client: Client,
+) -> None:
+    response = superuser_client.post(
+        "/admin/promptadmin/apikey/add/", {"name": "game-server", "scope": "write"}, follow=True
+    )
+    key = ApiKey.objects.get(name="game-server")
+    shown = [str(m) for m in response.context["messages"]]
+    assert key.scope == "write" and any(key.prefix in message for message in shown)
+    secret = next(m for m in shown if key.prefix in m).split("is: ")[1].split(" ")[0]
+    assert key.is_valid(secret) and secret not in key.hashed_key
+
+
+def test_revoking_a_key_in_the_admin_revokes_it(superuser_client: Client) -> None:
+    key, _secret = api_key_create(actor=None, name="old", scope="read")
+    response = superuser_client.post(
+        f"/admin/promptadmin/apikey/{quote(key.pk)}/change/", {"name": "old", "revoked": "on"}
+    )
+    assert response.status_code == 302
+    assert ApiKey.objects.get(pk=key.pk).revoked
+
+
+def test_the_librarys_unused_key_model_is_not_in_the_admin(superuser_client: Client) -> None:
+    assert superuser_client.get("/admin/rest_framework_api_key/apikey/").status_code == 404
