@@ -57,7 +57,7 @@ _PLACES = [
     "inside the old counting hall",
     "on the road to Highfold",
 ]
-_RULES = [
+RULES = [
     "Describe only what the player character can perceive.",
     "Never decide the player's actions, words or feelings for them.",
     "Keep each reply under three short paragraphs unless the player asks for more.",
@@ -126,7 +126,7 @@ def build_request(
         Ruleset(
             slug,
             slug.title(),
-            [segment("ruleset", 0, text=" ".join(rng.sample(_RULES, 4))) for _ in range(4)],
+            [segment("ruleset", 0, text=" ".join(rng.sample(RULES, 4))) for _ in range(4)],
         )
         for slug in ("narration", "combat")
     ]

@@ -37,6 +37,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from assembler import bench as assembler_bench
+from assembler import get_tokenizer
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/promptadmin_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
@@ -44,51 +47,10 @@ PORT = 8799
 
 NPCS = [("Marra", 2), ("Old Tobin", 2), ("Sister Vell", 1), ("Kest", 2), ("Ivo", 1), ("Dun", 0)]
 
-_PEOPLE = [
-    "the harbour master",
-    "an old sailor with one boot",
-    "the Duchess of Varn",
-    "a tired courier",
-    "the keeper of the salt archive",
-    "a priest of the drowned god",
-    "the smith's apprentice",
-    "the captain of the night watch",
-]
-_ACTIONS = [
-    "keeps a ledger of every ship that enters the bay",
-    "has not slept since the bells rang twice at midnight",
-    "trades rumours for dried fish and copper coins",
-    "remembers the siege and will not speak of it",
-    "watches the lighthouse for signals from the wreckers",
-    "hides a letter sealed with black wax",
-    "knows which tunnels flood when the tide turns",
-]
-_PLACES = [
-    "in the lower city",
-    "near the customs house",
-    "beyond the broken aqueduct",
-    "along the quays",
-    "under the chapel of lanterns",
-    "at the edge of the marsh",
-]
-_RULES = [
-    "Describe only what the player character can perceive.",
-    "Never decide the player's actions, words or feelings for them.",
-    "Keep each reply under three short paragraphs unless the player asks for more.",
-    "When a roll is given, narrate the outcome it implies without naming the number.",
-    "Non-player characters speak in their own voice and pursue their own goals.",
-    "Violence has consequences: wounds linger, and the watch investigates.",
-    "If the player attempts something impossible, say why it fails in the fiction.",
-]
-
 
 def prose(rng: random.Random, tokens: int) -> str:
-    """Deterministic English prose of roughly ``tokens`` tokens (about 4.3 characters each)."""
-    sentences: list[str] = []
-    while sum(len(s) + 1 for s in sentences) < tokens * 4.3:
-        sentence = f"{rng.choice(_PEOPLE)} {rng.choice(_ACTIONS)} {rng.choice(_PLACES)}."
-        sentences.append(sentence[0].upper() + sentence[1:])
-    return " ".join(sentences)
+    """Deterministic English prose of about ``tokens`` tokens (the assembler bench's)."""
+    return assembler_bench.prose(rng, get_tokenizer(), tokens)
 
 
 @dataclass(frozen=True)
@@ -188,7 +150,7 @@ def seed() -> str:
     def add(scope: str, ref: Any, count: int, tokens: tuple[int, int], **extra: Any) -> None:
         for order in range(count):
             content = (
-                " ".join(rng.sample(_RULES, 3))
+                " ".join(rng.sample(assembler_bench.RULES, 3))
                 if scope == "ruleset"
                 else prose(rng, rng.randrange(*tokens))
             )
