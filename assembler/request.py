@@ -59,8 +59,11 @@ class Segment:
     tier: int = 0
     token_count: int | None = None
     title: str = ""
+    # Reports name segments over and over; the label is worked out once.
+    _label: str = field(init=False, repr=False, compare=False, default="")
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_label", self.title or _excerpt(self.content))
         if self.scope not in SEGMENT_SCOPES:
             raise ValueError(
                 f"segment #{self.id}: scope must be one of {', '.join(SEGMENT_SCOPES)}, "
@@ -80,10 +83,12 @@ class Segment:
         >>> Segment(1, "world", "The   old wars left the north empty and bitter.").label
         'The old wars left the north…'
         """
-        if self.title:
-            return self.title
-        words = " ".join(self.content[:60].split())
-        return words if len(words) <= 28 else words[:27].rstrip() + "…"
+        return self._label
+
+
+def _excerpt(content: str) -> str:
+    words = " ".join(content[:60].split())
+    return words if len(words) <= 28 else words[:27].rstrip() + "…"
 
 
 @dataclass(frozen=True, slots=True)

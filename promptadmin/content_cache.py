@@ -47,8 +47,13 @@ def generation() -> str | None:
     return str(value) if value is not None else None
 
 
+# Bundles are pickled dataclasses: change this when their shape changes, so that a new
+# release never unpickles what an old one cached.
+BUNDLE_FORMAT = 2
+
+
 def key(generation: str, kind: str, slug: str) -> str:
-    return f"assembly:{generation}:{kind}:{slug}"
+    return f"assembly:v{BUNDLE_FORMAT}:{generation}:{kind}:{slug}"
 
 
 def get_many(keys: list[str]) -> dict[str, Any]:
