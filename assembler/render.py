@@ -36,7 +36,8 @@ BLOCK_SEPARATOR = "\n\n"
 LINE_SEPARATOR = "\n"
 ITEM_SEPARATOR = "\n\n"
 
-_MARKDOWN_TITLES = {
+LAYER_TITLES = {
+    # How each layer is named for people: markdown headings, and the studio.
     "core": "Core",
     "ruleset": "Ruleset",
     "world": "World",
@@ -59,7 +60,7 @@ def block_open(scope: str, block_format: BlockFormat) -> str:
     if block_format == "xml":
         return f"<{scope}>"
     if block_format == "markdown":
-        return f"## {_MARKDOWN_TITLES[scope]}"
+        return f"## {LAYER_TITLES[scope]}"
     return f"=== {scope.upper()}_BEGIN ==="
 
 

@@ -16,7 +16,7 @@ from django.db.models import Q
 import assembler
 from promptadmin import content_cache
 from promptadmin.models import NPC, SEGMENT_SCOPES, Entry, EntryRuleset, Scope, Segment
-from promptadmin.tokens import tokenizer
+from promptadmin.tokens import cached_count, tokenizer
 
 DEFAULT_TOKEN_BUDGET = 8000
 DEFAULT_NPC_BUDGET = 600
@@ -74,7 +74,7 @@ class Preview:
     segments: list[dict[str, Any]]
 
 
-def _segment(row: Segment, encoding: str) -> assembler.Segment:
+def _segment(row: Segment) -> assembler.Segment:
     title = row.metadata.get("title") if isinstance(row.metadata, dict) else None
     return assembler.Segment(
         id=row.pk,
@@ -83,7 +83,7 @@ def _segment(row: Segment, encoding: str) -> assembler.Segment:
         sort_order=row.sort_order,
         tier=row.tier,
         # A count made with another encoding is stale: let the assembler count afresh.
-        token_count=row.token_count if row.token_encoding == encoding else None,
+        token_count=cached_count(row),
         title=title.strip() if isinstance(title, str) else "",
     )
 
@@ -126,12 +126,11 @@ def _load_from_database(
     links = list(
         EntryRuleset.objects.filter(entry=entry).select_related("ruleset").order_by("position")
     )
-    encoding = tokenizer().name
     by_owner: dict[tuple[str, int | None], list[assembler.Segment]] = {}
     ruleset_ids = [link.ruleset_id for link in links]
     for row in _segments_query(entry, ruleset_ids, [n.pk for n in npcs], active=True):
         owner = row.ruleset_id or row.world_id or row.entry_id or row.npc_id
-        by_owner.setdefault((row.scope, owner), []).append(_segment(row, encoding))
+        by_owner.setdefault((row.scope, owner), []).append(_segment(row))
     bundle = EntryBundle(
         entry_id=entry.pk,
         world_slug=entry.world.slug,
@@ -232,16 +231,13 @@ def preview_prompt(params: AssembleParams, *, include_inactive: bool = False) ->
     if include_inactive:
         entry = Entry.objects.get(slug=params.entry)
         ruleset_ids = list(entry.ruleset_links.values_list("ruleset_id", flat=True))
-        npc_ids = list(
-            NPC.objects.filter(slug__in=[slug for slug, _ in params.npcs]).values_list(
-                "pk", flat=True
-            )
+        npc_slugs = dict(
+            NPC.objects.filter(slug__in=[slug for slug, _ in params.npcs]).values_list("pk", "slug")
         )
-        npc_slugs = dict(NPC.objects.filter(pk__in=npc_ids).values_list("pk", "slug"))
         tok = tokenizer()
-        inactive = _segments_query(entry, ruleset_ids, npc_ids, active=False)
+        inactive = _segments_query(entry, ruleset_ids, list(npc_slugs), active=False)
         for row in inactive.filter(scope__in=SEGMENT_SCOPES):
-            segment = _segment(row, tok.name)
+            segment = _segment(row)
             rows.append(
                 {
                     "id": row.pk,

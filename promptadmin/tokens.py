@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 
 from assembler.tokens import Tokenizer, get_tokenizer
+
+if TYPE_CHECKING:
+    from promptadmin.models import Segment
 
 
 def tokenizer() -> Tokenizer:
     """The configured tokenizer; the encoding is loaded once per process."""
     return get_tokenizer(settings.TIKTOKEN_ENCODING)
+
+
+def cached_count(segment: Segment) -> int | None:
+    """The segment's cached token count, or None when it was made with another encoding."""
+    if segment.token_count is not None and segment.token_encoding == tokenizer().name:
+        return int(segment.token_count)
+    return None

@@ -21,7 +21,7 @@ from promptadmin.models import (
 )
 from promptadmin.services.common import Actor, record_actor, user_or_none
 from promptadmin.services.errors import StaleRevisionError
-from promptadmin.tokens import tokenizer
+from promptadmin.tokens import cached_count, tokenizer
 
 Ref = World | Ruleset | Entry | NPC | None
 
@@ -190,7 +190,7 @@ def segment_update(
     if not changed:
         return current
     _validate(current)
-    if "content" in changed or current.token_encoding != tokenizer().name:
+    if "content" in changed or cached_count(current) is None:
         _count(current)
         changed += ["token_count", "token_encoding"]
     current.revision += 1

@@ -10,20 +10,11 @@ from typing import Any
 
 from django.urls import reverse
 
+from assembler.render import LAYER_TITLES
 from promptadmin.assembly import Preview
 
-LAYER_LABELS = {
-    "core": "Core",
-    "ruleset": "Rulesets",
-    "world": "World",
-    "entry": "Entry",
-    "entry_start": "Entry start",
-    "npc": "NPCs",
-    "game_state": "Game state",
-    "player": "Player",
-    "rng": "RNG",
-    "input": "Input",
-}
+# The studio lists all of an entry's rulesets under one heading.
+LAYER_LABELS = {**LAYER_TITLES, "ruleset": "Rulesets"}
 STATUS_WORDS = {
     "included": "included",
     "trimmed": "cut short",
