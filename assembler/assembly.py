@@ -12,6 +12,7 @@ the policy goes on in the same order, one step at a time, each checked by an exa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
@@ -197,6 +198,9 @@ class _Segments:
     none when ``emit`` is false, and never a blank one, which would add nothing but blank
     lines (and blank lines merge with the separators around them, so their cost would not
     be local to one join).
+
+    Read-only once built, so one instance serves every assembly of the same content
+    (see :func:`_priced`).
     """
 
     def __init__(self, ordered: list[Segment], tokenizer: Tokenizer, emit: bool = True) -> None:
@@ -217,6 +221,41 @@ class _Segments:
 
     def joined(self, kept: int) -> str:
         return ITEM_SEPARATOR.join(self.texts[:kept])
+
+
+def _layer_order(segment: Segment) -> tuple[int, int]:
+    return segment.sort_order, segment.id
+
+
+def _npc_order(segment: Segment) -> tuple[int, int, int]:
+    return segment.tier, segment.sort_order, segment.id
+
+
+def _build_segments(
+    groups: Sequence[Sequence[Segment]], tokenizer: Tokenizer, npc: bool, emit: bool
+) -> _Segments:
+    order = _npc_order if npc else _layer_order
+    ordered = [segment for group in groups for segment in sorted(group, key=order)]
+    return _Segments(ordered, tokenizer, emit)
+
+
+# Static content (the same stored segments turn after turn) is sorted and priced once.
+# Keyed by value, so it is only ever reused for equal segments; tuples only, since only
+# they can be keys (a caller that passes lists gets a fresh pricing every time).
+_build_segments_cached = functools.lru_cache(maxsize=1024)(_build_segments)
+
+
+def _priced(
+    groups: Sequence[Sequence[Segment]],
+    tokenizer: Tokenizer,
+    *,
+    npc: bool = False,
+    emit: bool = True,
+) -> _Segments:
+    """The segments of ``groups`` (each sorted, then concatenated), priced."""
+    if isinstance(groups, tuple) and all(isinstance(group, tuple) for group in groups):
+        return _build_segments_cached(groups, tokenizer, npc, emit)
+    return _build_segments(groups, tokenizer, npc, emit)
 
 
 class _SegmentLayer(_Layer):
@@ -261,9 +300,7 @@ class _NpcState:
     def __init__(self, npc: Npc, tokenizer: Tokenizer) -> None:
         self.npc = npc
         self.heading = npc_heading(npc.name)
-        self.items = _Segments(
-            sorted(npc.segments, key=lambda s: (s.tier, s.sort_order, s.id)), tokenizer
-        )
+        self.items = _priced((npc.segments,), tokenizer, npc=True)
         segments = self.items.segments
         self.tiers = [segment.tier for segment in segments]
         self.tier = npc.requested_tier
@@ -400,20 +437,12 @@ class _Assembly:
         self.tokenizer = tokenizer
         block_format = request.policy.block_format
 
-        def by_order(segments: Sequence[Segment]) -> list[Segment]:
-            return sorted(segments, key=lambda s: (s.sort_order, s.id))
-
-        ruleset_segments = [
-            segment for ruleset in request.rulesets for segment in by_order(ruleset.segments)
-        ]
         segment_layers = {
-            "core": _Segments(by_order(request.core), tokenizer),
-            "ruleset": _Segments(ruleset_segments, tokenizer),
-            "world": _Segments(by_order(request.world), tokenizer),
-            "entry": _Segments(by_order(request.entry), tokenizer),
-            "entry_start": _Segments(
-                by_order(request.entry_start), tokenizer, emit=request.first_turn
-            ),
+            "core": _priced((request.core,), tokenizer),
+            "ruleset": _priced(tuple(ruleset.segments for ruleset in request.rulesets), tokenizer),
+            "world": _priced((request.world,), tokenizer),
+            "entry": _priced((request.entry,), tokenizer),
+            "entry_start": _priced((request.entry_start,), tokenizer, emit=request.first_turn),
         }
         self._total: int | None = None
         changed = self._layer_changed
@@ -677,11 +706,11 @@ class _Assembly:
         over_budget: bool,
     ) -> AssemblyResult:
         request = self.request
-        fates = self._fates()
         ids: dict[str, list[int]] = {scope: [] for scope in SCOPES}
-        for fate in fates:
-            if fate.fate == "included":
-                ids[fate.scope].append(fate.id)
+        for scope, layer in self.segment_layers.items():
+            ids[scope] = [segment.id for segment in layer.items.segments[: layer.kept]]
+        for state in self.npc_layer.npcs:
+            ids["npc"] += [segment.id for segment in state.items.segments[: state.kept]]
         lints = lint_rules.lint_request(request)
         lints += self._segment_lints()
         if over_budget:
@@ -715,7 +744,7 @@ class _Assembly:
             lints=lints,
             content_hash="sha256:" + hashlib.sha256(prompt.encode()).hexdigest(),
         )
-        return AssemblyResult(prompt=prompt, meta=meta, segments=fates, blocks=blocks)
+        return AssemblyResult(prompt=prompt, meta=meta, blocks=blocks, explain=self._fates)
 
     def _fates(self) -> list[SegmentFate]:
         fates: list[SegmentFate] = []

@@ -121,24 +121,26 @@ def build_request(
             token_count=tokenizer.count(content),
         )
 
-    core = [segment("core", 150) for _ in range(4)]
-    rulesets = [
+    # Tuples, as promptadmin passes its cached content: the assembler prices static content
+    # once and reuses it turn after turn.
+    core = tuple(segment("core", 150) for _ in range(4))
+    rulesets = tuple(
         Ruleset(
             slug,
             slug.title(),
-            [segment("ruleset", 0, text=" ".join(rng.sample(RULES, 4))) for _ in range(4)],
+            tuple(segment("ruleset", 0, text=" ".join(rng.sample(RULES, 4))) for _ in range(4)),
         )
         for slug in ("narration", "combat")
-    ]
-    world = [segment("world", rng.randrange(110, 190)) for _ in range(14)]
-    entry = [segment("entry", rng.randrange(100, 150)) for _ in range(8)]
-    entry_start = [segment("entry_start", 120) for _ in range(3)]
+    )
+    world = tuple(segment("world", rng.randrange(110, 190)) for _ in range(14))
+    entry = tuple(segment("entry", rng.randrange(100, 150)) for _ in range(8))
+    entry_start = tuple(segment("entry_start", 120) for _ in range(3))
     npcs = [
         Npc(
             f"npc-{index}",
             name,
             requested_tier=tier,
-            segments=[segment("npc", 70, tier=t) for t in (0, 0, 1, 2)],
+            segments=tuple(segment("npc", 70, tier=t) for t in (0, 0, 1, 2)),
         )
         for index, (name, tier) in enumerate(
             [

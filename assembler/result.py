@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, TypeAlias
 
 from assembler.lint import Lint
@@ -155,18 +156,24 @@ class Block:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AssemblyResult:
     """The assembled prompt, its report, every segment's fate, and the prompt's blocks.
 
     ``prompt`` is the ``blocks`` joined by a blank line, so a view can show each layer
-    without parsing the prompt.
+    without parsing the prompt. ``segments`` is worked out when first read: serving a
+    prompt needs only ``prompt`` and ``meta``.
     """
 
     prompt: str
     meta: Meta
-    segments: list[SegmentFate]
     blocks: tuple[Block, ...] = ()
+    explain: Callable[[], list[SegmentFate]] = field(default=list, repr=False, compare=False)
+
+    @cached_property
+    def segments(self) -> list[SegmentFate]:
+        """Every segment considered, in layer order, with its tokens and fate."""
+        return self.explain()
 
 
 class OverBudgetError(Exception):

@@ -13,6 +13,7 @@ import pytest
 from assembler import (
     SCOPES,
     AssemblyRequest,
+    AssemblyResult,
     Npc,
     OverBudgetError,
     Policy,
@@ -20,6 +21,7 @@ from assembler import (
     Tokenizer,
     assemble,
 )
+from assembler.bench import build_request as bench_request
 from assembler.render import block
 from tests.assembler.builders import PROSE, full_request, npc, request, seg
 
@@ -551,3 +553,66 @@ def test_same_request_gives_the_same_bytes_in_another_process() -> None:
         for seed in ("1", "2")
     }
     assert len(hashes) == 1
+
+
+# Static content priced once (tuples, as promptadmin passes its cached content)
+
+
+def frozen(request: AssemblyRequest) -> AssemblyRequest:
+    """``request`` with every segment sequence a tuple, so its pricing can be reused."""
+    return dataclasses.replace(
+        request,
+        core=tuple(request.core),
+        rulesets=tuple(
+            dataclasses.replace(ruleset, segments=tuple(ruleset.segments))
+            for ruleset in request.rulesets
+        ),
+        world=tuple(request.world),
+        entry=tuple(request.entry),
+        entry_start=tuple(request.entry_start),
+        npcs=tuple(dataclasses.replace(n, segments=tuple(n.segments)) for n in request.npcs),
+    )
+
+
+def report(result: AssemblyResult) -> tuple[str, dict[str, object], list[object]]:
+    return result.prompt, result.meta.to_dict(), [fate.to_dict() for fate in result.segments]
+
+
+@pytest.mark.parametrize(("token_budget", "npc_budget"), [(12000, 3000), (6000, 600), (2500, 300)])
+def test_reused_pricing_gives_what_fresh_pricing_gives(
+    tokenizer: Tokenizer, token_budget: int, npc_budget: int
+) -> None:
+    fresh = bench_request(tokenizer, token_budget, npc_budget)
+    reused = frozen(fresh)
+    expected = report(assemble(fresh, tokenizer))
+    # The first call prices the tuples, the next ones reuse that, also on other turns.
+    assert report(assemble(reused, tokenizer)) == expected
+    assert report(assemble(reused, tokenizer)) == expected
+    other_turn = dataclasses.replace(reused, state={**reused.state, "input": "I wait."})
+    assert report(assemble(other_turn, tokenizer)) == report(
+        assemble(dataclasses.replace(fresh, state=other_turn.state), tokenizer)
+    )
+
+
+def test_reused_pricing_follows_edited_content(tokenizer: Tokenizer) -> None:
+    before = frozen(full_request(token_budget=10_000))
+    assemble(before, tokenizer)
+    edited = dataclasses.replace(
+        before,
+        core=(before.core[0], seg(2, "core", "An edited rule, much longer than before. " * 20)),
+        npcs=(before.npcs[0], dataclasses.replace(before.npcs[1], segments=())),
+    )
+    result = assemble(edited, tokenizer)
+    assert "An edited rule" in result.prompt
+    assert result.meta.tokens == tokenizer.count(result.prompt)
+    assert result.meta.segment_ids_by_scope["npc"] == [
+        segment.id for segment in before.npcs[0].segments
+    ]
+
+
+def test_fates_are_worked_out_when_first_read(tokenizer: Tokenizer) -> None:
+    result = assemble(full_request(), tokenizer)
+    assert "segments" not in vars(result)
+    included = {fate.id for fate in result.segments if fate.fate == "included"}
+    assert included == {id_ for ids in result.meta.segment_ids_by_scope.values() for id_ in ids}
+    assert result.segments is result.segments
