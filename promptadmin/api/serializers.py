@@ -7,7 +7,7 @@ the field and never a database error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, get_args
 
 from drf_spectacular.utils import extend_schema_field
@@ -49,18 +49,48 @@ class StrictSerializer(serializers.Serializer):
         return value
 
 
-def no_nul_characters(value: Any) -> None:
-    """PostgreSQL cannot store U+0000 in text or JSON: refuse it with a clear message."""
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (U+D800 to U+DFFF).
+
+    JSON can carry one (``"\\ud800"``), but it cannot be encoded as UTF-8: not stored, not
+    counted by the tokenizer, not sent back.
+    """
+    if text.isascii():
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string in a JSON value, object keys included."""
     if isinstance(value, str):
-        if "\x00" in value:
-            raise ValidationError("Text may not contain NUL (U+0000) characters.", code="null")
+        yield value
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            no_nul_characters(key)
-            no_nul_characters(item)
+            yield from _texts(key)
+            yield from _texts(item)
     elif isinstance(value, list):
         for item in value:
-            no_nul_characters(item)
+            yield from _texts(item)
+
+
+def utf8_text(value: Any) -> None:
+    """Refuse lone surrogates anywhere in a JSON value, with a clear message."""
+    if any(has_lone_surrogate(text) for text in _texts(value)):
+        raise ValidationError(
+            "Text may not contain lone surrogates (U+D800 to U+DFFF): they are not UTF-8.",
+            code="surrogate_characters_not_allowed",
+        )
+
+
+def storable_json(value: Any) -> None:
+    """PostgreSQL stores neither U+0000 nor lone surrogates: refuse them clearly."""
+    utf8_text(value)
+    if any("\x00" in text for text in _texts(value)):
+        raise ValidationError("Text may not contain NUL (U+0000) characters.", code="null")
 
 
 def slug_field(**kwargs: Any) -> serializers.CharField:
@@ -95,7 +125,7 @@ class NpcRequestField(serializers.Field):
 
     default_error_messages = {
         "invalid": 'Expected an NPC slug or {{"npc": slug, "tier": n}}.',
-        "npc": "Expected an NPC slug (a string of 1 to 64 characters).",
+        "npc": "Expected an NPC slug: 1 to 64 characters, without NUL or lone surrogates.",
         "tier": f"Expected an integer tier from 0 to {MAX_TIER}.",
         "unknown": "Unknown field; the fields are: npc, tier.",
     }
@@ -107,7 +137,12 @@ class NpcRequestField(serializers.Field):
             self.fail("invalid")
         errors = {name: [self.error_messages["unknown"]] for name in data.keys() - {"npc", "tier"}}
         slug, tier = data.get("npc"), data.get("tier", 0)
-        if not isinstance(slug, str) or not 0 < len(slug) <= 64 or "\x00" in slug:
+        if (
+            not isinstance(slug, str)
+            or not 0 < len(slug) <= 64
+            or "\x00" in slug
+            or has_lone_surrogate(slug)
+        ):
             errors["npc"] = [self.error_messages["npc"]]
         if isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= MAX_TIER:
             errors["tier"] = [self.error_messages["tier"]]
@@ -138,10 +173,10 @@ class StateValueField(serializers.Field):
         if isinstance(data, str):
             if len(data) > MAX_TEXT:
                 raise ValidationError(f"At most {MAX_TEXT} characters.", code="max_length")
-            return data
-        if isinstance(data, dict):
-            return data
-        self.fail("invalid")
+        elif not isinstance(data, dict):
+            self.fail("invalid")
+        utf8_text(data)
+        return data
 
     def to_representation(self, value: Any) -> Any:
         return value
@@ -173,6 +208,9 @@ class PolicySerializer(StrictSerializer):
 
 
 class AssembleInputSerializer(StrictSerializer):
+    # Boolean options a subclass adds, returned beside the parameters by _parse().
+    FLAGS: ClassVar[tuple[str, ...]] = ()
+
     entry = slug_field(help_text="Entry slug.")
     world = slug_field(
         required=False, allow_null=True, default=None, help_text="Must be the entry's world."
@@ -201,6 +239,26 @@ class AssembleInputSerializer(StrictSerializer):
             raise ValidationError(f"Each NPC may be listed once; repeated: {', '.join(repeated)}.")
         return value
 
+    @classmethod
+    def parse(cls, data: Any) -> AssembleParams:
+        """The request's parameters, or a ValidationError naming every bad field."""
+        return cls._parse(data)[0]
+
+    @classmethod
+    def _parse(cls, data: Any) -> tuple[AssembleParams, dict[str, bool]]:
+        # Assembly runs on every turn of every game, and full validation through DRF's
+        # fields costs more than assembling the prompt. A well-formed request takes a fast
+        # path that accepts only what full validation accepts, with the same result (a
+        # property test holds it to that); anything else, every error included, goes
+        # through the serializer, the one place that words errors.
+        fast = _well_formed(data, cls.FLAGS)
+        if fast is not None:
+            return fast
+        serializer = cls(data=data)
+        serializer.is_valid(raise_exception=True)
+        flags = {name: serializer.validated_data[name] for name in cls.FLAGS}
+        return serializer.params(), flags
+
     def params(self) -> AssembleParams:
         data = self.validated_data
         policy = data.get("policy", {})
@@ -222,6 +280,119 @@ class PreviewInputSerializer(AssembleInputSerializer):
     include_inactive = f.Flag(
         default=False, help_text="Also list inactive segments (fate 'inactive')."
     )
+
+    FLAGS = ("include_inactive",)
+
+    @classmethod
+    def parse_preview(cls, data: Any) -> tuple[AssembleParams, bool]:
+        """The request's parameters and ``include_inactive``, or a ValidationError."""
+        params, flags = cls._parse(data)
+        return params, flags["include_inactive"]
+
+
+_ASSEMBLE_FIELDS = frozenset(
+    {"entry", "world", "first_turn", "token_budget", "npc_budget", "npcs", "state", "policy"}
+    | {"strict"}
+)
+_STATE_FIELDS = frozenset(assembler.DYNAMIC_SCOPES)
+_BLOCK_FORMATS = frozenset(get_args(assembler.BlockFormat))
+
+
+def _slug(value: Any) -> bool:
+    """What ``slug_field()`` accepts and returns unchanged."""
+    return (
+        type(value) is str
+        and 0 < len(value) <= 64
+        and value.isascii()  # so no lone surrogate, which the serializer refuses
+        and value == value.strip()
+        and "\x00" not in value
+    )
+
+
+def _integer(value: Any, high: int) -> bool:
+    return type(value) is int and 0 <= value <= high
+
+
+def _well_formed(
+    data: Any, flags: tuple[str, ...]
+) -> tuple[AssembleParams, dict[str, bool]] | None:
+    """The parameters of an assembly request that plainly passes validation, else None.
+
+    Conservative: anything unusual (a missing entry, a string with surrounding spaces, a
+    null where a default would apply, a value of a near type) is left to the serializer.
+    """
+    if type(data) is not dict or not data.keys() <= _ASSEMBLE_FIELDS.union(flags):
+        return None
+    entry = data.get("entry")
+    world = data.get("world")
+    if not _slug(entry) or not (world is None or _slug(world)):
+        return None
+    options = {name: data.get(name, False) for name in ("first_turn", "strict", *flags)}
+    if any(type(value) is not bool for value in options.values()):
+        return None
+    token_budget = data.get("token_budget", DEFAULT_TOKEN_BUDGET)
+    npc_budget = data.get("npc_budget", DEFAULT_NPC_BUDGET)
+    if not _integer(token_budget, MAX_BUDGET) or not _integer(npc_budget, MAX_BUDGET):
+        return None
+
+    npcs: list[tuple[str, int]] = []
+    requested = data.get("npcs", [])
+    if type(requested) is not list or len(requested) > 50:
+        return None
+    for item in requested:
+        if type(item) is dict:
+            if not item.keys() <= {"npc", "tier"}:
+                return None
+            slug, tier = item.get("npc"), item.get("tier", 0)
+        else:
+            slug, tier = item, 0
+        if type(slug) is not str or not 0 < len(slug) <= 64 or "\x00" in slug:
+            return None
+        if has_lone_surrogate(slug) or not _integer(tier, MAX_TIER):
+            return None
+        npcs.append((slug, tier))
+    if len({slug for slug, _tier in npcs}) != len(npcs):
+        return None
+
+    state = data.get("state", {})
+    if type(state) is not dict or not state.keys() <= _STATE_FIELDS:
+        return None
+    for value in state.values():
+        if type(value) is str:
+            if len(value) > MAX_TEXT or has_lone_surrogate(value):
+                return None
+        elif type(value) is dict:
+            if any(has_lone_surrogate(text) for text in _texts(value)):
+                return None
+        elif value is not None:
+            return None
+
+    policy = data.get("policy", {})
+    if type(policy) is not dict or not policy.keys() <= {"floors", "block_format"}:
+        return None
+    block_format = policy.get("block_format", "delimited")
+    if type(block_format) is not str or block_format not in _BLOCK_FORMATS:
+        return None
+    floors = policy.get("floors", {})
+    if type(floors) is not dict or not floors.keys() <= _STATE_FIELDS:
+        return None
+    for fraction in floors.values():
+        if type(fraction) not in (int, float) or not 0 <= fraction <= 1:
+            return None
+
+    params = AssembleParams(
+        entry=entry,
+        world=world,
+        first_turn=options["first_turn"],
+        token_budget=token_budget,
+        npc_budget=npc_budget,
+        npcs=tuple(npcs),
+        state=dict(state),
+        floors={scope: float(fraction) for scope, fraction in floors.items()} or None,
+        block_format=block_format,
+        strict=options["strict"],
+    )
+    return params, {name: options[name] for name in flags}
 
 
 class TruncationStepSerializer(serializers.Serializer):
@@ -346,7 +517,7 @@ class SegmentInputSerializer(StrictSerializer):
         help_text="Slug of the world, ruleset, entry or NPC it belongs to; null for core.",
     )
     content = f.Text(max_length=MAX_TEXT, trim_whitespace=False)
-    metadata = serializers.DictField(default=dict, validators=[no_nul_characters])
+    metadata = serializers.DictField(default=dict, validators=[storable_json])
     version = f.Text(max_length=32, default="1.0.0")
     active = f.Flag(default=True)
     sort_order = f.Integer(min_value=-INT32 - 1, max_value=INT32, default=0)

@@ -48,9 +48,7 @@ class AssembleView(APIView):
         summary="Assemble the prompt for a turn",
     )
     def post(self, request: Request) -> Response:
-        params = s.AssembleInputSerializer(data=request.data)
-        params.is_valid(raise_exception=True)
-        result = assemble_prompt(params.params())
+        result = assemble_prompt(s.AssembleInputSerializer.parse(request.data))
         # Meta.to_dict() is the assembler's own JSON form; AssembleOutputSerializer documents
         # it, and the schema tests check that responses conform.
         return Response({"prompt": result.prompt, "meta": result.meta.to_dict()})
@@ -68,11 +66,8 @@ class PreviewView(APIView):
         summary="Assemble as /assemble would, and list every segment with its fate",
     )
     def post(self, request: Request) -> Response:
-        params = s.PreviewInputSerializer(data=request.data)
-        params.is_valid(raise_exception=True)
-        preview = preview_prompt(
-            params.params(), include_inactive=params.validated_data["include_inactive"]
-        )
+        params, include_inactive = s.PreviewInputSerializer.parse_preview(request.data)
+        preview = preview_prompt(params, include_inactive=include_inactive)
         result = preview.result
         return Response(
             {"prompt": result.prompt, "meta": result.meta.to_dict(), "segments": preview.segments}

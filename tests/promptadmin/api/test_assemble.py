@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -96,6 +97,24 @@ def test_bad_input_is_a_400_naming_the_field(reader, demo, change, attr) -> None
     response = assemble(reader, {**TURN, **change})
     assert response.status_code == 400
     assert attr in errors(response)
+
+
+@pytest.mark.parametrize(
+    ("change", "attr"),
+    [
+        ({"state": {"input": "I say \ud800 hello"}}, "state.input"),
+        ({"state": {"player": {"name\udfff": "Aster"}}}, "state.player"),
+        ({"state": {"game_state": {"log": ["ok", "\ud83d"]}}}, "state.game_state"),
+        ({"npcs": ["marta\ud800"]}, "npcs.0.npc"),
+    ],
+)
+@pytest.mark.parametrize("url", ["/api/v1/assemble", "/api/v1/preview"])
+def test_lone_surrogates_are_a_400_naming_the_field(reader, demo, change, attr, url) -> None:  # type: ignore[no-untyped-def]
+    # JSON can carry "\ud800", UTF-8 cannot: sent raw, as a client's encoder would.
+    body = json.dumps({**TURN, **change})
+    response = reader.post(url, body, content_type="application/json")
+    assert response.status_code == 400
+    assert "surrogate" in errors(response)[attr]
 
 
 def test_strict_over_budget_is_a_422_naming_the_protected_layers(reader, demo) -> None:  # type: ignore[no-untyped-def]

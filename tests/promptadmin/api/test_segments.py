@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -49,6 +50,25 @@ def test_a_ref_of_the_wrong_kind_or_unknown_is_named(writer) -> None:  # type: i
         response = writer.post("/api/v1/segments/", body, format="json")
         assert response.status_code == 400
         assert "world" in errors(response)["ref"]
+
+
+@pytest.mark.parametrize(
+    ("change", "attr", "words"),
+    [
+        ({"content": "Rust \ud800 stains."}, "content", "Surrogate"),
+        ({"metadata": {"title": "Rust \ud800"}}, "metadata", "surrogate"),
+        ({"metadata": {"tags\udfff": ["a"]}}, "metadata", "surrogate"),
+        ({"metadata": {"tags": ["a\x00"]}}, "metadata", "NUL"),
+    ],
+)
+def test_text_that_cannot_be_stored_is_a_400_naming_the_field(  # type: ignore[no-untyped-def]
+    writer, change, attr, words
+) -> None:
+    body = json.dumps({"scope": "core", "content": "Rust.", **change})
+    response = writer.post("/api/v1/segments/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert words in errors(response)[attr]
+    assert not Segment.objects.exists()
 
 
 @pytest.mark.parametrize("scope", ["game_state", "player", "rng", "input"])
