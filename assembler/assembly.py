@@ -400,14 +400,14 @@ class _TextLayer(_Layer):
         self.original = text
         # State often repeats from turn to turn (the player sheet, the game state), so
         # its count is remembered; its tokens are only needed if it is ever trimmed.
-        self.original_tokens: list[int] | None = None
+        self.original_tokens: Sequence[int] | None = None
         self.text = text
-        self.count = tokenizer.count_cached(text)
+        self.count = tokenizer.count_text(text)
 
     def cut(self, max_tokens: int) -> None:
         """Keep the start of the original text in at most ``max_tokens`` tokens."""
         if self.original_tokens is None:
-            self.original_tokens = self.tokenizer.encode(self.original)
+            self.original_tokens = self.tokenizer.encode_recent(self.original)
         self.text, self.count = self.tokenizer.truncate_encoded(
             self.original, self.original_tokens, max_tokens
         )

@@ -87,6 +87,11 @@ class Tokenizer:
         # encode of only the blocks that changed. Bounded: blocks can be tens of KB.
         self.count_block = functools.lru_cache(maxsize=512)(self.count)
         self._join_cost = functools.lru_cache(maxsize=65536)(self._join_cost_uncached)
+        # Texts of the dynamic layers: the same player sheet or game state comes back turn
+        # after turn, so counts are remembered; the last few encodings are kept as well,
+        # for a text that is trimmed right after it was counted (one encode, not two).
+        self.encode_recent = functools.lru_cache(maxsize=16)(self._encode_tuple)
+        self.count_text = functools.lru_cache(maxsize=1024)(self._count_recent)
 
     def __repr__(self) -> str:
         return f"Tokenizer({self.name!r})"
@@ -99,6 +104,12 @@ class Tokenizer:
         """
         tokens: list[int] = self._encoding.encode_ordinary(text)
         return tokens
+
+    def _encode_tuple(self, text: str) -> tuple[int, ...]:
+        return tuple(self._encoding.encode_ordinary(text))
+
+    def _count_recent(self, text: str) -> int:
+        return len(self.encode_recent(text))
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``.

@@ -6,15 +6,19 @@
    state; about 8,000 tokens before truncation. 10,000 unrelated segments (other worlds,
    entries and NPCs) sit in the same tables.
 2. Starts gunicorn against that database and Redis (``BENCH_REDIS_URL``, default DB 12),
-   with persistent database connections and DEBUG off.
+   with persistent database connections and DEBUG off, configured as the Dockerfile runs
+   it: three sync workers, one request at a time each. (Measured here: threads cost more
+   than they bring on two cores; the GIL serialises them and the kept-alive connections
+   they serve wait behind one another, tripling p99.)
 3. Drives it from a separate process over loopback with wrk (16 connections; Lua scripts
    send the POST bodies and the ``Api-Key`` header) and prints requests/s, p50 and p99 for
    ``POST /api/v1/assemble`` without and with truncation, and for ``GET /api/v1/me``, the
    cheapest authenticated DRF endpoint, measured in the same run as the baseline; also
    the server's CPU time per request, which is what to compare on a busy machine.
 
-Options: ``--duration`` seconds per scenario (default 15), ``--connections`` (16),
-``--workers`` and ``--threads`` for gunicorn (default 3 x 2: two cores, shared with wrk).
+Options: ``--duration`` seconds per scenario (default 15), ``--connections`` (16), and
+for gunicorn ``--workers`` (3), ``--worker-class`` (sync) and ``--threads`` (1, for
+gthread).
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ def assemble_body(token_budget: int, npc_budget: int) -> dict[str, Any]:
                 "reputation": {"watch": -1, "dockers": 2},
             },
             "rng": "d20: 13, d20: 4, d6: 5",
-            "input": prose(rng, 500) + f" (turn {TURN_MARK})",
+            "input": prose(rng, 300) + f" (turn {TURN_MARK})",
         },
     }
 
@@ -159,16 +163,16 @@ def seed() -> str:
             )
 
     # 60 segments for the entry: 8 core, 2 x 8 ruleset, 14 world, 16 entry, 6 entry_start.
-    add("core", None, 8, (120, 170))
+    add("core", None, 8, (90, 120))
     for ruleset in rulesets:
         add("ruleset", ruleset, 8, (0, 1))
-    add("world", world, 14, (110, 160))
-    add("entry", entry, 16, (90, 130))
-    add("entry_start", entry, 6, (70, 110))
+    add("world", world, 14, (70, 100))
+    add("entry", entry, 16, (50, 80))
+    add("entry_start", entry, 6, (50, 80))
     for i, (name, _tier) in enumerate(NPCS):
         npc = catalog.catalog_create(actor=None, model=NPC, slug=f"bench-npc-{i}", name=name)
         for tier in (0, 0, 1, 1, 2, 2):
-            add("npc", npc, 1, (35, 55), tier=tier)
+            add("npc", npc, 1, (12, 28), tier=tier)
 
     # 10,000 unrelated segments. Bulk-created: they are there to be skipped by the
     # queries, and going through the service (with history) would only make seeding slow.
@@ -307,7 +311,8 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=15)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--worker-class", default="sync")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("bench: wrk is not installed (apt-get install wrk)")
@@ -345,7 +350,7 @@ def main() -> int:
         "promptadmin.wsgi:application",
         f"--bind=127.0.0.1:{PORT}",
         f"--workers={args.workers}",
-        "--worker-class=gthread",
+        f"--worker-class={args.worker_class}",
         f"--threads={args.threads}",
         "--keep-alive=30",
         "--log-level=warning",
@@ -383,7 +388,9 @@ def main() -> int:
     print()
     print(
         f"{args.connections} connections, {args.duration}s each, gunicorn {args.workers} "
-        f"workers x {args.threads} threads, {os.cpu_count()} CPUs (shared with wrk)"
+        f"{args.worker_class} workers"
+        + (f" x {args.threads} threads" if args.worker_class == "gthread" else "")
+        + f", {os.cpu_count()} CPUs (shared with wrk)"
     )
     header = f"{'scenario':<28} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'vs baseline':>12}"
     print(f"{header} {'CPU ms/req':>11} {'errors':>7}")
