@@ -35,6 +35,7 @@ from promptadmin.api.preconditions import (
 from promptadmin.models import (
     NPC,
     SCOPE_REF_FIELD,
+    ApiKey,
     Entry,
     EntryRuleset,
     Ruleset,
@@ -83,6 +84,9 @@ IN_USE = {409: _error("Content still points at the object; the error says what."
 
 
 def actor_of(request: Request) -> Actor:
+    """The signed-in person, or the API key the request came with."""
+    if isinstance(request.auth, ApiKey):
+        return request.auth
     return request.user if request.user.is_authenticated else None
 
 

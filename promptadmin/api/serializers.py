@@ -569,7 +569,14 @@ class SegmentRevisionSerializer(serializers.Serializer):
     revision = f.Integer()
     change = serializers.SerializerMethodField()
     changed_at = serializers.DateTimeField(source="history_date")
-    changed_by = f.Text(source="history_user.username", allow_null=True)
+    changed_by = f.Text(
+        source="history_user.username", allow_null=True, help_text="The person who made it."
+    )
+    changed_via = f.Text(
+        source="history_change_reason",
+        allow_null=True,
+        help_text="The API key a service made it with: \"API key 'name' (prefix)\".",
+    )
     scope = f.Text()
     ref = serializers.SerializerMethodField()
     content = f.Text(allow_blank=True)

@@ -140,7 +140,7 @@ def recent_changes(limit: int = 12) -> list[Change]:
         changes.append(
             Change(
                 when=record.history_date,
-                who=record.history_user,
+                who=record.history_user or record.history_change_reason,
                 action=ACTIONS[record.history_type],
                 kind=f"{SCOPE_WORDS.get(record.scope, record.scope.replace('_', ' '))} segment",
                 label=f"#{record.id} {record.instance.title} (revision {record.revision})",
@@ -157,7 +157,7 @@ def recent_changes(limit: int = 12) -> list[Change]:
             changes.append(
                 Change(
                     when=record.history_date,
-                    who=record.history_user,
+                    who=record.history_user or record.history_change_reason,
                     action=ACTIONS[record.history_type],
                     kind=kind,
                     label=record.name,

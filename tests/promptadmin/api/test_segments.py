@@ -14,7 +14,7 @@ from promptadmin.models import Segment
 from promptadmin.services import segments as segment_services
 from promptadmin.tokens import tokenizer
 from tests.factories import NPCFactory, WorldFactory, make_segment
-from tests.promptadmin.api.conftest import codes, errors, key_client
+from tests.promptadmin.api.conftest import codes, errors, key_client, person
 
 pytestmark = pytest.mark.django_db
 
@@ -231,6 +231,25 @@ def test_history_lists_every_revision_newest_first(writer) -> None:  # type: ign
     body = writer.get(f"/api/v1/segments/{segment.pk}/history/").json()
     rows = [(r["revision"], r["change"], r["content"]) for r in body["results"]]
     assert rows == [(2, "changed", "Two."), (1, "created", "One.")]
+
+
+def test_history_names_the_person_or_the_api_key_behind_each_change(writer, write_key) -> None:  # type: ignore[no-untyped-def]
+    author = person("author")
+    segment = make_segment(content="One.")
+    segment_services.segment_update(actor=author, segment=segment, content="Two.")
+    etag = writer.get(f"/api/v1/segments/{segment.pk}/")["ETag"]
+    changed = writer.patch(
+        f"/api/v1/segments/{segment.pk}/", {"content": "Three."}, format="json", HTTP_IF_MATCH=etag
+    )
+    assert changed.status_code == 200
+    body = writer.get(f"/api/v1/segments/{segment.pk}/history/").json()
+    rows = [(r["revision"], r["changed_by"], r["changed_via"]) for r in body["results"]]
+    prefix = write_key.partition(".")[0]
+    assert rows == [
+        (3, None, f"API key 'content-pipeline' ({prefix})"),
+        (2, author.username, None),
+        (1, None, None),
+    ]
 
 
 def test_restore_brings_back_a_revision_as_a_new_one(writer) -> None:  # type: ignore[no-untyped-def]

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from promptadmin.models import Segment
 from promptadmin.services import segments
+from promptadmin.services.api_keys import api_key_create
 
 pytestmark = pytest.mark.usefixtures("content")
 
@@ -106,3 +107,12 @@ def test_restore_buttons_are_for_authors_only(
 ) -> None:
     assert "Restore revision 1" not in viewer.get(history_url(tone)).content.decode()
     assert "Restore revision 1" in author.get(history_url(tone)).content.decode()
+
+
+def test_changes_made_with_an_api_key_name_the_key(viewer: Client, tone: Segment) -> None:
+    key = api_key_create(actor=None, name="content-pipeline", scope="write")[0]
+    segments.segment_update(actor=key, segment=tone, content="Changed by a pipeline.")
+    html = viewer.get(history_url(tone)).content.decode()
+    assert f"API key &#x27;content-pipeline&#x27; ({key.prefix})" in html
+    dashboard = viewer.get(reverse("studio:dashboard"))
+    assert dashboard.context["changes"][0].who == f"API key 'content-pipeline' ({key.prefix})"
