@@ -145,6 +145,9 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend, with health checks skipped for connections alive moments ago.
+    DATABASES["default"]["ENGINE"] = "promptadmin.db.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis is optional: without it the cache is local memory and Celery runs tasks in-process.

@@ -17,9 +17,7 @@ REQUIRE_SERVICES = os.environ.get("PROMPTADMIN_REQUIRE_SERVICES", "").lower() in
 
 def missing_service(marker: str) -> str | None:
     """Why a test marked ``marker`` cannot run here, or None when it can."""
-    if marker == "postgres" and settings.DATABASES["default"]["ENGINE"] != (
-        "django.db.backends.postgresql"
-    ):
+    if marker == "postgres" and not settings.DATABASES["default"]["ENGINE"].endswith(".postgresql"):
         return "needs PostgreSQL (DATABASE_URL)"
     if marker == "redis" and not settings.REDIS_URL:
         return "needs Redis (REDIS_URL)"
