@@ -16,9 +16,11 @@
    cheapest authenticated DRF endpoint, measured in the same run as the baseline; also
    the server's CPU time per request, which is what to compare on a busy machine.
 
-Options: ``--duration`` seconds per scenario (default 15), ``--connections`` (16), and
-for gunicorn ``--workers`` (3), ``--worker-class`` (sync) and ``--threads`` (1, for
-gthread).
+Each scenario runs ``--rounds`` times (default 3), the rounds interleaving the scenarios,
+and the table shows medians; the ratio is taken within each round, against the baseline
+measured moments before. Options: ``--duration`` seconds per run (default 15),
+``--connections`` (16), and for gunicorn ``--workers`` (3), ``--worker-class`` (sync)
+and ``--threads`` (1, for gthread).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -55,6 +58,15 @@ NPCS = [("Marra", 2), ("Old Tobin", 2), ("Sister Vell", 1), ("Kest", 2), ("Ivo",
 def prose(rng: random.Random, tokens: int) -> str:
     """Deterministic English prose of about ``tokens`` tokens (the assembler bench's)."""
     return assembler_bench.prose(rng, get_tokenizer(), tokens)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    rps: float
+    p50: float
+    p99: float
+    cpu_ms: float
+    errors: int
 
 
 @dataclass(frozen=True)
@@ -309,6 +321,7 @@ def sample(url: str, key: str, scenario: Scenario) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
@@ -368,27 +381,32 @@ def main() -> int:
             f"tokens, {len(truncated['truncated'])} steps",
             flush=True,
         )
-        results = []
+        # rounds[r][i]: scenario i in round r. Rounds interleave the scenarios, so a noisy
+        # spell on a shared machine hits them all, and medians over rounds are reported.
+        rounds: list[list[Measurement]] = []
         with tempfile.TemporaryDirectory() as directory:
-            for scenario in SCENARIOS:
-                script = lua_script(scenario, key, Path(directory))
-                url = base + scenario.path
-                run_wrk(url, script, 3, args.connections)  # warm up
-                cpu_before = cpu_seconds(server.pid)
-                output = run_wrk(url, script, args.duration, args.connections)
-                cpu = cpu_seconds(server.pid) - cpu_before
-                rps, p50, p99, errors = parse_wrk(output)
-                cpu_ms = cpu * 1000 / max(1.0, rps * args.duration)
-                results.append((scenario, rps, p50, p99, cpu_ms, errors))
+            scripts = [lua_script(scenario, key, Path(directory)) for scenario in SCENARIOS]
+            for scenario, script in zip(SCENARIOS, scripts, strict=True):
+                run_wrk(base + scenario.path, script, 3, args.connections)  # warm up
+            for number in range(args.rounds):
+                print(f"bench: round {number + 1} of {args.rounds}", flush=True)
+                measured = []
+                for scenario, script in zip(SCENARIOS, scripts, strict=True):
+                    cpu_before = cpu_seconds(server.pid)
+                    output = run_wrk(base + scenario.path, script, args.duration, args.connections)
+                    cpu = cpu_seconds(server.pid) - cpu_before
+                    rps, p50, p99, errors = parse_wrk(output)
+                    cpu_ms = cpu * 1000 / max(1.0, rps * args.duration)
+                    measured.append(Measurement(rps, p50, p99, cpu_ms, errors))
+                rounds.append(measured)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
 
-    baseline_rps = results[0][1]
     print()
     print(
-        f"{args.connections} connections, {args.duration}s each, gunicorn {args.workers} "
-        f"{args.worker_class} workers"
+        f"{args.connections} connections, {args.rounds} rounds of {args.duration}s per scenario "
+        f"(medians), gunicorn {args.workers} {args.worker_class} workers"
         + (f" x {args.threads} threads" if args.worker_class == "gthread" else "")
         + f", {os.cpu_count()} CPUs (shared with wrk)"
     )
@@ -396,12 +414,24 @@ def main() -> int:
     print(f"{header} {'CPU ms/req':>11} {'errors':>7}")
     print("-" * 87)
     failed = False
-    for scenario, rps, p50, p99, cpu_ms, errors in results:
+    for index, scenario in enumerate(SCENARIOS):
+        runs = [measured[index] for measured in rounds]
+        ratio = median(m.rps / measured[0].rps for m, measured in zip(runs, rounds, strict=True))
+        errors = sum(m.errors for m in runs)
         print(
-            f"{scenario.name:<28} {rps:>8.1f} {p50:>8.2f} {p99:>8.2f} "
-            f"{rps / baseline_rps:>12.2f} {cpu_ms:>11.2f} {errors:>7}"
+            f"{scenario.name:<28} {median(m.rps for m in runs):>8.1f} "
+            f"{median(m.p50 for m in runs):>8.2f} {median(m.p99 for m in runs):>8.2f} "
+            f"{ratio:>12.2f} {median(m.cpu_ms for m in runs):>11.2f} {errors:>7}"
         )
         failed = failed or errors > 0
+    print()
+    print("each round, p99 ms and vs baseline:")
+    for index, scenario in enumerate(SCENARIOS[1:], start=1):
+        cells = ", ".join(
+            f"{measured[index].p99:.1f} ms {measured[index].rps / measured[0].rps:.2f}"
+            for measured in rounds
+        )
+        print(f"  {scenario.name:<26} {cells}")
     print(
         "CPU ms/req: server CPU time (all gunicorn workers) per request served; unlike "
         "req/s it hardly depends on what else the machine is doing."
