@@ -398,8 +398,8 @@ class _TextLayer(_Layer):
     ) -> None:
         super().__init__(scope, block_format, tokenizer, on_change)
         self.original = text
-        # State often repeats from turn to turn (the player sheet, the game state), so
-        # its count is remembered; its tokens are only needed if it is ever trimmed.
+        # Counted through the tokenizer's memory of recent dynamic texts; the tokens are
+        # only needed if the text is trimmed (and are then usually still remembered).
         self.original_tokens: Sequence[int] | None = None
         self.text = text
         self.count = tokenizer.count_text(text)

@@ -91,7 +91,7 @@ class Tokenizer:
         # after turn, so counts are remembered; the last few encodings are kept as well,
         # for a text that is trimmed right after it was counted (one encode, not two).
         self.encode_recent = functools.lru_cache(maxsize=16)(self._encode_tuple)
-        self.count_text = functools.lru_cache(maxsize=1024)(self._count_recent)
+        self.count_text = functools.lru_cache(maxsize=256)(self._count_recent)
 
     def __repr__(self) -> str:
         return f"Tokenizer({self.name!r})"

@@ -290,9 +290,20 @@ class PreviewInputSerializer(AssembleInputSerializer):
         return params, flags["include_inactive"]
 
 
+# Spelt out rather than read off the serializer: a field added there falls back to full
+# validation until the fast path learns it.
 _ASSEMBLE_FIELDS = frozenset(
-    {"entry", "world", "first_turn", "token_budget", "npc_budget", "npcs", "state", "policy"}
-    | {"strict"}
+    {
+        "entry",
+        "world",
+        "first_turn",
+        "token_budget",
+        "npc_budget",
+        "npcs",
+        "state",
+        "policy",
+        "strict",
+    }
 )
 _STATE_FIELDS = frozenset(assembler.DYNAMIC_SCOPES)
 _BLOCK_FORMATS = frozenset(get_args(assembler.BlockFormat))
