@@ -16,7 +16,7 @@ from django.db.models import Q
 import assembler
 from promptadmin import content_cache
 from promptadmin.models import NPC, SEGMENT_SCOPES, Entry, EntryRuleset, Scope, Segment
-from promptadmin.tokens import cached_count, tokenizer
+from promptadmin.tokens import cached_count, token_count, tokenizer
 
 DEFAULT_TOKEN_BUDGET = 8000
 DEFAULT_NPC_BUDGET = 600
@@ -234,19 +234,15 @@ def preview_prompt(params: AssembleParams, *, include_inactive: bool = False) ->
         npc_slugs = dict(
             NPC.objects.filter(slug__in=[slug for slug, _ in params.npcs]).values_list("pk", "slug")
         )
-        tok = tokenizer()
         inactive = _segments_query(entry, ruleset_ids, list(npc_slugs), active=False)
         for row in inactive.filter(scope__in=SEGMENT_SCOPES):
-            segment = _segment(row)
             rows.append(
                 {
                     "id": row.pk,
                     "scope": row.scope,
                     "npc": npc_slugs.get(row.npc_id) if row.npc_id else None,
-                    "title": segment.label,
-                    "tokens": segment.token_count
-                    if segment.token_count is not None
-                    else tok.count(row.content),
+                    "title": _segment(row).label,
+                    "tokens": token_count(row),
                     "fate": "inactive",
                 }
             )

@@ -22,3 +22,9 @@ def cached_count(segment: Segment) -> int | None:
     if segment.token_count is not None and segment.token_encoding == tokenizer().name:
         return int(segment.token_count)
     return None
+
+
+def token_count(segment: Segment) -> int:
+    """The segment's tokens: its cached count while still valid, else counted now."""
+    count = cached_count(segment)
+    return count if count is not None else tokenizer().count(segment.content)

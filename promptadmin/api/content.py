@@ -44,7 +44,6 @@ from promptadmin.models import (
 )
 from promptadmin.services import catalog, segments
 from promptadmin.services.common import Actor
-from promptadmin.tokens import tokenizer
 
 SLUG_IN_PATH = r"[a-z0-9]+(?:[-_][a-z0-9]+)*"
 # Ids beyond a 64-bit integer cannot exist; matching them would only reach the database.
@@ -292,9 +291,6 @@ class SegmentViewSet(viewsets.GenericViewSet):
         return Segment.objects.select_related("world", "ruleset", "entry", "npc").order_by(
             "scope", "sort_order", "id"
         )
-
-    def get_serializer_context(self) -> dict[str, Any]:
-        return {**super().get_serializer_context(), "tokenizer": tokenizer()}
 
     def render(self, segment: Segment, status_code: int = status.HTTP_200_OK) -> Response:
         data = s.SegmentOutputSerializer(segment, context=self.get_serializer_context()).data

@@ -18,7 +18,7 @@ import assembler
 from promptadmin.api import fields as f
 from promptadmin.assembly import DEFAULT_NPC_BUDGET, DEFAULT_TOKEN_BUDGET, AssembleParams
 from promptadmin.models import SEGMENT_SCOPES, Scope, slug_validator
-from promptadmin.tokens import cached_count
+from promptadmin.tokens import token_count
 
 MAX_BUDGET = 1_000_000
 MAX_TIER = 32767  # the database column is a small integer
@@ -553,9 +553,8 @@ class SegmentOutputSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
     def get_token_count(self, segment: Any) -> int:
-        count = cached_count(segment)
         # Counted with another encoding (before `manage.py recount_tokens`): count afresh.
-        return count if count is not None else int(self.context["tokenizer"].count(segment.content))
+        return token_count(segment)
 
 
 class SegmentFilterSerializer(serializers.Serializer):

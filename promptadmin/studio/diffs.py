@@ -22,6 +22,15 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 CONTEXT_LINES = 3
+# A segment's fields besides its text, as compared between two versions, with their labels.
+SEGMENT_FIELDS = {
+    "object": "Belongs to",
+    "tier": "Tier",
+    "metadata": "Metadata",
+    "version": "Version label",
+    "active": "Active",
+    "sort_order": "Sort order",
+}
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
 
 

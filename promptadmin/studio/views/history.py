@@ -18,18 +18,10 @@ from promptadmin.studio.access import fragment_or_page, render_page, studio_view
 from promptadmin.studio.forms import CompareForm, RestoreForm
 
 TEMPLATE = "studio/segment_history.html"
-COMPARED_FIELDS = {
-    "object": "Belongs to",
-    "tier": "Tier",
-    "metadata": "Metadata",
-    "version": "Version label",
-    "active": "Active",
-    "sort_order": "Sort order",
-}
 
 
 def _values(record: Any) -> dict[str, Any]:
-    values = {name: getattr(record, name) for name in COMPARED_FIELDS if name != "object"}
+    values = {name: getattr(record, name) for name in diffs.SEGMENT_FIELDS if name != "object"}
     values["object"] = None
     for kind in ("world", "ruleset", "entry", "npc"):
         if getattr(record, f"{kind}_id") is not None:
@@ -65,7 +57,7 @@ def segment_history(request: HttpRequest, pk: int) -> HttpResponse:
         "right_title": f"Revision {newer.revision}",
         "same_text": older.content == newer.content,
         "rows": diffs.side_by_side(older.content, newer.content),
-        "fields": diffs.field_changes(_values(older), _values(newer), COMPARED_FIELDS),
+        "fields": diffs.field_changes(_values(older), _values(newer), diffs.SEGMENT_FIELDS),
     }
     return render_page(
         request,

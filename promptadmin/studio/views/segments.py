@@ -192,25 +192,17 @@ DELETED_MESSAGE = (
     "Someone deleted this segment after you opened it. Your text is below: "
     "save it as a new segment, or copy it."
 )
-CONFLICT_FIELDS = {
-    "object": "Belongs to",
-    "tier": "Tier",
-    "metadata": "Metadata",
-    "version": "Version label",
-    "active": "Active",
-    "sort_order": "Sort order",
-}
 
 
 def _conflict(form: SegmentForm, theirs: Segment) -> Conflict:
     mine = dict(form.cleaned_data)
-    theirs_values = {name: getattr(theirs, name, None) for name in CONFLICT_FIELDS}
+    theirs_values = {name: getattr(theirs, name, None) for name in diffs.SEGMENT_FIELDS}
     theirs_values["object"] = theirs.ref
     return Conflict(
         theirs=theirs,
         yours_revision=form.cleaned_data["expected_revision"],
         rows=diffs.side_by_side(mine["content"], theirs.content),
-        fields=diffs.field_changes(mine, theirs_values, CONFLICT_FIELDS),
+        fields=diffs.field_changes(mine, theirs_values, diffs.SEGMENT_FIELDS),
     )
 
 
