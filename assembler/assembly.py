@@ -14,36 +14,43 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from abc import ABC, abstractmethod
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
-from typing import TypeAlias
+from bisect import bisect_right
+from collections.abc import Callable
 
+from assembler import explain
 from assembler import lint as lint_rules
+from assembler.explain import layer_in_sentence
+from assembler.layers import (
+    HistoryLayer,
+    Layer,
+    NpcLayer,
+    NpcState,
+    SegmentLayer,
+    Segments,
+    TextLayer,
+    declared_count,
+    priced,
+)
 from assembler.lint import Lint
 from assembler.render import (
     BLOCK_SEPARATOR,
-    ITEM_SEPARATOR,
-    LINE_SEPARATOR,
     block_close,
     block_open,
     blocks_join_on_token_boundaries,
-    npc_heading,
     render_state,
 )
 from assembler.request import (
     DYNAMIC_SCOPES,
+    HISTORY_SCOPE,
     PROTECTED_SCOPES,
     SCOPES,
     AssemblyRequest,
-    BlockFormat,
-    Npc,
-    Segment,
 )
 from assembler.result import (
     AssemblyResult,
     Block,
     Fate,
+    HistoryReport,
     LayerReport,
     LayerStatus,
     Meta,
@@ -56,14 +63,15 @@ from assembler.result import (
 )
 from assembler.tokens import Tokenizer
 
-# Called by a layer after its body changed, with the layer and its tokens before the change.
-_OnChange: TypeAlias = "Callable[[_Layer, int | None], None]"
-
-# The default policy trims dynamic layers in this order, first to their floors, and at
-# the very end below them.
-TRIM_ORDER: tuple[str, ...] = ("input", "rng", "player", "game_state")
+# The default policy trims dynamic layers and then the history in this order, first to
+# their floors (the history never below its newest exchange), and at the very end below
+# them.
+TRIM_ORDER: tuple[str, ...] = ("input", "rng", "player", "game_state", "history")
 # Segment layers that lose whole segments (each layer's last segment first), in order.
 DROP_ORDER: tuple[str, ...] = ("entry_start", "entry", "world")
+# How many tokens a join may cost less at one place than at another: a put-back whose own
+# tokens exceed the room by more than twice this cannot fit, and is not even tried.
+_JOIN_SLACK = 1
 
 
 def assemble(request: AssemblyRequest, tokenizer: Tokenizer) -> AssemblyResult:
@@ -76,12 +84,20 @@ def assemble(request: AssemblyRequest, tokenizer: Tokenizer) -> AssemblyResult:
     only one. An NPC with no segments at its tier emits nothing, not even its heading.
 
     Then the whole prompt is fitted to ``token_budget``, stopping as soon as it fits:
-    trim ``input``, ``rng``, ``player``, ``game_state`` towards their floors; drop NPCs
-    (lowest priority first), then ``entry_start``, ``entry`` and ``world`` segments (last
-    first); trim the dynamic layers below their floors, to nothing. Each step removes only
-    what is needed. ``core`` and ``ruleset`` are never touched: if they alone exceed the
-    budget, the result holds only them and has ``meta.over_budget`` set, or, with
-    ``request.strict``, :class:`OverBudgetError` is raised.
+    trim ``input``, ``rng``, ``player``, ``game_state``, ``history`` towards their floors
+    (the history gives way oldest messages first, never below its newest user message and
+    what follows it, before the last phase); lower NPC
+    tiers as for the NPC budget, then drop NPCs (lowest priority first), then
+    ``entry_start``, ``entry`` and ``world`` segments (last first); trim the dynamic layers
+    below their floors, to nothing. Each step removes only what is needed. ``core`` and
+    ``ruleset`` are never touched: if they alone exceed the budget, the result holds only
+    them and has ``meta.over_budget`` set, or, with ``request.strict``,
+    :class:`OverBudgetError` is raised.
+
+    Once a block fits (the NPC block, then the prompt), the steps taken are undone, last
+    first (the most important content first), each only if it still fits: one oversized
+    segment leaves out only itself, and trimmed layers get back the room left. Every
+    put-back is a ``restored`` step, so ``meta.truncated`` tells what was lost in the end.
 
     >>> from assembler import AssemblyRequest, Segment, get_tokenizer
     >>> request = AssemblyRequest(
@@ -119,316 +135,6 @@ def assemble(request: AssemblyRequest, tokenizer: Tokenizer) -> AssemblyResult:
     return assembly.result(blocks, prompt, tokens, tokens_estimated, over_budget)
 
 
-class _Layer(ABC):
-    """A layer's block: frame lines around a body, priced from its parts.
-
-    The price is cached; subclasses call :meth:`changed` whenever their body changes, which
-    tells the owner (``on_change``) the layer and its price before the change.
-    """
-
-    def __init__(
-        self,
-        scope: str,
-        block_format: BlockFormat,
-        tokenizer: Tokenizer,
-        on_change: _OnChange,
-    ) -> None:
-        self.scope = scope
-        self.on_change = on_change
-        self.tokenizer = tokenizer
-        self.open = block_open(scope, block_format)
-        self.close = block_close(scope, block_format)
-        self.open_tokens = tokenizer.count_cached(self.open)
-        self.close_tokens = 0 if self.close is None else tokenizer.count_cached(self.close)
-        self._tokens: int | None = None
-
-    @abstractmethod
-    def empty(self) -> bool:
-        """Whether the layer emits nothing (then it has no block at all)."""
-
-    @abstractmethod
-    def first(self) -> str:
-        """The body's first part (to price the join after the opening line)."""
-
-    @abstractmethod
-    def last(self) -> str:
-        """The body's last part (to price the join before what follows)."""
-
-    @abstractmethod
-    def body_tokens(self) -> int:
-        """Tokens of the body, joins between its parts included."""
-
-    @abstractmethod
-    def body(self) -> str:
-        """The body's text."""
-
-    def changed(self) -> None:
-        before, self._tokens = self._tokens, None
-        self.on_change(self, before)
-
-    def tokens(self) -> int:
-        """The block's tokens, frame included; 0 when the layer emits nothing."""
-        if self._tokens is None:
-            self._tokens = self._measure()
-        return self._tokens
-
-    def _measure(self) -> int:
-        if self.empty():
-            return 0
-        join_cost = self.tokenizer.join_cost
-        tokens = self.open_tokens + join_cost(self.open, LINE_SEPARATOR, self.first())
-        tokens += self.body_tokens()
-        if self.close is not None:
-            tokens += join_cost(self.last(), LINE_SEPARATOR, self.close) + self.close_tokens
-        return tokens
-
-    def tail(self) -> str:
-        """The block's last line or part, which the next block is joined to."""
-        return self.last() if self.close is None else self.close
-
-    def render(self) -> str:
-        text = self.open + LINE_SEPARATOR + self.body()
-        return text if self.close is None else text + LINE_SEPARATOR + self.close
-
-
-class _Segments:
-    """A layer's segments in order; any prefix of those it may emit priced in constant time.
-
-    ``ordered`` holds every segment considered, ``segments`` those that may be emitted:
-    none when ``emit`` is false, and never a blank one, which would add nothing but blank
-    lines (and blank lines merge with the separators around them, so their cost would not
-    be local to one join).
-
-    Read-only once built, so one instance serves every assembly of the same content
-    (see :func:`_priced`).
-    """
-
-    def __init__(self, ordered: list[Segment], tokenizer: Tokenizer, emit: bool = True) -> None:
-        self.ordered = ordered
-        segments = [segment for segment in ordered if segment.content.strip()] if emit else []
-        self.segments = segments
-        self.texts = [segment.content for segment in segments]
-        self.counts = [_declared_count(segment, tokenizer) for segment in segments]
-        # prefix[k]: tokens of the first k segments joined by ITEM_SEPARATOR.
-        self.prefix = [0]
-        for index, count in enumerate(self.counts):
-            join = (
-                tokenizer.join_cost(self.texts[index - 1], ITEM_SEPARATOR, self.texts[index])
-                if index
-                else 0
-            )
-            self.prefix.append(self.prefix[-1] + join + count)
-
-    def joined(self, kept: int) -> str:
-        return ITEM_SEPARATOR.join(self.texts[:kept])
-
-
-def _layer_order(segment: Segment) -> tuple[int, int]:
-    return segment.sort_order, segment.id
-
-
-def _npc_order(segment: Segment) -> tuple[int, int, int]:
-    return segment.tier, segment.sort_order, segment.id
-
-
-def _build_segments(
-    groups: Sequence[Sequence[Segment]], tokenizer: Tokenizer, npc: bool, emit: bool
-) -> _Segments:
-    order = _npc_order if npc else _layer_order
-    ordered = [segment for group in groups for segment in sorted(group, key=order)]
-    return _Segments(ordered, tokenizer, emit)
-
-
-# Static content (the same stored segments turn after turn) is sorted and priced once.
-# Keyed by value, so it is only ever reused for equal segments; tuples only, since only
-# they can be keys (a caller that passes lists gets a fresh pricing every time).
-_build_segments_cached = functools.lru_cache(maxsize=1024)(_build_segments)
-
-
-def _priced(
-    groups: Sequence[Sequence[Segment]],
-    tokenizer: Tokenizer,
-    *,
-    npc: bool = False,
-    emit: bool = True,
-) -> _Segments:
-    """The segments of ``groups`` (each sorted, then concatenated), priced."""
-    if isinstance(groups, tuple) and all(isinstance(group, tuple) for group in groups):
-        return _build_segments_cached(groups, tokenizer, npc, emit)
-    return _build_segments(groups, tokenizer, npc, emit)
-
-
-class _SegmentLayer(_Layer):
-    """A layer of stored segments that can lose its last segments."""
-
-    def __init__(
-        self,
-        scope: str,
-        items: _Segments,
-        block_format: BlockFormat,
-        tokenizer: Tokenizer,
-        on_change: _OnChange,
-    ) -> None:
-        super().__init__(scope, block_format, tokenizer, on_change)
-        self.items = items
-        self.kept = len(items.segments)
-
-    def drop_last(self) -> Segment:
-        self.kept -= 1
-        self.changed()
-        return self.items.segments[self.kept]
-
-    def empty(self) -> bool:
-        return self.kept == 0
-
-    def first(self) -> str:
-        return self.items.texts[0]
-
-    def last(self) -> str:
-        return self.items.texts[self.kept - 1]
-
-    def body_tokens(self) -> int:
-        return self.items.prefix[self.kept]
-
-    def body(self) -> str:
-        return self.items.joined(self.kept)
-
-
-class _NpcState:
-    """One NPC: its segments by (tier, sort order, id) and the tier currently used."""
-
-    def __init__(self, npc: Npc, tokenizer: Tokenizer) -> None:
-        self.npc = npc
-        self.heading = npc_heading(npc.name)
-        self.items = _priced((npc.segments,), tokenizer, npc=True)
-        segments = self.items.segments
-        self.tiers = [segment.tier for segment in segments]
-        self.tier = npc.requested_tier
-        self.lowered = False
-        self.dropped = False
-        # Tokens of the heading plus the first k segments, for every k.
-        heading = tokenizer.count_cached(self.heading)
-        if segments:
-            heading += tokenizer.join_cost(self.heading, LINE_SEPARATOR, self.items.texts[0])
-        self.priced = [0] + [heading + tokens for tokens in self.items.prefix[1:]]
-        self._update()
-
-    def _update(self) -> None:
-        # Emitted: the segments at or below the tier used.
-        self.kept = 0 if self.dropped else bisect_right(self.tiers, self.tier)
-        self.tokens = self.priced[self.kept]
-
-    def can_lower(self) -> bool:
-        """Whether it emits anything above tier 0."""
-        return self.kept > 0 and self.tiers[self.kept - 1] > 0
-
-    def lower(self) -> None:
-        """Use the next lower tier that has segments (or 0), dropping the top tier's."""
-        below = bisect_left(self.tiers, self.tiers[self.kept - 1])
-        self.tier = self.tiers[below - 1] if below else 0
-        self.lowered = True
-        self._update()
-
-    def drop(self) -> None:
-        self.dropped = True
-        self._update()
-
-    def last(self) -> str:
-        return self.items.texts[self.kept - 1]
-
-    def render(self) -> str:
-        return self.heading + LINE_SEPARATOR + self.items.joined(self.kept)
-
-
-class _NpcLayer(_Layer):
-    def __init__(
-        self,
-        npcs: list[_NpcState],
-        block_format: BlockFormat,
-        tokenizer: Tokenizer,
-        on_change: _OnChange,
-    ) -> None:
-        super().__init__("npc", block_format, tokenizer, on_change)
-        self.npcs = npcs
-
-    def lower(self, state: _NpcState) -> None:
-        state.lower()
-        self.changed()
-
-    def drop(self, state: _NpcState) -> None:
-        state.drop()
-        self.changed()
-
-    def emitting(self) -> list[_NpcState]:
-        return [state for state in self.npcs if state.kept]
-
-    def empty(self) -> bool:
-        return not any(state.kept for state in self.npcs)
-
-    def first(self) -> str:
-        return self.emitting()[0].heading
-
-    def last(self) -> str:
-        return self.emitting()[-1].last()
-
-    def body_tokens(self) -> int:
-        tokens = 0
-        previous: _NpcState | None = None
-        for state in self.emitting():
-            tokens += state.tokens
-            if previous is not None:
-                tokens += self.tokenizer.join_cost(previous.last(), ITEM_SEPARATOR, state.heading)
-            previous = state
-        return tokens
-
-    def body(self) -> str:
-        return ITEM_SEPARATOR.join(state.render() for state in self.emitting())
-
-
-class _TextLayer(_Layer):
-    """A dynamic layer: caller-supplied text that can be cut short."""
-
-    def __init__(
-        self,
-        scope: str,
-        text: str,
-        block_format: BlockFormat,
-        tokenizer: Tokenizer,
-        on_change: _OnChange,
-    ) -> None:
-        super().__init__(scope, block_format, tokenizer, on_change)
-        self.original = text
-        # Counted through the tokenizer's memory of recent dynamic texts; the tokens are
-        # only needed if the text is trimmed (and are then usually still remembered).
-        self.original_tokens: Sequence[int] | None = None
-        self.text = text
-        self.count = tokenizer.count_text(text)
-
-    def cut(self, max_tokens: int) -> None:
-        """Keep the start of the original text in at most ``max_tokens`` tokens."""
-        if self.original_tokens is None:
-            self.original_tokens = self.tokenizer.encode_recent(self.original)
-        self.text, self.count = self.tokenizer.truncate_encoded(
-            self.original, self.original_tokens, max_tokens
-        )
-        self.changed()
-
-    def empty(self) -> bool:
-        return not self.text
-
-    def first(self) -> str:
-        return self.text
-
-    def last(self) -> str:
-        return self.text
-
-    def body_tokens(self) -> int:
-        return self.count
-
-    def body(self) -> str:
-        return self.text
-
-
 class _Assembly:
     """The layers of one request and the budget policy applied to them."""
 
@@ -438,41 +144,49 @@ class _Assembly:
         block_format = request.policy.block_format
 
         segment_layers = {
-            "core": _priced((request.core,), tokenizer),
-            "ruleset": _priced(tuple(ruleset.segments for ruleset in request.rulesets), tokenizer),
-            "world": _priced((request.world,), tokenizer),
-            "entry": _priced((request.entry,), tokenizer),
-            "entry_start": _priced((request.entry_start,), tokenizer, emit=request.first_turn),
+            "core": priced((request.core,), tokenizer),
+            "ruleset": priced(tuple(ruleset.segments for ruleset in request.rulesets), tokenizer),
+            "world": priced((request.world,), tokenizer),
+            "entry": priced((request.entry,), tokenizer),
+            "entry_start": priced((request.entry_start,), tokenizer, emit=request.first_turn),
         }
         self._total: int | None = None
         changed = self._layer_changed
         self.segment_layers = {
-            scope: _SegmentLayer(scope, items, block_format, tokenizer, changed)
+            scope: SegmentLayer(scope, items, block_format, tokenizer, changed)
             for scope, items in segment_layers.items()
         }
-        self.npc_layer = _NpcLayer(
-            [_NpcState(npc, tokenizer) for npc in request.npcs], block_format, tokenizer, changed
+        self.npc_layer = NpcLayer(
+            [NpcState(npc, tokenizer) for npc in request.npcs], block_format, tokenizer, changed
         )
         self.npcs_emitted_initially = not self.npc_layer.empty()
-        self.text_layers = {
-            scope: _TextLayer(scope, _state_text(request, scope), block_format, tokenizer, changed)
+        self.history_layer = HistoryLayer(request.history, block_format, tokenizer, changed)
+        self.text_layers: dict[str, TextLayer] = {
+            scope: TextLayer(scope, _state_text(request, scope), block_format, tokenizer, changed)
             for scope in DYNAMIC_SCOPES
         }
-        self.layers: list[_Layer] = [
+        self.layers: list[Layer] = [
             *self.segment_layers.values(),
             self.npc_layer,
+            self.history_layer,
             *self.text_layers.values(),
         ]
+        self.text_layers[HISTORY_SCOPE] = self.history_layer
         self.floors = {
-            scope: request.policy.floor(scope, request.token_budget) for scope in TRIM_ORDER
+            scope: request.policy.floor(scope, request.token_budget) for scope in DYNAMIC_SCOPES
         }
         self.steps: list[TruncationStep] = []
         self.previous_step = ""
+        # How to undo each step of the phase under way, in the order taken.
+        self.put_backs: list[Callable[[Callable[[], bool], bool], None]] = []
+        # What the last step did, in plain words, for the next step's explanation.
+        self.previous_done = ""
+        self.npcs_put_back = False
 
-    def layer(self, scope: str) -> _Layer:
+    def layer(self, scope: str) -> Layer:
         return self.layers[SCOPES.index(scope)]
 
-    def _layer_changed(self, layer: _Layer, before: int | None) -> None:
+    def _layer_changed(self, layer: Layer, before: int | None) -> None:
         if self._total is None:
             return
         after = layer.tokens()
@@ -491,7 +205,7 @@ class _Assembly:
 
     def _measure(self) -> int:
         total = 0
-        previous: _Layer | None = None
+        previous: Layer | None = None
         for layer in self.layers:
             if layer.empty():
                 continue
@@ -512,56 +226,82 @@ class _Assembly:
     def fit_npc_budget(self) -> None:
         """Lower tiers, then drop NPCs, until the NPC block fits ``npc_budget`` exactly.
 
-        Steps are priced from the parts; one exact count then checks the result, and should
-        the parts have understated it (a stale cached count, say), the policy goes on one
-        step at a time, each checked exactly.
+        Steps are priced from the parts; once the block fits, what was removed is put back
+        where it still fits (:meth:`_put_back`). One exact count then checks the result, and
+        should the parts have understated it (a stale cached count, say), the policy goes on
+        one step at a time, each checked exactly.
         """
         layer = self.npc_layer
         budget = self.request.npc_budget
+        self.put_backs = []
         while layer.tokens() > budget and self._shrink_npcs(layer.tokens() - budget):
             pass
+        if layer.tokens() <= budget:
+            self._put_back(self._npc_block_fits, npc=True)
+        self._check_npc_block()
+
+    def _check_npc_block(self) -> None:
+        """Shrink the NPC block, one exactly checked step at a time, until it fits."""
+        layer = self.npc_layer
+        budget = self.request.npc_budget
         while not layer.empty():
             exact = self.tokenizer.count_block(layer.render())
             if exact <= budget or not self._shrink_npcs(exact - budget):
                 return
+
+    def _npc_block_fits(self) -> bool:
+        return self.npc_layer.tokens() <= self.request.npc_budget
 
     def _shrink_npcs(self, over: int) -> bool:
         """Apply one NPC-budget step; False when there is nothing left to remove."""
         layer = self.npc_layer
         budget = self.request.npc_budget
         before = layer.tokens()
-        for state in reversed(layer.npcs):
-            if state.can_lower():
-                from_tier = state.tier
-                layer.lower(state)
-                self._record(
-                    "npc",
-                    "tier_lowered",
-                    before,
-                    layer.tokens(),
-                    f"NPC '{state.npc.name}' lowered from tier {from_tier} to tier "
-                    f"{state.tier}: NPC block {over} tokens over its budget of {budget}",
-                    npc=state.npc.slug,
-                )
-                return True
+        state = _npc_to_lower(layer.npcs)
+        if state is not None:
+            from_tier = state.tier
+            layer.lower(state)
+            self._record(
+                "npc",
+                "tier_lowered",
+                before,
+                layer.tokens(),
+                f"NPC '{state.npc.name}' lowered from tier {from_tier} to tier "
+                f"{state.tier}: NPC block {over} tokens over its budget of {budget}",
+                explain.lower_tier(
+                    state.npc.name,
+                    state.tier,
+                    from_tier,
+                    explain.npc_block_over(over),
+                    npc_budget=budget,
+                ),
+                npc=state.npc.slug,
+            )
+            self.put_backs.append(functools.partial(self._raise_tier, state, from_tier))
+            return True
         emitting = layer.emitting()
         if not emitting:
             return False
         state = emitting[-1]
+        tokens = state.tokens
         layer.drop(state)
         if len(emitting) == 1:
             why = f"alone at tier {state.tier} it takes {before} tokens, over the NPC budget"
             why += f" of {budget}"
+            plain = f"even alone at tier {state.tier} it is larger than that budget"
         else:
             why = f"NPC block {over} tokens over its budget of {budget} and no NPC can go lower"
+            plain = explain.npc_block_over(over) + " and no NPC could be shown at a lower tier"
         self._record(
             "npc",
             "npc_dropped",
             before,
             layer.tokens(),
             f"NPC '{state.npc.name}' dropped: {why}",
+            explain.npc_left_out(state.npc.name, tokens, budget, plain),
             npc=state.npc.slug,
         )
+        self.put_backs.append(functools.partial(self._restore_npc, state))
         return True
 
     # Token budget
@@ -569,19 +309,28 @@ class _Assembly:
     def fit_token_budget(self) -> tuple[tuple[Block, ...], str, int]:
         """Apply the budget policy; return the blocks, the prompt and its exact token count.
 
-        As for the NPC block: steps priced from the parts, then an exact count, then, if
-        needed, single steps each checked exactly.
+        As for the NPC block: steps priced from the parts, then what now fits is put back,
+        then an exact count, then, if needed, single steps each checked exactly.
         """
         budget = self.request.token_budget
-        self.previous_step = ""
+        self.previous_step = self.previous_done = ""
+        self.put_backs = []
         while self.total() > budget and self._shrink_prompt(self.total() - budget):
             pass
+        if self.total() <= budget:
+            self.npcs_put_back = False
+            self._put_back(self._prompt_fits, npc=False)
+            if self.npcs_put_back:
+                self._check_npc_block()
         while True:
             blocks = self.blocks()
             prompt = BLOCK_SEPARATOR.join(block.text for block in blocks)
             tokens = self._exact_count(blocks, prompt)
             if tokens <= budget or not self._shrink_prompt(tokens - budget):
                 return blocks, prompt, tokens
+
+    def _prompt_fits(self) -> bool:
+        return self.total() <= self.request.token_budget and self._npc_block_fits()
 
     def _exact_count(self, blocks: tuple[Block, ...], prompt: str) -> int:
         """The exact token count of ``prompt``, the ``blocks`` joined.
@@ -605,13 +354,18 @@ class _Assembly:
 
         The next step follows from the layers' state, since every step only shrinks:
         1. trim a dynamic layer still above its floor (in TRIM_ORDER) towards the floor;
-        2. drop the lowest-priority NPC, else the last segment of a DROP_ORDER layer;
+        2. lower the lowest-priority NPC that can go a tier lower; once none can, drop the
+           lowest-priority NPC; then drop the last segment of a DROP_ORDER layer;
         3. trim a dynamic layer that still has text (in TRIM_ORDER) towards nothing.
         """
         for scope in TRIM_ORDER:
-            if self.text_layers[scope].count > self.floors[scope]:
-                self._trim(scope, self.floors[scope], over, below_floor=False)
+            if self.text_layers[scope].count > self.floor(scope):
+                self._trim(scope, self.floor(scope), over, below_floor=False)
                 return True
+        state = _npc_to_lower(self.npc_layer.npcs)
+        if state is not None:
+            self._lower_npc(state, over)
+            return True
         for state in reversed(self.npc_layer.npcs):
             if state.kept:
                 self._drop_npc(state, over)
@@ -619,7 +373,7 @@ class _Assembly:
         for scope in DROP_ORDER:
             layer = self.segment_layers[scope]
             if layer.kept:
-                self._drop_segment(layer, over)
+                self._drop_segment(layer, layer.last_kept(), over)
                 return True
         for scope in TRIM_ORDER:
             if not self.text_layers[scope].empty():
@@ -627,11 +381,20 @@ class _Assembly:
                 return True
         return False
 
+    def floor(self, scope: str) -> int:
+        """The tokens layer ``scope`` keeps in the first phase: the policy's floor, and for
+        the history at least its newest exchange (worked out only when it comes to that)."""
+        if scope not in self.floors:
+            floor = self.request.policy.floor(scope, self.request.token_budget)
+            self.floors[scope] = max(floor, self.history_layer.exchange_tokens())
+        return self.floors[scope]
+
     def _trim(self, scope: str, floor: int, over: int, *, below_floor: bool) -> None:
         """Cut layer ``scope`` by ``over`` tokens of prompt, not below ``floor`` tokens."""
         layer = self.text_layers[scope]
         target = self.total() - over
-        before = layer.tokens()
+        before, had = layer.tokens(), layer.count
+        self.put_backs.append(functools.partial(self._lengthen, scope, layer.allowed))
         allowed = max(floor, layer.count - over)
         while True:
             layer.cut(allowed)
@@ -647,38 +410,231 @@ class _Assembly:
             layer.tokens(),
             f"{scope} trimmed {how}, from {before} to {layer.tokens()} tokens: "
             f"prompt {over} tokens over budget{self._after()}",
+            explain.shortened(
+                scope, had, layer.count, self._prompt_over(over), below_floor=below_floor
+            ),
         )
         self.previous_step = f"trimming {scope}"
+        self.previous_done = explain.was_shortened(scope, layer.count)
 
-    def _drop_npc(self, state: _NpcState, over: int) -> None:
+    def _lower_npc(self, state: NpcState, over: int) -> None:
         before = self.npc_layer.tokens()
+        from_tier = state.tier
+        self.npc_layer.lower(state)
+        self._record(
+            "npc",
+            "tier_lowered",
+            before,
+            self.npc_layer.tokens(),
+            f"NPC '{state.npc.name}' lowered from tier {from_tier} to tier {state.tier}: "
+            f"prompt {over} tokens over budget{self._after()}",
+            explain.lower_tier(state.npc.name, state.tier, from_tier, self._prompt_over(over)),
+            npc=state.npc.slug,
+        )
+        self.put_backs.append(functools.partial(self._raise_tier, state, from_tier))
+        self.previous_step = f"lowering NPC '{state.npc.name}'"
+        self.previous_done = explain.was_lowered(state.npc.name, state.tier)
+
+    def _drop_npc(self, state: NpcState, over: int) -> None:
+        before, tokens = self.npc_layer.tokens(), state.tokens
         self.npc_layer.drop(state)
+        name = explain.npc_name(state.npc.name)
         self._record(
             "npc",
             "npc_dropped",
             before,
             self.npc_layer.tokens(),
             f"NPC '{state.npc.name}' dropped: prompt {over} tokens over budget{self._after()}",
+            explain.left_out(name, tokens, self._prompt_over(over)),
             npc=state.npc.slug,
         )
+        self.put_backs.append(functools.partial(self._restore_npc, state))
         self.previous_step = f"dropping NPC '{state.npc.name}'"
+        self.previous_done = explain.was_left_out(name)
 
-    def _drop_segment(self, layer: _SegmentLayer, over: int) -> None:
+    def _drop_segment(self, layer: SegmentLayer, index: int, over: int) -> None:
         before = layer.tokens()
-        segment = layer.drop_last()
+        segment = layer.drop(index)
         name = f"{layer.scope} segment #{segment.id}"
+        plain = explain.segment_name(layer.scope, segment.id, segment.label)
         self._record(
             layer.scope,
             "dropped",
             before,
             layer.tokens(),
             f"{name} '{segment.label}' dropped: prompt {over} tokens over budget{self._after()}",
+            explain.left_out(plain, layer.items.counts[index], self._prompt_over(over)),
             segment_id=segment.id,
         )
+        self.put_backs.append(functools.partial(self._restore_segment, layer, index))
         self.previous_step = f"dropping {name}"
+        self.previous_done = explain.was_left_out(layer_in_sentence(plain))
 
     def _after(self) -> str:
         return f" after {self.previous_step}" if self.previous_step else ""
+
+    def _prompt_over(self, over: int) -> str:
+        return explain.prompt_over(over, self.request.token_budget, self.previous_done)
+
+    def _budget_words(self, npc: bool) -> str:
+        if npc:
+            return f"NPC budget of {self.request.npc_budget}"
+        return f"budget of {self.request.token_budget}"
+
+    # Putting back
+
+    def _put_back(self, fits: Callable[[], bool], *, npc: bool) -> None:
+        """Undo the steps taken, last first, each only if the result still ``fits``.
+
+        The steps were taken least important first, so this puts back the most important
+        first. Each put-back that holds is recorded as a ``restored`` step; one that would
+        not fit is undone at once, leaving everything as it was. Nothing cut could then have
+        stayed: whatever is still left out did not fit when its turn came, and the prompt
+        has only grown since.
+        """
+        attempts, self.put_backs = self.put_backs, []
+        for attempt in reversed(attempts):
+            attempt(fits, npc)
+
+    def _room(self, npc: bool, *, for_npcs: bool = False) -> int:
+        """Tokens left under the budget being fitted; for NPCs, under the NPC budget too."""
+        npc_room = self.request.npc_budget - self.npc_layer.tokens()
+        if npc:
+            return npc_room
+        room = self.request.token_budget - self.total()
+        return min(npc_room, room) if for_npcs else room
+
+    def _restore_segment(
+        self, layer: SegmentLayer, index: int, fits: Callable[[], bool], npc: bool
+    ) -> None:
+        if layer.items.counts[index] > self._room(npc) + 2 * _JOIN_SLACK:
+            return
+        before = layer.tokens()
+        segment = layer.restore(index)
+        if not fits():
+            layer.drop(index)
+            return
+        self._record(
+            layer.scope,
+            "restored",
+            before,
+            layer.tokens(),
+            f"{layer.scope} segment #{segment.id} '{segment.label}' restored: "
+            f"it fits the {self._budget_words(npc)} again",
+            explain.put_back(
+                explain.segment_name(layer.scope, segment.id, segment.label),
+                layer.items.counts[index],
+                self.request.token_budget,
+            ),
+            segment_id=segment.id,
+        )
+
+    def _restore_npc(self, state: NpcState, fits: Callable[[], bool], npc: bool) -> None:
+        if state.priced[state.within_tier] > self._room(npc, for_npcs=True) + 2 * _JOIN_SLACK:
+            return
+        layer = self.npc_layer
+        before = layer.tokens()
+        layer.restore(state)
+        if not state.kept:
+            return
+        if not fits():
+            layer.drop(state)
+            return
+        self.npcs_put_back = True
+        self._record(
+            "npc",
+            "restored",
+            before,
+            layer.tokens(),
+            f"NPC '{state.npc.name}' restored at tier {state.tier}: "
+            f"it fits the {self._budget_words(npc)} again",
+            explain.put_back(
+                f"{explain.npc_name(state.npc.name)} at tier {state.tier}",
+                state.tokens,
+                self.request.npc_budget if npc else self.request.token_budget,
+                npc=npc,
+            ),
+            npc=state.npc.slug,
+        )
+
+    def _raise_tier(self, state: NpcState, tier: int, fits: Callable[[], bool], npc: bool) -> None:
+        if state.dropped:
+            return
+        more = state.priced[bisect_right(state.tiers, tier)] - state.tokens
+        if more > self._room(npc, for_npcs=True) + 2 * _JOIN_SLACK:
+            return
+        layer = self.npc_layer
+        before, from_tier = layer.tokens(), state.tier
+        layer.set_tier(state, tier)
+        if not fits():
+            layer.set_tier(state, from_tier)
+            return
+        self.npcs_put_back = True
+        self._record(
+            "npc",
+            "restored",
+            before,
+            layer.tokens(),
+            f"NPC '{state.npc.name}' raised from tier {from_tier} to tier {tier}: "
+            f"it fits the {self._budget_words(npc)} again",
+            explain.tier_raised(
+                state.npc.name,
+                tier,
+                self.request.npc_budget if npc else self.request.token_budget,
+                npc=npc,
+            ),
+            npc=state.npc.slug,
+        )
+
+    def _lengthen(self, scope: str, cap: int | None, fits: Callable[[], bool], npc: bool) -> None:
+        """Give layer ``scope`` back as much of its text as fits, up to allowance ``cap``.
+
+        First a jump to the room priced with the text as it is; then, since a longer cut
+        may cost no more (BPE merges its new end with the old, or it joins what follows for
+        a token less) and cuts are not monotonic in the allowance, the next longer cut
+        (:meth:`TextLayer.next_longer`) while it fits. So the longer cut nearest to what is
+        kept does not fit. The cuts share their work, so this costs about one encode per
+        distinct text tried, and none when nothing longer can be had.
+        """
+        layer = self.text_layers[scope]
+        allowed_before, count_before, before = layer.allowed, layer.count, layer.tokens()
+        if allowed_before is None:
+            return
+        # The allowance that gave the text as it is; a jump that fits keeps it only if it
+        # keeps no less text (a cut is not monotonic in its allowance).
+        best, text_before = allowed_before, layer.text
+        allowed = layer.count + self.request.token_budget - self.total()
+        if cap is not None:
+            allowed = min(allowed, cap)
+        while allowed > best:
+            layer.cut(allowed)
+            if fits():
+                if len(layer.text) >= len(text_before):
+                    best = allowed
+                break
+            over = self.total() - self.request.token_budget
+            allowed = min(allowed - 1, layer.count - over)
+        layer.cut(best)
+        while (longer := layer.next_longer(cap)) is not None:
+            layer.cut(longer)
+            if not fits():
+                break
+            best = longer
+        layer.cut(best)
+        if layer.text == text_before:
+            layer.cut(allowed_before)
+            return
+        self._record(
+            scope,
+            "restored",
+            before,
+            layer.tokens(),
+            f"{scope} lengthened from {count_before} to {layer.count} tokens: "
+            f"it fits the {self._budget_words(npc)}",
+            explain.lengthened(
+                scope, count_before, layer.count, layer.original_count, self.request.token_budget
+            ),
+        )
 
     def _record(
         self,
@@ -687,12 +643,22 @@ class _Assembly:
         before: int,
         after: int,
         reason: str,
+        explanation: str,
         *,
         segment_id: int | None = None,
         npc: str | None = None,
     ) -> None:
         self.steps.append(
-            TruncationStep(scope, action, before, after, reason, segment_id=segment_id, npc=npc)
+            TruncationStep(
+                scope,
+                action,
+                before,
+                after,
+                reason,
+                segment_id=segment_id,
+                npc=npc,
+                explanation=explanation,
+            )
         )
 
     # Report
@@ -708,7 +674,7 @@ class _Assembly:
         request = self.request
         ids: dict[str, list[int]] = {scope: [] for scope in SCOPES}
         for scope, layer in self.segment_layers.items():
-            ids[scope] = [segment.id for segment in layer.items.segments[: layer.kept]]
+            ids[scope] = [layer.items.segments[index].id for index in layer.kept_indices()]
         for state in self.npc_layer.npcs:
             ids["npc"] += [segment.id for segment in state.items.segments[: state.kept]]
         lints = lint_rules.lint_request(request)
@@ -743,37 +709,56 @@ class _Assembly:
             ],
             lints=lints,
             content_hash="sha256:" + hashlib.sha256(prompt.encode()).hexdigest(),
+            history=self._history_report(),
         )
         return AssemblyResult(prompt=prompt, meta=meta, blocks=blocks, explain=self._fates)
+
+    def _history_report(self) -> HistoryReport | None:
+        history, fit = self.request.history, self.history_layer.fit
+        if history is None or fit is None:
+            return None
+        return HistoryReport(
+            conversation=history.conversation,
+            mode=fit.mode,
+            messages=list(fit.positions),
+            summary_id=history.summary_id if fit.summary_used else None,
+            covers_through=fit.covers_through,
+            trimmed=None if fit.trimmed is None else fit.trimmed.position,
+        )
 
     def _fates(self) -> list[SegmentFate]:
         fates: list[SegmentFate] = []
         for layer in self.segment_layers.values():
-            fates += self._fates_of(layer.items, layer.kept, None, "included", "dropped")
+            kept: list[Fate] = ["included" if kept else "dropped" for kept in layer.included]
+            fates += self._fates_of(layer.items, kept, None)
         for state in self.npc_layer.npcs:
-            within_tier = bisect_right(state.tiers, state.tier)
             emitted: Fate = "dropped" if state.dropped else "included"
-            fates += self._fates_of(state.items, within_tier, state.npc.slug, emitted, "skipped")
+            tiers: list[Fate] = [
+                emitted if index < state.within_tier else "skipped"
+                for index in range(len(state.items.segments))
+            ]
+            fates += self._fates_of(state.items, tiers, state.npc.slug)
         return fates
 
     def _fates_of(
-        self, items: _Segments, first: int, npc: str | None, fate: Fate, rest: Fate
+        self, items: Segments, emittable: list[Fate], npc: str | None
     ) -> list[SegmentFate]:
-        """``fate`` for the first ``first`` emittable segments, ``rest`` for the others,
-        and ``skipped`` for those that could not be emitted."""
+        """``emittable[i]`` for the i-th emittable segment, and ``skipped`` for those that
+        could not be emitted."""
         fates: list[SegmentFate] = []
         index = 0
         for segment in items.ordered:
             if index < len(items.segments) and items.segments[index] is segment:
-                tokens, this = items.counts[index], fate if index < first else rest
+                tokens, this = items.counts[index], emittable[index]
                 index += 1
             else:
-                tokens, this = _declared_count(segment, self.tokenizer), "skipped"
+                tokens, this = declared_count(segment, self.tokenizer), "skipped"
             fates.append(SegmentFate(segment.id, segment.scope, npc, segment.label, tokens, this))
         return fates
 
     def _segment_lints(self) -> list[Lint]:
-        budget = self.request.token_budget
+        """An error for each segment that alone exceeds the budget it has to fit in."""
+        budget, npc_budget = self.request.token_budget, self.request.npc_budget
         found: list[Lint] = []
         for layer in self.segment_layers.values():
             for segment, count in zip(layer.items.segments, layer.items.counts, strict=True):
@@ -785,7 +770,13 @@ class _Assembly:
             for segment, count in zip(state.items.segments, state.items.counts, strict=True):
                 if segment.tier > state.npc.requested_tier:
                     break
-                if count > budget:
+                if count > npc_budget:
+                    found.append(
+                        lint_rules.segment_over_budget(
+                            "npc", segment, count, npc_budget, npc_budget=True
+                        )
+                    )
+                elif count > budget:
                     found.append(lint_rules.segment_over_budget("npc", segment, count, budget))
         return found
 
@@ -821,11 +812,12 @@ def _state_text(request: AssemblyRequest, scope: str) -> str:
         raise ValueError(f"state[{scope!r}] cannot be rendered as JSON: {error}") from error
 
 
-def _declared_count(segment: Segment, tokenizer: Tokenizer) -> int:
-    return tokenizer.count(segment.content) if segment.token_count is None else segment.token_count
+def _npc_to_lower(npcs: list[NpcState]) -> NpcState | None:
+    """The lowest-priority NPC that still emits something above tier 0, if any."""
+    return next((state for state in reversed(npcs) if state.can_lower()), None)
 
 
-def _npc_status(state: _NpcState) -> NpcStatus:
+def _npc_status(state: NpcState) -> NpcStatus:
     if state.dropped:
         return "dropped"
     return "lowered" if state.lowered else "included"

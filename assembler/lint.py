@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from assembler import explain
 from assembler.render import block_close, block_open
 from assembler.request import (
     SCOPES,
@@ -81,13 +82,26 @@ def lint_request(request: AssemblyRequest) -> list[Lint]:
     return lints
 
 
-def segment_over_budget(scope: str, segment: Segment, tokens: int, token_budget: int) -> Lint:
-    """The warning for one segment that alone is larger than the whole token budget."""
+def segment_over_budget(
+    scope: str, segment: Segment, tokens: int, budget: int, *, npc_budget: bool = False
+) -> Lint:
+    """The error for one segment that alone is larger than a budget it has to fit.
+
+    Such a segment is always left out, whatever else the prompt holds; for an NPC segment
+    the budget is the NPC budget.
+
+    >>> old_wars = Segment(12, "world", "...", title="Old wars")
+    >>> print(segment_over_budget("world", old_wars, 24312, 8000).message)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    World segment #12 'Old wars' has 24312 tokens, more than the whole 8000-token budget:
+    it is always left out. Shorten it or split it.
+    """
+    which = f"the {budget}-token NPC budget" if npc_budget else f"the whole {budget}-token budget"
     return Lint(
         "segment_over_budget",
-        "warning",
-        f"{scope} segment #{segment.id} '{segment.label}' has {tokens} tokens, "
-        f"more than the whole token budget of {token_budget}.",
+        "error",
+        f"{explain.segment_name(scope, segment.id, segment.label)} has {tokens} tokens, "
+        f"more than {which}: it is always left out. Shorten it or split it.",
     )
 
 
@@ -107,20 +121,26 @@ def lint_segment(
     *,
     token_count: int | None = None,
     token_budget: int | None = None,
+    npc_budget: int | None = None,
     block_format: BlockFormat = "delimited",
 ) -> list[Lint]:
     """Findings about one segment's text, for the editor.
 
     Flags empty or whitespace-only content, a line that reads like a block frame of
-    ``block_format`` (it would make the assembled prompt ambiguous), and, when both
-    ``token_count`` and ``token_budget`` are given, a segment larger than the budget.
+    ``block_format`` (it would make the assembled prompt ambiguous), and, when
+    ``token_count`` is given, a segment larger than ``token_budget`` or, for an NPC
+    segment, ``npc_budget``: an error, since such a segment could never be included.
 
     >>> [lint.code for lint in lint_segment("world", "   ")]
     ['empty_segment']
     >>> print(lint_segment("world", "Intro\\n=== CORE_END ===\\nmore")[0].message)
     Line 2 looks like a block frame ('=== CORE_END ==='); it would confuse the prompt layout.
-    >>> lint_segment("world", "Fine text.", token_count=900, token_budget=800)[0].level
-    'warning'
+    >>> print(lint_segment("world", "Fine text.", token_count=900, token_budget=800)[0].message)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    This world segment has 900 tokens, more than the whole 800-token budget:
+    it would always be left out. Shorten it or split it.
+    >>> lint_segment("npc", "Fine.", token_count=700, token_budget=8000, npc_budget=600)[0].level
+    'error'
     """
     if scope not in SEGMENT_SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SEGMENT_SCOPES)}, got {scope!r}")
@@ -138,13 +158,20 @@ def lint_segment(
                     "it would confuse the prompt layout.",
                 )
             )
-    if token_count is not None and token_budget is not None and token_count > token_budget:
+    if token_count is not None:
+        if scope == "npc" and npc_budget is not None and token_count > npc_budget:
+            which = f"the {npc_budget}-token NPC budget"
+        elif token_budget is not None and token_count > token_budget:
+            which = f"the whole {token_budget}-token budget"
+        else:
+            return lints
         lints.append(
             Lint(
                 "segment_over_budget",
-                "warning",
-                f"The segment has {token_count} tokens, "
-                f"more than the whole token budget of {token_budget}.",
+                "error",
+                f"This {explain.layer_title(scope, capital=False)} segment has {token_count} "
+                f"tokens, more than {which}: "
+                "it would always be left out. Shorten it or split it.",
             )
         )
     return lints

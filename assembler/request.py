@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from assembler.history import HistoryMessage, SummaryText
+
 SCOPES: tuple[str, ...] = (
     "core",
     "ruleset",
@@ -17,6 +19,7 @@ SCOPES: tuple[str, ...] = (
     "entry",
     "entry_start",
     "npc",
+    "history",
     "game_state",
     "player",
     "rng",
@@ -27,13 +30,45 @@ SCOPES: tuple[str, ...] = (
 SEGMENT_SCOPES: tuple[str, ...] = SCOPES[:6]
 """Layers made of stored segments."""
 
-DYNAMIC_SCOPES: tuple[str, ...] = SCOPES[6:]
-"""Layers the caller supplies with each request."""
+HISTORY_SCOPE = "history"
+"""The conversation history layer (a conversation's summary and recent messages)."""
+
+DYNAMIC_SCOPES: tuple[str, ...] = SCOPES[7:]
+"""Layers the caller supplies with each request (as ``state``)."""
+
+TRIMMABLE_SCOPES: tuple[str, ...] = (*DYNAMIC_SCOPES, HISTORY_SCOPE)
+"""Layers cut short (not dropped segment by segment) when over budget; each has a floor."""
 
 PROTECTED_SCOPES: tuple[str, ...] = ("core", "ruleset")
 """Layers never trimmed or dropped."""
 
 DEFAULT_FLOOR = 0.10
+
+DEFAULT_TOKEN_BUDGET = 8000
+"""The whole prompt's budget when the caller names none."""
+
+DEFAULT_NPC_BUDGET = 600
+"""The NPC block's budget when the caller names none."""
+
+MAX_BUDGET = 1_000_000
+"""The largest token or NPC budget a request may ask for."""
+
+
+class RequestError(ValueError):
+    """A request that cannot be assembled; ``field`` names the offending part.
+
+    ``field`` is a dotted path as an API client would write it (``policy.floors.input``,
+    ``state.rng``, ``npcs``, ``token_budget``); the message names it too.
+
+    >>> error = RequestError("token_budget", "token_budget must be >= 0, got -1")
+    >>> error.field, str(error)
+    ('token_budget', 'token_budget must be >= 0, got -1')
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
 
 BlockFormat: TypeAlias = Literal["delimited", "xml", "markdown"]
 BLOCK_FORMATS: tuple[BlockFormat, ...] = ("delimited", "xml", "markdown")
@@ -124,8 +159,8 @@ class Npc:
 class Policy:
     """How to fit a prompt into its budget and how to frame its blocks.
 
-    ``floors`` maps dynamic layers to the fraction of the token budget they keep before
-    anything else is dropped (layers not listed get 10%).
+    ``floors`` maps dynamic layers and ``history`` to the fraction of the token budget
+    they keep before anything else is dropped (layers not listed get 10%).
     """
 
     floors: Mapping[str, float] | None = None
@@ -133,18 +168,23 @@ class Policy:
 
     def __post_init__(self) -> None:
         if self.block_format not in BLOCK_FORMATS:
-            raise ValueError(
+            raise RequestError(
+                "policy.block_format",
                 f"policy.block_format must be one of {', '.join(BLOCK_FORMATS)}, "
-                f"got {self.block_format!r}"
+                f"got {self.block_format!r}",
             )
         for scope, fraction in (self.floors or {}).items():
-            if scope not in DYNAMIC_SCOPES:
-                raise ValueError(
-                    f"policy.floors: {scope!r} is not a dynamic layer ({', '.join(DYNAMIC_SCOPES)})"
+            if scope not in TRIMMABLE_SCOPES:
+                raise RequestError(
+                    "policy.floors",
+                    f"policy.floors: {scope!r} is not a dynamic layer or the history "
+                    f"({', '.join(TRIMMABLE_SCOPES)})",
                 )
+            # Written so that NaN fails too.
             if not 0 <= fraction <= 1:
-                raise ValueError(
-                    f"policy.floors[{scope!r}] must be between 0 and 1, got {fraction}"
+                raise RequestError(
+                    f"policy.floors.{scope}",
+                    f"policy.floors[{scope!r}] must be between 0 and 1, got {fraction}",
                 )
 
     def floor(self, scope: str, token_budget: int) -> int:
@@ -158,6 +198,28 @@ class Policy:
 
 
 @dataclass(frozen=True, slots=True)
+class History:
+    """A conversation's history for the ``history`` layer: its messages after the summary
+    (oldest first; older ones may be left out, they are never shown), the newest summary
+    ready, and the budget the block is first fitted to (see
+    :func:`assembler.history.fit_history`). ``conversation`` and ``summary_id`` only
+    label the report."""
+
+    messages: Sequence[HistoryMessage]
+    summary: SummaryText | None
+    budget: int
+    conversation: str = ""
+    summary_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.budget <= MAX_BUDGET:
+            raise RequestError(
+                "history_budget",
+                f"history_budget must be between 0 and {MAX_BUDGET}, got {self.budget}",
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class AssemblyRequest:
     """Everything one assembly needs.
 
@@ -165,6 +227,8 @@ class AssemblyRequest:
     in any order. ``rulesets`` and ``npcs`` are in the entry's order and the caller's
     priority order (first is most important). ``state`` supplies the dynamic layers
     (``game_state``, ``player``, ``rng``, ``input``); missing keys are empty layers.
+    ``history``, when given, fills the ``history`` layer (between ``npc`` and
+    ``game_state``).
     """
 
     core: Sequence[Segment]
@@ -176,30 +240,34 @@ class AssemblyRequest:
     state: Mapping[str, StateValue]
     first_turn: bool
     token_budget: int
-    npc_budget: int = 600
+    npc_budget: int = DEFAULT_NPC_BUDGET
     policy: Policy = field(default_factory=Policy)
     strict: bool = False
+    history: History | None = None
 
     def __post_init__(self) -> None:
-        if self.token_budget < 0:
-            raise ValueError(f"token_budget must be >= 0, got {self.token_budget}")
-        if self.npc_budget < 0:
-            raise ValueError(f"npc_budget must be >= 0, got {self.npc_budget}")
+        for name in ("token_budget", "npc_budget"):
+            budget = getattr(self, name)
+            if budget < 0:
+                raise RequestError(name, f"{name} must be >= 0, got {budget}")
+            if budget > MAX_BUDGET:
+                raise RequestError(name, f"{name} must be at most {MAX_BUDGET}, got {budget}")
         for scope in ("core", "world", "entry", "entry_start"):
             _check_scopes(scope, getattr(self, scope), scope)
         slugs = [npc.slug for npc in self.npcs]
         duplicates = sorted({slug for slug in slugs if slugs.count(slug) > 1})
         if duplicates:
-            raise ValueError(f"npcs: duplicate slugs {', '.join(map(repr, duplicates))}")
+            raise RequestError("npcs", f"npcs: duplicate slugs {', '.join(map(repr, duplicates))}")
         for key, value in self.state.items():
             if key not in DYNAMIC_SCOPES:
-                raise ValueError(
-                    f"state: {key!r} is not a dynamic layer ({', '.join(DYNAMIC_SCOPES)})"
+                raise RequestError(
+                    "state", f"state: {key!r} is not a dynamic layer ({', '.join(DYNAMIC_SCOPES)})"
                 )
             if value is not None and not isinstance(value, str | Mapping):
-                raise ValueError(
+                raise RequestError(
+                    f"state.{key}",
                     f"state[{key!r}] must be text, a JSON object or None, "
-                    f"got {type(value).__name__}"
+                    f"got {type(value).__name__}",
                 )
 
 

@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeAlias
 
 from assembler.lint import Lint
 
-StepAction: TypeAlias = Literal["trimmed", "dropped", "tier_lowered", "npc_dropped"]
+StepAction: TypeAlias = Literal["trimmed", "dropped", "tier_lowered", "npc_dropped", "restored"]
 LayerStatus: TypeAlias = Literal["included", "trimmed", "dropped", "empty", "skipped"]
 NpcStatus: TypeAlias = Literal["included", "lowered", "dropped"]
 # Segments are only ever dropped whole: trimming applies to the dynamic layers.
@@ -21,10 +21,13 @@ Fate: TypeAlias = Literal["included", "dropped", "skipped"]
 
 @dataclass(slots=True)
 class TruncationStep:
-    """One thing removed to meet a budget.
+    """One thing removed to meet a budget, or put back once the prompt fitted.
 
     ``tokens_before`` and ``tokens_after`` are the tokens of the layer's block (for NPC
-    steps, the NPC block) before and after the step.
+    steps, the NPC block) before and after the step. ``action`` is ``restored`` for a
+    put-back: a segment or NPC back in, an NPC's tier raised, or a dynamic layer given
+    back some of its text. ``reason`` is terse, for engineers and logs; ``explanation``
+    says the same for authors (see :mod:`assembler.explain`).
     """
 
     scope: str
@@ -34,6 +37,7 @@ class TruncationStep:
     reason: str
     segment_id: int | None = None
     npc: str | None = None
+    explanation: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +48,7 @@ class TruncationStep:
             "segment_id": self.segment_id,
             "npc": self.npc,
             "reason": self.reason,
+            "explanation": self.explanation,
         }
 
 
@@ -57,6 +62,32 @@ class LayerReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "tokens": self.tokens, "segment_ids": self.segment_ids}
+
+
+@dataclass(slots=True)
+class HistoryReport:
+    """How the ``history`` layer was made: ``mode`` (``full``, ``summary_and_recent``,
+    ``recent_only``, as :class:`assembler.history.HistoryFit`), the positions of the
+    messages shown, the summary shown (its id and the last position it covers), and the
+    position of a message shown cut short."""
+
+    conversation: str
+    mode: str
+    messages: list[int]
+    summary_id: int | None
+    covers_through: int | None
+    trimmed: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "conversation": self.conversation,
+            "mode": self.mode,
+            "messages": self.messages,
+            "summary": None
+            if self.covers_through is None
+            else {"id": self.summary_id, "covers_through": self.covers_through},
+            "trimmed": self.trimmed,
+        }
 
 
 @dataclass(slots=True)
@@ -126,10 +157,12 @@ class Meta:
     npcs: list[NpcReport]
     lints: list[Lint]
     content_hash: str
+    history: HistoryReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form, as served by the API."""
-        return {
+        """JSON-safe form, as served by the API (``history`` only when a conversation's
+        history was assembled)."""
+        data = {
             "order": list(self.order),
             "segment_ids_by_scope": {
                 scope: list(ids) for scope, ids in self.segment_ids_by_scope.items()
@@ -146,6 +179,9 @@ class Meta:
             "lints": [lint.to_dict() for lint in self.lints],
             "content_hash": self.content_hash,
         }
+        if self.history is not None:
+            data["history"] = self.history.to_dict()
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ directory (``TIKTOKEN_CACHE_DIR``).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import os
@@ -46,6 +47,12 @@ _OFFICIAL_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoke
 # brackets) followed by whitespace, after CJK full stops (no space follows them), or before
 # a line break.
 _BOUNDARY = re.compile(r"[.!?\u2026][\"'\u201d\u2019\u00bb)\]]*(?=\s|$)|[\u3002\uff01\uff1f]|\n")
+# A cut already at a sentence end (then whitespace follows) or a line end (then only
+# spaces until a line break or the end of the text): it needs no backing up.
+_STOPS = (".", "!", "?", "\u2026")
+_CLOSING = "\"'\u201d\u2019\u00bb)]"
+_CJK_STOPS = ("\u3002", "\uff01", "\uff1f")
+_LINE_END = re.compile(r"[ \t]*(?:\n|$)")
 
 # Characters either side of a join that decide how the join tokenizes. A pre-token longer
 # than this next to a join makes the estimate inexact, which the final count catches.
@@ -92,6 +99,8 @@ class Tokenizer:
         # for a text that is trimmed right after it was counted (one encode, not two).
         self.encode_recent = functools.lru_cache(maxsize=16)(self._encode_tuple)
         self.count_text = functools.lru_cache(maxsize=256)(self._count_recent)
+        # Byte length of each token of the vocabulary met so far (bounded by its size).
+        self._token_lengths: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"Tokenizer({self.name!r})"
@@ -104,6 +113,23 @@ class Tokenizer:
         """
         tokens: list[int] = self._encoding.encode_ordinary(text)
         return tokens
+
+    def token_ends(self, tokens: Sequence[int]) -> list[int]:
+        """Where each prefix of ``tokens`` ends in the bytes they decode to.
+
+        >>> get_tokenizer().token_ends([6151, 1070])  # "hi", " there"
+        [0, 2, 8]
+        """
+        lengths = self._token_lengths
+        ends = [0]
+        end = 0
+        for token in tokens:
+            length = lengths.get(token)
+            if length is None:
+                length = lengths[token] = len(self._encoding.decode_single_token_bytes(token))
+            end += length
+            ends.append(end)
+        return ends
 
     def _encode_tuple(self, text: str) -> tuple[int, ...]:
         return tuple(self._encoding.encode_ordinary(text))
@@ -124,7 +150,8 @@ class Tokenizer:
 
         The cut falls on a token boundary and never splits a character; trailing whitespace
         is dropped. When the cut lands mid-sentence, it backs up to the end of the last
-        sentence or line if that keeps at least 70% of ``max_tokens``.
+        sentence or line if that keeps at least 70% of ``max_tokens``; a cut that falls
+        at the end of a sentence or line stays where it is.
         ``count(result) <= max_tokens`` always holds.
 
         >>> tokenizer = get_tokenizer()
@@ -143,34 +170,23 @@ class Tokenizer:
     ) -> tuple[str, int]:
         """:meth:`truncate` for text whose tokens are known; returns the text and its count.
 
-        Saves encoding ``text`` again when the caller already has its tokens.
+        Saves encoding ``text`` again when the caller already has its tokens. To cut the
+        same text at several allowances, use :meth:`cuts`, which shares the work.
         """
-        if len(tokens) <= max_tokens:
-            return text, len(tokens)
-        limit = max_tokens
-        while limit > 0:
-            # A prefix of the tokens decodes to a prefix of the text's bytes; dropping an
-            # incomplete trailing character keeps the cut on a character boundary.
-            kept = self._encoding.decode_bytes(tokens[:limit]).decode("utf-8", "ignore")
-            kept = kept.rstrip()
-            kept, count = self._back_up_to_boundary(kept, max_tokens)
-            if count <= max_tokens:
-                return kept, count
-            # Re-encoding a prefix can take more tokens than the prefix of the tokens did.
-            limit -= count - max_tokens
-        return "", 0
+        return self.cuts(text, tokens).cut(max_tokens)
 
-    def _back_up_to_boundary(self, kept: str, max_tokens: int) -> tuple[str, int]:
-        """``kept`` cut back to its last sentence or line end, if that keeps enough."""
-        boundary = 0
-        for match in _BOUNDARY.finditer(kept):
-            boundary = match.start() if match.group() == "\n" else match.end()
-        if 0 < boundary < len(kept):
-            backed = kept[:boundary].rstrip()
-            count = self.count(backed)
-            if count * 10 >= max_tokens * 7:
-                return backed, count
-        return kept, self.count(kept)
+    def cuts(self, text: str, tokens: Sequence[int]) -> TextCuts:
+        """The cuts of ``text`` (whose tokens are ``tokens``) at any allowance.
+
+        >>> tokenizer = get_tokenizer()
+        >>> text = "The gate is shut at dusk. Guards stand watch all night long."
+        >>> cuts = tokenizer.cuts(text, tokenizer.encode(text))
+        >>> cuts.cut(10)
+        ('The gate is shut at dusk.', 7)
+        >>> cuts.cut(12)
+        ('The gate is shut at dusk. Guards stand watch all night', 12)
+        """
+        return TextCuts(self, text, tokens)
 
     def join_cost(self, left: str, separator: str, right: str) -> int:
         """Tokens that joining ``left + separator + right`` adds to their separate counts.
@@ -189,6 +205,96 @@ class Tokenizer:
 
     def _join_cost_uncached(self, left: str, separator: str, right: str) -> int:
         return self.count(left + separator + right) - self.count(left) - self.count(right)
+
+
+class TextCuts:
+    """:meth:`Tokenizer.truncate` of one text at many allowances, sharing the work.
+
+    Cutting at an allowance slices the text's bytes at a remembered token end; a cut that
+    backs up finds its sentence or line end among the text's remembered boundaries; and
+    each distinct cut is counted once. So trying many allowances costs about one encode
+    per distinct text they give. Obtain instances with :meth:`Tokenizer.cuts`.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, text: str, tokens: Sequence[int]) -> None:
+        self._tokenizer = tokenizer
+        self.text = text
+        self.tokens = tokens
+        # Byte offset of each token's end, computed on the first cut.
+        self._ends: list[int] | None = None
+        self._data = b""
+        # Where a cut may back up to (see _BOUNDARY), as offsets into the text.
+        self._boundaries: list[int] | None = None
+        # Token counts of the text's prefixes, by length.
+        self._counts: dict[int, int] = {}
+
+    def cut(self, max_tokens: int) -> tuple[str, int]:
+        """The start of the text in at most ``max_tokens`` tokens, and its count.
+
+        Exactly :meth:`Tokenizer.truncate` (with the count of what it returns).
+        """
+        text, tokens = self.text, self.tokens
+        if len(tokens) <= max_tokens:
+            return text, len(tokens)
+        if self._ends is None:
+            self._ends = self._tokenizer.token_ends(tokens)
+            self._data = text.encode()
+        limit = max_tokens
+        while limit > 0:
+            # A prefix of the tokens decodes to a prefix of the text's bytes; dropping an
+            # incomplete trailing character keeps the cut on a character boundary.
+            kept = self._data[: self._ends[limit]].decode("utf-8", "ignore").rstrip()
+            if _ends_at_boundary(kept, text):
+                count = self._count(len(kept))
+            else:
+                kept, count = self._back_up_to_boundary(kept, max_tokens)
+            if count <= max_tokens:
+                return kept, count
+            # Re-encoding a prefix can take more tokens than the prefix of the tokens did.
+            limit -= count - max_tokens
+        return "", 0
+
+    def _count(self, length: int) -> int:
+        count = self._counts.get(length)
+        if count is None:
+            count = self._counts[length] = self._tokenizer.count(self.text[:length])
+        return count
+
+    def _back_up_to_boundary(self, kept: str, max_tokens: int) -> tuple[str, int]:
+        """``kept`` cut back to its last sentence or line end, if that keeps enough."""
+        if self._boundaries is None:
+            self._boundaries = [
+                match.start() if match.group() == "\n" else match.end()
+                for match in _BOUNDARY.finditer(self.text)
+            ]
+        # The text's boundaries inside ``kept`` are those ``kept`` has itself, since a
+        # match looks only one character ahead. A cut ending in sentence punctuation has
+        # its last boundary at its very end: it stays as it is.
+        boundary = 0
+        if not _ends_sentence(kept):
+            index = bisect.bisect_left(self._boundaries, len(kept)) - 1
+            boundary = self._boundaries[index] if index >= 0 else 0
+        if boundary > 0:
+            backed = kept[:boundary].rstrip()
+            count = self._count(len(backed))
+            if count * 10 >= max_tokens * 7:
+                return backed, count
+        return kept, self._count(len(kept))
+
+
+def _ends_at_boundary(kept: str, text: str) -> bool:
+    """Whether ``kept``, the start of ``text``, ends a sentence or a line there."""
+    end = len(kept)
+    if _LINE_END.match(text, end):
+        return True
+    return end < len(text) and text[end].isspace() and _ends_sentence(kept)
+
+
+def _ends_sentence(kept: str) -> bool:
+    """Whether ``kept`` ends with sentence-ending punctuation (and any closing marks)."""
+    if kept.endswith(_CJK_STOPS):
+        return True
+    return kept.rstrip(_CLOSING).endswith(_STOPS)
 
 
 _tokenizers: dict[str, Tokenizer] = {}

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from assembler import AssemblyRequest, Npc, Policy, Ruleset, Segment
+from assembler import (
+    AssemblyRequest,
+    History,
+    HistoryMessage,
+    Npc,
+    Policy,
+    Ruleset,
+    Segment,
+    SummaryText,
+)
 
 PROSE = (
     "The harbour master keeps a ledger of every ship that enters the bay. "
@@ -43,6 +52,7 @@ def request(
     npc_budget: int = 100_000,
     policy: Policy | None = None,
     strict: bool = False,
+    history: History | None = None,
 ) -> AssemblyRequest:
     return AssemblyRequest(
         core=list(core),
@@ -57,11 +67,36 @@ def request(
         npc_budget=npc_budget,
         policy=policy or Policy(),
         strict=strict,
+        history=history,
+    )
+
+
+def conversation(
+    turns: int = 10, *, budget: int = 100_000, summary: str | None = None, covers: int = 0
+) -> History:
+    """A conversation of ``turns`` messages alternating user and assistant (the newest a
+    user message), each naming its position; with ``summary``, one covering ``covers``."""
+    newest = covers + turns
+    messages = [
+        HistoryMessage(
+            position,
+            "user" if (newest - position) % 2 == 0 else "assistant",
+            f"Message {position}: the scouts report on the river crossing number {position}.",
+        )
+        for position in range(covers + 1, covers + turns + 1)
+    ]
+    return History(
+        messages=messages,
+        summary=SummaryText(summary, covers) if summary is not None else None,
+        budget=budget,
+        conversation="quest",
+        summary_id=7 if summary is not None else None,
     )
 
 
 def full_request(**overrides: Any) -> AssemblyRequest:
-    """Every layer filled: one or more segments each, two NPCs, all four dynamic layers."""
+    """Every layer filled: one or more segments each, two NPCs, a conversation's history,
+    all four dynamic layers."""
     fields: dict[str, Any] = {
         "core": [seg(1, "core"), seg(2, "core")],
         "rulesets": [
@@ -72,6 +107,7 @@ def full_request(**overrides: Any) -> AssemblyRequest:
         "entry": [seg(30, "entry")],
         "entry_start": [seg(40, "entry_start")],
         "npcs": [npc("ida", first_id=50), npc("bo", first_id=60)],
+        "history": conversation(2),
         "state": {
             "game_state": "game_state text.",
             "player": "player text.",

@@ -4,6 +4,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +22,10 @@ from assembler import (
     Tokenizer,
     assemble,
 )
-from assembler.bench import build_request as bench_request
 from assembler.render import block
-from tests.assembler.builders import PROSE, full_request, npc, request, seg
+from benchmarks.data import build_request as bench_request
+from benchmarks.data import prose
+from tests.assembler.builders import PROSE, conversation, full_request, npc, request, seg
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -269,6 +271,10 @@ def budget_request(token_budget: int) -> AssemblyRequest:
         entry=[seg(30, "entry", "entry one. " + PROSE), seg(31, "entry", "entry two. " + PROSE)],
         entry_start=[seg(40, "entry_start", "start. " + PROSE)],
         state={scope: f"{scope} {filler}" for scope in ("game_state", "player", "rng", "input")},
+        history=conversation(20),
+        # The history keeps its newest exchange in the first phase: a fixed size, so the
+        # steps taken grow with every smaller budget (a floor would keep whole messages).
+        policy=Policy(floors={"history": 0.0}),
         token_budget=token_budget,
     )
 
@@ -286,7 +292,13 @@ def test_truncation_steps_fire_in_the_documented_order_as_the_budget_shrinks(
     full = assemble(budget_request(100_000), tokenizer).meta.tokens
     protected = assemble(
         dataclasses.replace(
-            budget_request(100_000), world=[], entry=[], entry_start=[], npcs=[], state={}
+            budget_request(100_000),
+            world=[],
+            entry=[],
+            entry_start=[],
+            npcs=[],
+            state={},
+            history=None,
         ),
         tokenizer,
     ).meta.tokens
@@ -295,6 +307,7 @@ def test_truncation_steps_fire_in_the_documented_order_as_the_budget_shrinks(
         ("rng", "trimmed", None),
         ("player", "trimmed", None),
         ("game_state", "trimmed", None),
+        ("history", "trimmed", None),
         ("npc", "npc_dropped", "bo"),
         ("npc", "npc_dropped", "ida"),
         ("entry_start", "dropped", 40),
@@ -306,18 +319,22 @@ def test_truncation_steps_fire_in_the_documented_order_as_the_budget_shrinks(
         ("rng", "trimmed", None),
         ("player", "trimmed", None),
         ("game_state", "trimmed", None),
+        ("history", "trimmed", None),
     ]
     seen = 0
     for budget in range(full, protected - 1, -7):
         result = assemble(budget_request(budget), tokenizer)
-        applied = steps(result)
+        applied = [step for step in steps(result) if step[1] != "restored"]
         assert applied == documented[: len(applied)], budget
+        # Put-backs come once the prompt fits, after every step that removed something.
+        actions = [step.action for step in result.meta.truncated]
+        assert actions[len(applied) :] == ["restored"] * (len(actions) - len(applied))
         assert len(applied) >= seen
         seen = len(applied)
         assert result.meta.tokens <= budget
         assert not result.meta.over_budget
     at_protected = assemble(budget_request(protected), tokenizer)
-    assert steps(at_protected) == documented
+    assert [step for step in steps(at_protected) if step[1] != "restored"] == documented
     assert at_protected.meta.tokens == protected
 
 
@@ -335,17 +352,21 @@ def test_dynamic_layers_are_first_trimmed_only_down_to_their_floor(
     tokenizer: Tokenizer,
 ) -> None:
     result = assemble(budget_request(600), tokenizer)
-    assert [step.scope for step in result.meta.truncated[:5]] == [
+    assert [step.scope for step in result.meta.truncated[:6]] == [
         "input",
         "rng",
         "player",
         "game_state",
+        "history",
         "npc",
     ]
+    for step in result.meta.truncated[:4]:
+        assert "towards its floor of 60 tokens" in step.reason  # 10% of the budget
     for scope in ("input", "rng", "player", "game_state"):
         frames = scope.upper()
         text = result.prompt.split(f"=== {frames}_BEGIN ===\n")[1].split(f"\n=== {frames}_END")[0]
-        assert tokenizer.count(text) == 60  # 10% of the budget
+        # Never below the floor: what dropping NPCs freed beyond need may be given back.
+        assert tokenizer.count(text) >= 60
 
 
 def test_a_trim_backs_up_to_the_end_of_a_sentence(tokenizer: Tokenizer) -> None:
@@ -448,6 +469,7 @@ def test_meta_has_exactly_the_documented_keys_and_is_json_safe(tokenizer: Tokeni
         "npcs",
         "lints",
         "content_hash",
+        "history",
     ]
     assert json.loads(json.dumps(meta)) == meta
     assert meta["order"] == list(SCOPES)
@@ -462,6 +484,7 @@ def test_meta_has_exactly_the_documented_keys_and_is_json_safe(tokenizer: Tokeni
         "segment_id",
         "npc",
         "reason",
+        "explanation",
     }
     assert set(meta["layers"]["world"]) == {"status", "tokens", "segment_ids"}
     assert set(meta["npcs"][0]) == {"npc", "requested_tier", "tier", "status", "tokens"}
@@ -484,7 +507,7 @@ def test_content_hash_is_the_sha256_of_the_prompt(tokenizer: Tokenizer) -> None:
 
 
 def test_segment_fates_cover_every_segment_considered(tokenizer: Tokenizer) -> None:
-    result = assemble(budget_request(500), tokenizer)
+    result = assemble(dataclasses.replace(budget_request(500), history=None), tokenizer)
     fates = {(fate.scope, fate.id): fate.fate for fate in result.segments}
     assert fates[("core", 1)] == "included"
     assert fates[("entry", 30)] == "included"
@@ -510,8 +533,24 @@ def test_request_lints_are_reported_in_meta(tokenizer: Tokenizer) -> None:
         ("missing_entry_segment", "error"),
         ("missing_entry_start", "warning"),
         ("npc_without_tier0", "warning"),
-        ("segment_over_budget", "warning"),
+        ("segment_over_budget", "error"),
     ]
+    assert result.meta.lints[-1].message.startswith("World segment #1 'The harbour master keeps")
+
+
+def test_a_segment_over_its_budget_is_an_error_naming_it(tokenizer: Tokenizer) -> None:
+    world = [seg(7, "world", PROSE * 4, title="Old wars"), seg(8, "world", "Small.")]
+    marta = Npc("marta", "Marta Vell", 1, [seg(9, "npc", PROSE * 2, tier=1, title="Past")])
+    result = assemble(
+        request(world=world, npcs=[marta], token_budget=150, npc_budget=60), tokenizer
+    )
+    over = [lint for lint in result.meta.lints if lint.code == "segment_over_budget"]
+    assert [lint.level for lint in over] == ["error", "error"]
+    assert over[0].message.startswith("World segment #7 'Old wars' has ")
+    assert "more than the whole 150-token budget: it is always left out" in over[0].message
+    assert over[1].message.startswith("NPC segment #9 'Past' has ")
+    assert "more than the 60-token NPC budget" in over[1].message
+    assert result.meta.segment_ids_by_scope["world"] == [8]
 
 
 # Determinism
@@ -616,3 +655,128 @@ def test_fates_are_worked_out_when_first_read(tokenizer: Tokenizer) -> None:
     included = {fate.id for fate in result.segments if fate.fate == "included"}
     assert included == {id_ for ids in result.meta.segment_ids_by_scope.values() for id_ in ids}
     assert result.segments is result.segments
+
+
+# Putting back what fits once the prompt fits
+
+DEFAULT_TOKEN_BUDGET = 8000  # promptadmin's default budgets
+DEFAULT_NPC_BUDGET = 600
+
+
+def dropped_ids(result: AssemblyResult) -> list[int]:
+    return [fate.id for fate in result.segments if fate.fate == "dropped"]
+
+
+def test_an_oversized_world_segment_is_the_only_thing_left_out(tokenizer: Tokenizer) -> None:
+    # The defect: a 24,000-token paste saved active in a world emptied the entry. Everything
+    # before it in the drop order went first and never came back: a 191-token prompt.
+    normal = bench_request(tokenizer, DEFAULT_TOKEN_BUDGET, DEFAULT_NPC_BUDGET)
+    paste = prose(random.Random(3), tokenizer, 24_400)
+    oversized = seg(9_999, "world", paste, sort_order=2, title="Pasted chronicle")
+    assert tokenizer.count(paste) >= 24_000
+    with_paste = dataclasses.replace(normal, world=(*normal.world, oversized))
+
+    expected = assemble(normal, tokenizer)
+    result = assemble(with_paste, tokenizer)
+
+    assert not any(step.scope != "npc" for step in expected.meta.truncated)
+    assert result.prompt == expected.prompt
+    assert result.meta.tokens == expected.meta.tokens > 6_000
+    assert set(dropped_ids(result)) == {*dropped_ids(expected), 9_999}
+    assert result.meta.layers["world"].status == "trimmed"
+    assert all(result.meta.layers[scope].status == "included" for scope in ("entry", "input"))
+
+
+def test_segments_dropped_before_the_one_that_made_room_are_put_back(
+    tokenizer: Tokenizer,
+) -> None:
+    world = [
+        seg(1, "world", "First.", sort_order=1),
+        seg(2, "world", PROSE * 4, sort_order=2),
+        seg(3, "world", "Third.", sort_order=3),
+    ]
+    without_2 = assemble(request(world=[world[0], world[2]]), tokenizer).meta.tokens
+    result = assemble(request(world=world, token_budget=without_2), tokenizer)
+    assert steps(result) == [
+        ("world", "dropped", 3),
+        ("world", "dropped", 2),
+        ("world", "restored", 3),
+    ]
+    assert result.meta.segment_ids_by_scope["world"] == [1, 3]
+    assert "First.\n\nThird." in result.prompt
+    assert result.meta.tokens == tokenizer.count(result.prompt) == without_2
+    assert dropped_ids(result) == [2]
+
+
+def test_the_most_important_of_what_was_dropped_is_put_back_first(
+    tokenizer: Tokenizer,
+) -> None:
+    # Entry segments go before world segments, so a world segment comes back first.
+    entry = [seg(10, "entry", "An entry segment of about the same size as the next.")]
+    world = [
+        seg(20, "world", PROSE * 4, sort_order=1),
+        seg(21, "world", "A world segment of about the same size as the last.", sort_order=2),
+    ]
+    room_for_one = assemble(request(world=[world[1]]), tokenizer).meta.tokens + 3
+    result = assemble(request(world=world, entry=entry, token_budget=room_for_one), tokenizer)
+    assert steps(result) == [
+        ("entry", "dropped", 10),
+        ("world", "dropped", 21),
+        ("world", "dropped", 20),
+        ("world", "restored", 21),
+    ]
+    assert result.meta.layers["entry"].status == "dropped"
+
+
+def test_a_trimmed_dynamic_layer_gets_back_the_room_left(tokenizer: Tokenizer) -> None:
+    long_input = "The player speaks at length. " * 40
+    world = [seg(1, "world", PROSE * 12)]
+    fits_input = assemble(request(state={"input": long_input}), tokenizer).meta.tokens
+    result = assemble(
+        request(world=world, state={"input": long_input}, token_budget=fits_input + 2),
+        tokenizer,
+    )
+    assert steps(result) == [
+        ("input", "trimmed", None),
+        ("world", "dropped", 1),
+        ("input", "restored", None),
+    ]
+    trimmed, _, restored = result.meta.truncated
+    assert restored.tokens_before == trimmed.tokens_after
+    assert restored.tokens_after == trimmed.tokens_before
+    assert long_input.strip() in result.prompt
+    assert result.meta.layers["input"].status == "included"
+
+
+def test_npc_tiers_are_lowered_before_any_npc_is_dropped_for_the_token_budget(
+    tokenizer: Tokenizer,
+) -> None:
+    npcs = [
+        npc("ida", tiers=(0, 1), requested_tier=1, first_id=10),
+        npc("bo", tiers=(0, 1), requested_tier=1, first_id=20),
+    ]
+    at_tier_0 = [npc("ida", first_id=10), npc("bo", first_id=20)]
+    budget = assemble(request(npcs=at_tier_0), tokenizer).meta.tokens
+    result = assemble(request(npcs=npcs, token_budget=budget), tokenizer)
+    assert steps(result) == [("npc", "tier_lowered", "bo"), ("npc", "tier_lowered", "ida")]
+    assert [report.status for report in result.meta.npcs] == ["lowered", "lowered"]
+    assert "lowered from tier 1 to tier 0: prompt" in result.meta.truncated[0].reason
+
+
+def test_an_npc_lowered_before_another_was_dropped_gets_its_tier_back(
+    tokenizer: Tokenizer,
+) -> None:
+    ida = npc("ida", tiers=(0, 1), requested_tier=1, first_id=10)
+    giant = Npc("wyrm", "Wyrm", 0, [seg(30, "npc", PROSE * 3)])
+    only_ida = assemble(request(npcs=[ida]), tokenizer).meta.layers["npc"].tokens
+    result = assemble(request(npcs=[ida, giant], npc_budget=only_ida), tokenizer)
+    assert steps(result) == [
+        ("npc", "tier_lowered", "ida"),
+        ("npc", "npc_dropped", "wyrm"),
+        ("npc", "restored", "ida"),
+    ]
+    assert [(report.tier, report.status) for report in result.meta.npcs] == [
+        (1, "included"),
+        (0, "dropped"),
+    ]
+    assert "ida detail at tier 1." in result.prompt

@@ -79,12 +79,30 @@ def test_frames_of_other_formats_and_inline_mentions_are_fine() -> None:
     assert lint_segment("world", "Write <world> tags inline.\n## Notes") == []
 
 
-def test_segment_larger_than_the_budget_is_flagged_when_both_are_known() -> None:
-    assert codes(lint_segment("npc", "Text.", token_count=501, token_budget=500)) == [
-        ("segment_over_budget", "warning")
+def test_a_segment_larger_than_the_budget_is_an_error_when_both_are_known() -> None:
+    [lint] = lint_segment("world", "Text.", token_count=501, token_budget=500)
+    assert (lint.code, lint.level) == ("segment_over_budget", "error")
+    assert lint.message == (
+        "This world segment has 501 tokens, more than the whole 500-token budget: "
+        "it would always be left out. Shorten it or split it."
+    )
+    assert lint_segment("world", "Text.", token_count=500, token_budget=500) == []
+    assert lint_segment("world", "Text.", token_count=501) == []
+
+
+def test_an_npc_segment_larger_than_the_npc_budget_is_an_error() -> None:
+    [lint] = lint_segment("npc", "Text.", token_count=601, token_budget=8000, npc_budget=600)
+    assert (lint.code, lint.level) == ("segment_over_budget", "error")
+    assert "more than the 600-token NPC budget" in lint.message
+    assert lint_segment("npc", "Text.", token_count=600, token_budget=8000, npc_budget=600) == []
+    # Without an NPC budget, the token budget is the limit.
+    assert codes(lint_segment("npc", "Text.", token_count=601, token_budget=600)) == [
+        ("segment_over_budget", "error")
     ]
-    assert lint_segment("npc", "Text.", token_count=500, token_budget=500) == []
-    assert lint_segment("npc", "Text.", token_count=501) == []
+
+
+def test_the_npc_budget_does_not_apply_to_other_segments() -> None:
+    assert lint_segment("world", "Text.", token_count=601, token_budget=8000, npc_budget=600) == []
 
 
 def test_lint_segment_refuses_an_unknown_scope() -> None:

@@ -1,16 +1,22 @@
-"""Invariants of assembly over random content, NPCs, state and budgets."""
+"""Invariants of assembly over random content, NPCs, state and budgets.
+
+Each property runs ``ASSEMBLER_EXAMPLES`` examples (default 100, what CI runs); set it to
+run thousands locally, e.g. ``ASSEMBLER_EXAMPLES=5000 pytest tests/assembler/test_properties.py``.
+"""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from assembler import (
     DROP_ORDER,
+    SCOPES,
     TRIM_ORDER,
     AssemblyRequest,
     AssemblyResult,
@@ -20,6 +26,16 @@ from assembler import (
     Segment,
     assemble,
     get_tokenizer,
+)
+from assembler.render import (
+    BLOCK_SEPARATOR,
+    ITEM_SEPARATOR,
+    LINE_SEPARATOR,
+    block,
+    block_close,
+    block_open,
+    npc_heading,
+    render_state,
 )
 
 # Content is random text around a marker "Q<id>Z". Neither Q nor Z nor a digit occurs in the
@@ -129,7 +145,8 @@ def all_segments(request: AssemblyRequest) -> list[Segment]:
     ]
 
 
-PROPERTY = settings(max_examples=100, deadline=None)
+EXAMPLES = int(os.environ.get("ASSEMBLER_EXAMPLES", "100"))
+PROPERTY = settings(max_examples=EXAMPLES, deadline=None)
 
 
 @PROPERTY
@@ -201,24 +218,35 @@ def step_rank(step: Any, request: AssemblyRequest) -> tuple[int, int]:
     if step.action == "trimmed":
         below = "below its floor" in step.reason
         return (3 if below else 1, TRIM_ORDER.index(step.scope))
-    if step.action == "npc_dropped":
+    if step.action == "tier_lowered":
         return (2, 0)
+    if step.action == "npc_dropped":
+        return (2, 1)
     assert step.action == "dropped"
-    return (2, 1 + DROP_ORDER.index(step.scope))
+    return (2, 2 + DROP_ORDER.index(step.scope))
 
 
 @PROPERTY
 @given(requests(npc_budget=st.just(100_000)))
 def test_truncation_follows_the_documented_order(request: AssemblyRequest) -> None:
     result = assemble(request, TOKENIZER)
-    ranks = [step_rank(step, request) for step in result.meta.truncated]
+    actions = [step.action for step in result.meta.truncated]
+    # Removals first, in the documented order; then the put-backs, once the prompt fits.
+    removals = (
+        result.meta.truncated[: actions.index("restored")]
+        if "restored" in actions
+        else result.meta.truncated
+    )
+    assert all(action == "restored" for action in actions[len(removals) :])
+    ranks = [step_rank(step, request) for step in removals]
     assert ranks == sorted(ranks)
-    npc_drops = [step.npc or "" for step in result.meta.truncated if step.action == "npc_dropped"]
+    assert all(step.explanation for step in result.meta.truncated)
+    npc_drops = [step.npc or "" for step in removals if step.action == "npc_dropped"]
     priority = [npc.slug for npc in request.npcs]
     assert npc_drops == sorted(npc_drops, key=priority.index, reverse=True)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=max(1, EXAMPLES * 2 // 5), deadline=None)
 @given(requests())
 def test_assembly_is_deterministic(request: AssemblyRequest) -> None:
     first: AssemblyResult = assemble(request, TOKENIZER)
@@ -253,3 +281,142 @@ def test_framed_blocks_join_on_token_boundaries(bodies: list[str], block_format:
     join = tokenizer.join_cost(close, BLOCK_SEPARATOR, block_open("core", block_format))  # type: ignore[arg-type]
     summed = sum(tokenizer.count(text) for text in blocks) + join * (len(blocks) - 1)
     assert tokenizer.count(BLOCK_SEPARATOR.join(blocks)) == summed
+
+
+# Maximality: the prompt is rebuilt here from what the result says it kept, straight from
+# the layout rules in assembler.render, and then with one more thing kept.
+
+
+def layer_segments(request: AssemblyRequest) -> dict[str, list[Segment]]:
+    """The segments each stored layer may emit, in prompt order."""
+
+    def ordered(segments: Any) -> list[Segment]:
+        return [
+            s for s in sorted(segments, key=lambda s: (s.sort_order, s.id)) if s.content.strip()
+        ]
+
+    return {
+        "core": ordered(request.core),
+        "ruleset": [s for ruleset in request.rulesets for s in ordered(ruleset.segments)],
+        "world": ordered(request.world),
+        "entry": ordered(request.entry),
+        "entry_start": ordered(request.entry_start) if request.first_turn else [],
+    }
+
+
+def npc_segments(npc: Npc) -> list[Segment]:
+    return [
+        s
+        for s in sorted(npc.segments, key=lambda s: (s.tier, s.sort_order, s.id))
+        if s.content.strip()
+    ]
+
+
+def rebuild(request: AssemblyRequest, kept: set[int], texts: Mapping[str, str]) -> tuple[str, str]:
+    """The prompt, and its NPC block, holding the segments ``kept`` and the ``texts``."""
+    block_format = request.policy.block_format
+    bodies = {
+        scope: ITEM_SEPARATOR.join(s.content for s in segments if s.id in kept)
+        for scope, segments in layer_segments(request).items()
+    }
+    npcs = []
+    for npc in request.npcs:
+        contents = [s.content for s in npc_segments(npc) if s.id in kept]
+        if contents:
+            npcs.append(npc_heading(npc.name) + LINE_SEPARATOR + ITEM_SEPARATOR.join(contents))
+    bodies["npc"] = ITEM_SEPARATOR.join(npcs)
+    bodies.update(texts)
+    blocks = {scope: block(scope, bodies[scope], block_format) for scope in SCOPES if bodies[scope]}
+    return BLOCK_SEPARATOR.join(blocks.values()), blocks.get("npc", "")
+
+
+def emitted_texts(result: AssemblyResult, request: AssemblyRequest) -> dict[str, str]:
+    """The dynamic layers' text as emitted."""
+    block_format = request.policy.block_format
+    texts = {scope: "" for scope in TRIM_ORDER}
+    for emitted in result.blocks:
+        if emitted.scope in texts:
+            close = block_close(emitted.scope, block_format)
+            body = emitted.text[len(block_open(emitted.scope, block_format) + LINE_SEPARATOR) :]
+            texts[emitted.scope] = body[: -len(LINE_SEPARATOR + close)] if close else body
+    return texts
+
+
+def fits(request: AssemblyRequest, kept: set[int], texts: Mapping[str, str]) -> bool:
+    prompt, npc_block = rebuild(request, kept, texts)
+    return (
+        TOKENIZER.count(prompt) <= request.token_budget
+        and TOKENIZER.count(npc_block) <= request.npc_budget
+    )
+
+
+# Found at 3,000 examples: cuts are not monotonic in the allowance. This game state cut at
+# 48 tokens ends '","!' (a cut ending in punctuation stays put) and has 48 tokens, while
+# every allowance from 49 up backs up to the '。' before, at 46 tokens; the room was priced
+# at 51 tokens, so looking only upwards from there missed the 48-token cut, which fits.
+NON_MONOTONIC_CUT = AssemblyRequest(
+    core=[
+        Segment(1, "core", ")\t. Q1Z\n\n", sort_order=2),
+        Segment(2, "core", "Q2Z!,==== the gate,", sort_order=2),
+    ],
+    rulesets=[],
+    world=[Segment(3, "world", "é. b\t;Q3Z. !", sort_order=1)],
+    entry=[Segment(4, "entry", ".Q4Z", sort_order=3), Segment(5, "entry", 'Q5Z"', sort_order=1)],
+    entry_start=[Segment(6, "entry_start", "b<|endoftext|>Fog rolls in...====Q6Z stands open")],
+    npcs=[],
+    state={
+        "game_state": {
+            "tnmsbguj": ["<|endoftext|> .  👩\u200d👧", "。", "!c<|endoftext|>"],
+            "xk": ".",
+            "knckndts": "??a👩\u200d👧 the gate",
+            "ymkkl": ". (",
+            "jd": [],
+        },
+        "player": {},
+        "rng": "Fog rolls in-(",
+        "input": {},
+    },
+    first_turn=True,
+    token_budget=129,
+    npc_budget=100_000,
+    policy=Policy(block_format="markdown"),
+)
+
+
+@PROPERTY
+@example(NON_MONOTONIC_CUT)
+@given(requests(npc_budget=st.one_of(SMALL_NPC_BUDGETS, st.just(100_000))))
+def test_nothing_left_out_or_cut_could_have_stayed(request: AssemblyRequest) -> None:
+    result = assemble(request, TOKENIZER)
+    kept = {i for ids in result.meta.segment_ids_by_scope.values() for i in ids}
+    texts = emitted_texts(result, request)
+    assert rebuild(request, kept, texts)[0] == result.prompt
+    if result.meta.over_budget:
+        return
+    # No segment left out fits back in.
+    for scope in DROP_ORDER:
+        for segment in layer_segments(request)[scope]:
+            if segment.id not in kept:
+                assert not fits(request, kept | {segment.id}, texts), (scope, segment.id)
+    # No NPC left out or shown at a lower tier could have had its next tier.
+    for npc, report in zip(request.npcs, result.meta.npcs, strict=True):
+        segments = npc_segments(npc)
+        if report.status == "dropped":
+            tier = report.tier
+        else:
+            higher = [s.tier for s in segments if report.tier < s.tier <= npc.requested_tier]
+            if not higher:
+                continue
+            tier = min(higher)
+        more = {s.id for s in segments if s.tier <= tier}
+        if more - kept:
+            assert not fits(request, kept | more, texts), (npc.slug, tier)
+    # No dynamic layer cut short could have kept more of its text.
+    for scope in TRIM_ORDER:
+        whole = render_state(request.state.get(scope))
+        if texts[scope] == whole:
+            continue
+        allowance = TOKENIZER.count(texts[scope]) + 1
+        while len(longer := TOKENIZER.truncate(whole, allowance)) <= len(texts[scope]):
+            allowance += 1
+        assert not fits(request, kept, {**texts, scope: longer}), scope

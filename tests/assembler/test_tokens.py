@@ -122,3 +122,42 @@ def test_join_cost_accounts_for_punctuation_merging_with_line_breaks(
         joined = tokenizer.count(left + "\n\n" + right)
         parts = tokenizer.count(left) + tokenizer.count(right)
         assert joined == parts + tokenizer.join_cost(left, "\n\n", right)
+
+
+def test_a_cut_at_the_end_of_a_line_or_sentence_stays_there(tokenizer: Tokenizer) -> None:
+    first = "One two three four five six seven eight nine ten eleven twelve."
+    for kept, rest in [("\nEnd", "\nMore text follows here."), (" End.", " More text follows.")]:
+        text = first + kept + rest
+        cut = tokenizer.count(first + kept)
+        assert tokenizer.truncate(text, cut) == first + kept
+        # One token short, it backs up to the end of the line or sentence before.
+        assert tokenizer.truncate(text, cut - 1) == first
+
+
+def test_a_cut_ending_in_a_full_stop_inside_a_word_does_not_back_up(
+    tokenizer: Tokenizer,
+) -> None:
+    # "3." ends in a full stop but no sentence: it is not a boundary to stay at, and the
+    # full stop is the last one in the cut, so there is none to back up to either.
+    first = "One two three four five six seven eight nine ten eleven twelve. "
+    text = first + "Pi is 3.14159 or so."
+    kept = first + "Pi is 3."
+    assert tokenizer.truncate(text, tokenizer.count(kept)) == kept
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from([*"ab .!?\n\t,é🐉龍\"')。", "3.5", "word", "...", "<|endoftext|>"]),
+        max_size=40,
+    ).map("".join),
+    allowances=st.lists(st.integers(min_value=0, max_value=45), max_size=12),
+)
+def test_cuts_of_one_text_in_any_order_are_fresh_truncations_with_exact_counts(
+    tokenizer: Tokenizer, text: str, allowances: list[int]
+) -> None:
+    cuts = tokenizer.cuts(text, tokenizer.encode(text))
+    for max_tokens in allowances:
+        kept, count = cuts.cut(max_tokens)
+        assert kept == tokenizer.truncate(text, max_tokens)
+        assert count == tokenizer.count(kept) <= max_tokens

@@ -1,9 +1,17 @@
+"""The assembler benchmark: its data is realistic and its runner reports every case."""
+
 from __future__ import annotations
 
 import pytest
 
-from assembler import Tokenizer, assemble
-from assembler.bench import CASES, build_request, main
+from assembler import Tokenizer, assemble, get_tokenizer
+from benchmarks.assembler import CASES, main
+from benchmarks.data import build_request
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Tokenizer:
+    return get_tokenizer()
 
 
 def test_benchmark_entry_is_realistic_in_size(tokenizer: Tokenizer) -> None:

@@ -1,0 +1,244 @@
+"""Plain words for authors: what was cut from a prompt, and why.
+
+Assembly writes each truncation step's ``explanation`` with these functions, so the studio,
+the API and scripts all say the same thing. Layers are named by their titles
+(:data:`assembler.render.LAYER_TITLES`), segments by number and title, NPCs by name.
+
+>>> old_wars = segment_name("world", 12, "Old wars")
+>>> print(left_out(old_wars, 33, prompt_over(29, 300, "the input was shortened")))
+... # doctest: +NORMALIZE_WHITESPACE
+World segment #12 'Old wars' (33 tokens) left out: the prompt was still 29 tokens over
+the 300-token budget after the input was shortened
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from assembler.render import LAYER_TITLES
+
+if TYPE_CHECKING:  # result imports lint, which names segments with this module
+    from assembler.result import LayerReport, LayerStatus, Meta
+
+LAYER_STATUS_WORDS: Mapping[LayerStatus, str] = {
+    "included": "included",
+    "trimmed": "cut short",
+    "dropped": "left out to fit the budget",
+    "empty": "empty (nothing to show)",
+    "skipped": "skipped (not the first turn)",
+}
+"""What each layer status means, in plain words."""
+
+# How a dynamic layer is named inside a sentence ("after the input was shortened").
+_TEXT_NAMES = {
+    "game_state": "the game state",
+    "player": "the player details",
+    "rng": "the RNG",
+    "input": "the input",
+    "history": "the conversation history",
+}
+
+
+def layer_title(scope: str, *, capital: bool = True) -> str:
+    """The layer's title; in lower case, unless an acronym, for use inside a sentence.
+
+    >>> layer_title("entry_start"), layer_title("entry_start", capital=False)
+    ('Entry start', 'entry start')
+    >>> layer_title("rng", capital=False), layer_title("npc")
+    ('RNG', 'NPC')
+    """
+    # One NPC's segment is an "NPC segment", though the layer holding them all is "NPCs".
+    title = "NPC" if scope == "npc" else LAYER_TITLES.get(scope, scope)
+    if capital or title.isupper():
+        return title
+    return title[0].lower() + title[1:]
+
+
+def segment_name(scope: str, segment_id: int, title: str, *, capital: bool = True) -> str:
+    """A segment as authors know it: its layer, number and title.
+
+    >>> print(segment_name("world", 12, "Old wars"))
+    World segment #12 'Old wars'
+    """
+    return f"{layer_title(scope, capital=capital)} segment #{segment_id} '{title}'"
+
+
+def layer_in_sentence(name: str) -> str:
+    """A name that starts with a layer title (:func:`segment_name`), for inside a sentence.
+
+    >>> layer_in_sentence("Entry start segment #4 'Bells'"), layer_in_sentence("RNG")
+    ("entry start segment #4 'Bells'", 'RNG')
+    """
+    head = name.split(" ", 1)[0]
+    return name if head.isupper() else name[0].lower() + name[1:]
+
+
+def npc_name(name: str) -> str:
+    """An NPC as authors know it.
+
+    >>> npc_name("Marta Vell")
+    "NPC 'Marta Vell'"
+    """
+    return f"NPC '{name}'"
+
+
+def text_name(scope: str, *, capital: bool = True) -> str:
+    """A dynamic layer inside a sentence ("the input") or at its start ("Input")."""
+    return layer_title(scope) if capital else _TEXT_NAMES.get(scope, f"the {scope}")
+
+
+def prompt_over(over: int, budget: int, after: str = "") -> str:
+    """Why a step was taken under the token budget; ``after`` says what was done just before.
+
+    >>> prompt_over(12, 300)
+    'the prompt was 12 tokens over the 300-token budget'
+    """
+    if not after:
+        return f"the prompt was {_tokens(over)} over the {budget}-token budget"
+    return f"the prompt was still {_tokens(over)} over the {budget}-token budget after {after}"
+
+
+def npc_block_over(over: int) -> str:
+    """Why a step was taken under the NPC budget (named by :func:`lower_tier` or
+    :func:`npc_left_out`)."""
+    return f"the NPC block was {_tokens(over)} over it"
+
+
+def npc_left_out(name: str, tokens: int, npc_budget: int, why: str) -> str:
+    """An NPC left out whole to fit the NPC budget.
+
+    >>> print(npc_left_out("Wyrm", 212, 50, "on its own it is larger than that budget"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    NPC 'Wyrm' (212 tokens) left out to fit the 50-token NPC budget: on its own it is
+    larger than that budget
+    """
+    what = f"{npc_name(name)} ({_tokens(tokens)})"
+    return f"{what} left out to fit the {npc_budget}-token NPC budget: {why}"
+
+
+def left_out(what: str, tokens: int, why: str) -> str:
+    """A segment or an NPC left out whole."""
+    return f"{what} ({_tokens(tokens)}) left out: {why}"
+
+
+def was_left_out(what: str) -> str:
+    """The same, as what was done before the next step (``what`` in sentence case)."""
+    return f"{what} was left out"
+
+
+def shortened(scope: str, had: int, kept: int, why: str, *, below_floor: bool = False) -> str:
+    """A dynamic layer cut short (``kept`` of its ``had`` tokens) or cut to nothing.
+
+    >>> shortened("input", 420, 60, "the prompt was 360 tokens over the 600-token budget")
+    'Input shortened from 420 to 60 tokens: the prompt was 360 tokens over the 600-token budget'
+    """
+    if not kept:
+        return left_out(text_name(scope), had, why)
+    floor = " (below the share it is normally kept)" if below_floor else ""
+    return f"{text_name(scope)} shortened from {had} to {_tokens(kept)}{floor}: {why}"
+
+
+def was_shortened(scope: str, kept: int) -> str:
+    """A dynamic layer's cut, as what was done before the next step."""
+    return f"{text_name(scope, capital=False)} was {'shortened' if kept else 'left out'}"
+
+
+def lower_tier(name: str, tier: int, instead: int, why: str, *, npc_budget: int = 0) -> str:
+    """An NPC shown with less detail; ``npc_budget`` when that budget was the reason.
+
+    >>> print(lower_tier("Marta Vell", 1, 2, "", npc_budget=600))
+    NPC 'Marta Vell' shown at tier 1 instead of 2 to fit the 600-token NPC budget
+    """
+    text = f"{npc_name(name)} shown at tier {tier} instead of {instead}"
+    if npc_budget:
+        text += f" to fit the {npc_budget}-token NPC budget"
+    return f"{text}: {why}" if why else text
+
+
+def was_lowered(name: str, tier: int) -> str:
+    """A tier change, as what was done before the next step."""
+    return f"{npc_name(name)} was shown at tier {tier}"
+
+
+def fitted(budget: int, *, npc: bool = False) -> str:
+    """When put-backs happen: once the block being fitted was within its budget."""
+    if npc:
+        return f"once the NPC block fitted the {budget}-token NPC budget"
+    return f"once the prompt fitted the {budget}-token budget"
+
+
+def put_back(what: str, tokens: int, budget: int, *, npc: bool = False) -> str:
+    """A segment or NPC left out earlier, put back once the prompt (or NPC block) fitted.
+
+    >>> print(put_back("World segment #3 'Harbour'", 40, 300))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    World segment #3 'Harbour' (40 tokens) put back: once the prompt fitted the 300-token
+    budget there was room for it again
+    """
+    when = fitted(budget, npc=npc)
+    return f"{what} ({_tokens(tokens)}) put back: {when} there was room for it again"
+
+
+def tier_raised(name: str, tier: int, budget: int, *, npc: bool = False) -> str:
+    """An NPC given back detail once the prompt (or NPC block) fitted."""
+    when = fitted(budget, npc=npc)
+    return f"{npc_name(name)} shown at tier {tier} again: {when} there was room for it"
+
+
+def lengthened(scope: str, had: int, kept: int, whole: int, budget: int) -> str:
+    """A dynamic layer given back part or all of what it lost.
+
+    >>> print(lengthened("input", 60, 250, 400, 600))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Input given back room, from 60 to 250 of its 400 tokens: once the prompt fitted the
+    600-token budget there was room for more
+    """
+    if kept == whole:
+        return (
+            f"{text_name(scope)} given back all its {_tokens(whole)} (it had been cut to {had}): "
+            f"{fitted(budget)} there was room for it"
+        )
+    return (
+        f"{text_name(scope)} given back room, from {had} to {kept} of its {_tokens(whole)}: "
+        f"{fitted(budget)} there was room for more"
+    )
+
+
+def explain_layer(scope: str, report: LayerReport) -> str:
+    """One layer's outcome in plain words: empty (nothing to show) is not left out.
+
+    >>> from assembler.result import LayerReport
+    >>> explain_layer("entry", LayerReport("dropped", 0, []))
+    'Entry: left out to fit the budget'
+    >>> explain_layer("entry_start", LayerReport("empty", 0, []))
+    'Entry start: empty (nothing to show)'
+    """
+    return f"{layer_title(scope)}: {LAYER_STATUS_WORDS[report.status]}"
+
+
+def explain_result(meta: Meta) -> str:
+    """A one-line summary of an assembly: its size against the budget and what it lost.
+
+    A cut is a step that removed something; put-backs are counted apart.
+
+    >>> from assembler import AssemblyRequest, Segment, assemble, get_tokenizer
+    >>> request = AssemblyRequest(core=[Segment(1, "core", "You narrate.")], rulesets=[],
+    ...     world=[], entry=[], entry_start=[], npcs=[], state={}, first_turn=False,
+    ...     token_budget=300)
+    >>> explain_result(assemble(request, get_tokenizer()).meta)
+    '13 of 300 tokens, nothing cut'
+    """
+    head = f"{meta.tokens} of {meta.token_budget} tokens"
+    if meta.over_budget:
+        return f"{head}: the core and ruleset layers alone are over the budget"
+    cuts = sum(step.action != "restored" for step in meta.truncated)
+    restored = len(meta.truncated) - cuts
+    if not cuts:
+        return f"{head}, nothing cut"
+    text = f"{head}, {cuts} {'cut' if cuts == 1 else 'cuts'}"
+    return f"{text}, {restored} put back" if restored else text
+
+
+def _tokens(count: int) -> str:
+    return f"{count} {'token' if count == 1 else 'tokens'}"

@@ -1,0 +1,196 @@
+"""What an assembly lost, and whether it meets an author's expectations.
+
+Releases compare the prompts built from two versions of the content: for each scenario,
+the cuts that appear or disappear and the expectations that start or stop failing. The
+rules for both live here, in plain data, so the studio, the API and scripts agree.
+
+>>> from assembler import AssemblyRequest, Segment, assemble, get_tokenizer
+>>> request = AssemblyRequest(core=[Segment(1, "core", "You narrate.")], rulesets=[],
+...     world=[Segment(2, "world", "The sea is old. " * 40, title="Sea")], entry=[],
+...     entry_start=[], npcs=[], state={}, first_turn=False, token_budget=60)
+>>> result = assemble(request, get_tokenizer())
+>>> sorted(cuts(result))
+['segment:2']
+>>> print(failure(parse_expectation({"kind": "keeps_segment", "segment": 2}), result))
+... # doctest: +NORMALIZE_WHITESPACE
+segment #2 is not in the prompt: World segment #2 'Sea' (201 tokens) left out: the prompt
+was 164 tokens over the 60-token budget
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, cast
+
+from assembler.explain import npc_name, segment_name, text_name
+from assembler.request import DYNAMIC_SCOPES, MAX_BUDGET
+from assembler.result import AssemblyResult
+
+ExpectationKind: TypeAlias = Literal["fits", "keeps_segment", "contains", "max_tokens"]
+EXPECTATION_KINDS: tuple[ExpectationKind, ...] = ("fits", "keeps_segment", "contains", "max_tokens")
+MAX_EXPECTATION_TEXT = 2000
+MAX_EXPECTATIONS = 50
+
+
+class ExpectationError(ValueError):
+    """An expectation that cannot be checked; ``field`` names the offending key."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """One thing an author expects of a scenario's prompt.
+
+    ``fits``: nothing is cut and the prompt is within its budget; ``keeps_segment``: the
+    segment numbered ``segment`` is in the prompt; ``contains``: the prompt contains
+    ``text``; ``max_tokens``: the prompt has at most ``tokens`` tokens.
+    """
+
+    kind: ExpectationKind
+    segment: int | None = None
+    text: str | None = None
+    tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        for name in ("segment", "text", "tokens"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        return data
+
+    @property
+    def description(self) -> str:
+        """The expectation in plain words.
+
+        >>> Expectation("contains", text="bell").description
+        "contains 'bell'"
+        """
+        if self.kind == "fits":
+            return "fits without cuts"
+        if self.kind == "keeps_segment":
+            return f"keeps segment #{self.segment}"
+        if self.kind == "contains":
+            return f"contains '{self.text}'"
+        return f"at most {self.tokens} tokens"
+
+
+_FIELDS: Mapping[str, str | None] = {
+    "fits": None,
+    "keeps_segment": "segment",
+    "contains": "text",
+    "max_tokens": "tokens",
+}
+
+
+def parse_expectation(data: Any) -> Expectation:
+    """An expectation from its JSON form, or ExpectationError naming the bad key.
+
+    >>> parse_expectation({"kind": "max_tokens", "tokens": 500})
+    Expectation(kind='max_tokens', segment=None, text=None, tokens=500)
+    >>> parse_expectation({"kind": "max_tokens"})
+    Traceback (most recent call last):
+    ...
+    assembler.impact.ExpectationError: 'max_tokens' needs 'tokens'.
+    """
+    if not isinstance(data, Mapping):
+        raise ExpectationError("kind", 'Expected an object such as {"kind": "fits"}.')
+    raw: Any = data.get("kind")
+    if not isinstance(raw, str) or raw not in _FIELDS:
+        raise ExpectationError("kind", f"Unknown kind; use one of: {', '.join(_FIELDS)}.")
+    kind = cast(ExpectationKind, raw)
+    wanted = _FIELDS[kind]
+    extra = sorted(set(data) - {"kind", *([wanted] if wanted else [])})
+    if extra:
+        raise ExpectationError(extra[0], f"'{kind}' takes no '{extra[0]}'.")
+    if wanted is None:
+        return Expectation(kind)
+    if wanted not in data:
+        raise ExpectationError(wanted, f"'{kind}' needs '{wanted}'.")
+    value = data[wanted]
+    if wanted == "text":
+        if not isinstance(value, str) or not value.strip():
+            raise ExpectationError(wanted, "Expected some text to look for.")
+        if len(value) > MAX_EXPECTATION_TEXT:
+            raise ExpectationError(wanted, f"At most {MAX_EXPECTATION_TEXT} characters.")
+        return Expectation(kind, text=value)
+    high = MAX_BUDGET if wanted == "tokens" else 2**63 - 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
+        raise ExpectationError(wanted, f"Expected a whole number from 1 to {high}.")
+    return (
+        Expectation(kind, segment=value) if wanted == "segment" else Expectation(kind, tokens=value)
+    )
+
+
+def cuts(result: AssemblyResult) -> dict[str, str]:
+    """What the final prompt lost, by a stable key, each in the assembler's plain words.
+
+    Keys (``segment:12``, ``npc:marta``, ``layer:input``) let two assemblies be compared:
+    a cut with the same key in both is the same cut, whatever its numbers. Steps undone
+    by a put-back are not cuts; a cut's words are those of the last step that made it.
+    """
+    said: dict[str, str] = {}
+    for step in result.meta.truncated:
+        if step.action == "restored":
+            continue
+        if step.segment_id is not None:
+            key = f"segment:{step.segment_id}"
+        elif step.npc is not None:
+            key = f"npc:{step.npc}"
+        else:
+            key = f"layer:{step.scope}"
+        said[key] = step.explanation or step.reason
+    found: dict[str, str] = {}
+    for fate in result.segments:
+        if fate.fate == "dropped" and fate.scope != "npc":
+            key = f"segment:{fate.id}"
+            found[key] = (
+                said.get(key) or f"{segment_name(fate.scope, fate.id, fate.title)} left out"
+            )
+    for npc in result.meta.npcs:
+        if npc.status != "included":
+            key = f"npc:{npc.npc}"
+            found[key] = said.get(key) or f"{npc_name(npc.npc)} {npc.status}"
+    for scope in DYNAMIC_SCOPES:
+        layer = result.meta.layers.get(scope)
+        if layer is not None and layer.status in ("trimmed", "dropped"):
+            key = f"layer:{scope}"
+            found[key] = said.get(key) or f"{text_name(scope)} shortened"
+    return found
+
+
+def failure(expectation: Expectation, result: AssemblyResult) -> str | None:
+    """Why ``result`` does not meet ``expectation``, in plain words; None when it does."""
+    meta = result.meta
+    if expectation.kind == "fits":
+        if meta.over_budget:
+            return (
+                f"the core and ruleset layers alone are over the {meta.token_budget}-token budget"
+            )
+        lost = cuts(result)
+        if lost:
+            return f"{len(lost)} {'cut' if len(lost) == 1 else 'cuts'}: " + "; ".join(lost.values())
+        return None
+    if expectation.kind == "keeps_segment":
+        kept = any(
+            fate.id == expectation.segment and fate.fate == "included" for fate in result.segments
+        )
+        if kept:
+            return None
+        why = cuts(result).get(f"segment:{expectation.segment}")
+        where = f": {why}" if why else " (it is not part of this scenario's content)"
+        return f"segment #{expectation.segment} is not in the prompt{where}"
+    if expectation.kind == "contains":
+        assert expectation.text is not None
+        return (
+            None if expectation.text in result.prompt else f"no '{expectation.text}' in the prompt"
+        )
+    assert expectation.tokens is not None
+    if meta.tokens <= expectation.tokens:
+        return None
+    over = meta.tokens - expectation.tokens
+    return f"the prompt has {meta.tokens} tokens, {over} over {expectation.tokens}"

@@ -1,0 +1,530 @@
+"""The layers of an assembly: each layer's block, priced from its parts.
+
+Internal to the assembler: :mod:`assembler.assembly` holds the budget policy and drives
+these classes; nothing outside the package should build them. Every part (segment, frame
+line, NPC heading, dynamic text) has a token count (cached segment counts are trusted) and
+every join between two parts a cost measured on a few characters either side
+(:meth:`Tokenizer.join_cost <assembler.tokens.Tokenizer.join_cost>`, remembered), so a
+layer's price after a change is known in constant time.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABC, abstractmethod
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
+
+from assembler.history import HistoryFit, fit_history
+from assembler.render import (
+    ITEM_SEPARATOR,
+    LINE_SEPARATOR,
+    block_close,
+    block_open,
+    npc_heading,
+)
+from assembler.request import HISTORY_SCOPE, BlockFormat, History, Npc, Segment
+from assembler.tokens import TextCuts, Tokenizer
+
+# Called by a layer after its body changed, with the layer and its tokens before the change.
+OnChange: TypeAlias = "Callable[[Layer, int | None], None]"
+
+
+class Layer(ABC):
+    """A layer's block: frame lines around a body, priced from its parts.
+
+    The price is cached; subclasses call :meth:`changed` whenever their body changes, which
+    tells the owner (``on_change``) the layer and its price before the change.
+    """
+
+    def __init__(
+        self,
+        scope: str,
+        block_format: BlockFormat,
+        tokenizer: Tokenizer,
+        on_change: OnChange,
+    ) -> None:
+        self.scope = scope
+        self.on_change = on_change
+        self.tokenizer = tokenizer
+        self.open = block_open(scope, block_format)
+        self.close = block_close(scope, block_format)
+        self.open_tokens = tokenizer.count_cached(self.open)
+        self.close_tokens = 0 if self.close is None else tokenizer.count_cached(self.close)
+        self._tokens: int | None = None
+
+    @abstractmethod
+    def empty(self) -> bool:
+        """Whether the layer emits nothing (then it has no block at all)."""
+
+    @abstractmethod
+    def first(self) -> str:
+        """The body's first part (to price the join after the opening line)."""
+
+    @abstractmethod
+    def last(self) -> str:
+        """The body's last part (to price the join before what follows)."""
+
+    @abstractmethod
+    def body_tokens(self) -> int:
+        """Tokens of the body, joins between its parts included."""
+
+    @abstractmethod
+    def body(self) -> str:
+        """The body's text."""
+
+    def changed(self) -> None:
+        before, self._tokens = self._tokens, None
+        self.on_change(self, before)
+
+    def tokens(self) -> int:
+        """The block's tokens, frame included; 0 when the layer emits nothing."""
+        if self._tokens is None:
+            self._tokens = self._measure()
+        return self._tokens
+
+    def _measure(self) -> int:
+        if self.empty():
+            return 0
+        join_cost = self.tokenizer.join_cost
+        tokens = self.open_tokens + join_cost(self.open, LINE_SEPARATOR, self.first())
+        tokens += self.body_tokens()
+        if self.close is not None:
+            tokens += join_cost(self.last(), LINE_SEPARATOR, self.close) + self.close_tokens
+        return tokens
+
+    def tail(self) -> str:
+        """The block's last line or part, which the next block is joined to."""
+        return self.last() if self.close is None else self.close
+
+    def render(self) -> str:
+        text = self.open + LINE_SEPARATOR + self.body()
+        return text if self.close is None else text + LINE_SEPARATOR + self.close
+
+
+class Segments:
+    """A layer's segments in order; any prefix of those it may emit priced in constant time.
+
+    ``ordered`` holds every segment considered, ``segments`` those that may be emitted:
+    none when ``emit`` is false, and never a blank one, which would add nothing but blank
+    lines (and blank lines merge with the separators around them, so their cost would not
+    be local to one join).
+
+    Read-only once built, so one instance serves every assembly of the same content
+    (see :func:`priced`).
+    """
+
+    def __init__(self, ordered: list[Segment], tokenizer: Tokenizer, emit: bool = True) -> None:
+        self.ordered = ordered
+        segments = [segment for segment in ordered if segment.content.strip()] if emit else []
+        self.segments = segments
+        self.texts = [segment.content for segment in segments]
+        self.counts = [declared_count(segment, tokenizer) for segment in segments]
+        # prefix[k]: tokens of the first k segments joined by ITEM_SEPARATOR.
+        self.prefix = [0]
+        for index, count in enumerate(self.counts):
+            join = (
+                tokenizer.join_cost(self.texts[index - 1], ITEM_SEPARATOR, self.texts[index])
+                if index
+                else 0
+            )
+            self.prefix.append(self.prefix[-1] + join + count)
+
+    def joined(self, kept: int) -> str:
+        return ITEM_SEPARATOR.join(self.texts[:kept])
+
+
+def _layer_order(segment: Segment) -> tuple[int, int]:
+    return segment.sort_order, segment.id
+
+
+def _npc_order(segment: Segment) -> tuple[int, int, int]:
+    return segment.tier, segment.sort_order, segment.id
+
+
+def _build_segments(
+    groups: Sequence[Sequence[Segment]], tokenizer: Tokenizer, npc: bool, emit: bool
+) -> Segments:
+    order = _npc_order if npc else _layer_order
+    ordered = [segment for group in groups for segment in sorted(group, key=order)]
+    return Segments(ordered, tokenizer, emit)
+
+
+# Static content (the same stored segments turn after turn) is sorted and priced once.
+# Keyed by value, so it is only ever reused for equal segments; tuples only, since only
+# they can be keys (a caller that passes lists gets a fresh pricing every time).
+_build_segments_cached = functools.lru_cache(maxsize=1024)(_build_segments)
+
+
+def priced(
+    groups: Sequence[Sequence[Segment]],
+    tokenizer: Tokenizer,
+    *,
+    npc: bool = False,
+    emit: bool = True,
+) -> Segments:
+    """The segments of ``groups`` (each sorted, then concatenated), priced."""
+    if isinstance(groups, tuple) and all(isinstance(group, tuple) for group in groups):
+        return _build_segments_cached(groups, tokenizer, npc, emit)
+    return _build_segments(groups, tokenizer, npc, emit)
+
+
+class SegmentLayer(Layer):
+    """A layer of stored segments, any of which can be left out and put back.
+
+    ``included[i]`` says whether segment ``i`` (of ``items.segments``) is emitted. The
+    body's tokens are kept up to date as segments come and go: leaving one out removes its
+    count and its joins to its neighbours and adds the join between those neighbours.
+    """
+
+    def __init__(
+        self,
+        scope: str,
+        items: Segments,
+        block_format: BlockFormat,
+        tokenizer: Tokenizer,
+        on_change: OnChange,
+    ) -> None:
+        super().__init__(scope, block_format, tokenizer, on_change)
+        self.items = items
+        self.included = [True] * len(items.segments)
+        self.kept = len(items.segments)
+        self._body_tokens = items.prefix[-1]
+
+    def kept_indices(self) -> list[int]:
+        return [index for index, included in enumerate(self.included) if included]
+
+    def last_kept(self) -> int:
+        """The index of the last segment emitted (the layer must not be empty)."""
+        included = self.included
+        index = len(included) - 1
+        while not included[index]:
+            index -= 1
+        return index
+
+    def drop(self, index: int) -> Segment:
+        """Leave segment ``index`` out."""
+        self._body_tokens -= self._cost_of(index)
+        self.included[index] = False
+        self.kept -= 1
+        self.changed()
+        return self.items.segments[index]
+
+    def restore(self, index: int) -> Segment:
+        """Put segment ``index`` back where it was."""
+        self.included[index] = True
+        self.kept += 1
+        self._body_tokens += self._cost_of(index)
+        self.changed()
+        return self.items.segments[index]
+
+    def _cost_of(self, index: int) -> int:
+        """What segment ``index`` adds to the body between the emitted segments around it."""
+        texts, join_cost = self.items.texts, self.tokenizer.join_cost
+        before = next((i for i in range(index - 1, -1, -1) if self.included[i]), None)
+        after = next((i for i in range(index + 1, len(texts)) if self.included[i]), None)
+        cost = self.items.counts[index]
+        if before is not None:
+            cost += join_cost(texts[before], ITEM_SEPARATOR, texts[index])
+        if after is not None:
+            cost += join_cost(texts[index], ITEM_SEPARATOR, texts[after])
+        if before is not None and after is not None:
+            cost -= join_cost(texts[before], ITEM_SEPARATOR, texts[after])
+        return cost
+
+    def empty(self) -> bool:
+        return self.kept == 0
+
+    def first(self) -> str:
+        return self.items.texts[self.included.index(True)]
+
+    def last(self) -> str:
+        return self.items.texts[self.last_kept()]
+
+    def body_tokens(self) -> int:
+        return self._body_tokens
+
+    def body(self) -> str:
+        if self.kept == len(self.included):
+            return self.items.joined(self.kept)
+        return ITEM_SEPARATOR.join(self.items.texts[index] for index in self.kept_indices())
+
+
+class NpcState:
+    """One NPC: its segments by (tier, sort order, id) and the tier currently used."""
+
+    def __init__(self, npc: Npc, tokenizer: Tokenizer) -> None:
+        self.npc = npc
+        self.heading = npc_heading(npc.name)
+        self.items = priced((npc.segments,), tokenizer, npc=True)
+        segments = self.items.segments
+        self.tiers = [segment.tier for segment in segments]
+        self.tier = npc.requested_tier
+        self.dropped = False
+        # Tokens of the heading plus the first k segments, for every k.
+        heading = tokenizer.count_cached(self.heading)
+        if segments:
+            heading += tokenizer.join_cost(self.heading, LINE_SEPARATOR, self.items.texts[0])
+        self.priced = [0] + [heading + tokens for tokens in self.items.prefix[1:]]
+        self._update()
+
+    def _update(self) -> None:
+        # Emitted: the segments at or below the tier used.
+        self.within_tier = bisect_right(self.tiers, self.tier)
+        self.kept = 0 if self.dropped else self.within_tier
+        self.tokens = self.priced[self.kept]
+
+    @property
+    def lowered(self) -> bool:
+        """Whether it is shown at a lower tier than the caller asked for."""
+        return self.tier < self.npc.requested_tier
+
+    def can_lower(self) -> bool:
+        """Whether it emits anything above tier 0."""
+        return self.kept > 0 and self.tiers[self.kept - 1] > 0
+
+    def lower(self) -> None:
+        """Use the next lower tier that has segments (or 0), dropping the top tier's."""
+        below = bisect_left(self.tiers, self.tiers[self.kept - 1])
+        self.set_tier(self.tiers[below - 1] if below else 0)
+
+    def set_tier(self, tier: int) -> None:
+        self.tier = tier
+        self._update()
+
+    def drop(self) -> None:
+        self.dropped = True
+        self._update()
+
+    def restore(self) -> None:
+        self.dropped = False
+        self._update()
+
+    def last(self) -> str:
+        return self.items.texts[self.kept - 1]
+
+    def render(self) -> str:
+        return self.heading + LINE_SEPARATOR + self.items.joined(self.kept)
+
+
+class NpcLayer(Layer):
+    def __init__(
+        self,
+        npcs: list[NpcState],
+        block_format: BlockFormat,
+        tokenizer: Tokenizer,
+        on_change: OnChange,
+    ) -> None:
+        super().__init__("npc", block_format, tokenizer, on_change)
+        self.npcs = npcs
+
+    def lower(self, state: NpcState) -> None:
+        state.lower()
+        self.changed()
+
+    def drop(self, state: NpcState) -> None:
+        state.drop()
+        self.changed()
+
+    def restore(self, state: NpcState) -> None:
+        state.restore()
+        self.changed()
+
+    def set_tier(self, state: NpcState, tier: int) -> None:
+        state.set_tier(tier)
+        self.changed()
+
+    def emitting(self) -> list[NpcState]:
+        return [state for state in self.npcs if state.kept]
+
+    def empty(self) -> bool:
+        return not any(state.kept for state in self.npcs)
+
+    def first(self) -> str:
+        return self.emitting()[0].heading
+
+    def last(self) -> str:
+        return self.emitting()[-1].last()
+
+    def body_tokens(self) -> int:
+        tokens = 0
+        previous: NpcState | None = None
+        for state in self.emitting():
+            tokens += state.tokens
+            if previous is not None:
+                tokens += self.tokenizer.join_cost(previous.last(), ITEM_SEPARATOR, state.heading)
+            previous = state
+        return tokens
+
+    def body(self) -> str:
+        return ITEM_SEPARATOR.join(state.render() for state in self.emitting())
+
+
+class TextLayer(Layer):
+    """A dynamic layer: caller-supplied text that can be cut short."""
+
+    def __init__(
+        self,
+        scope: str,
+        text: str,
+        block_format: BlockFormat,
+        tokenizer: Tokenizer,
+        on_change: OnChange,
+    ) -> None:
+        super().__init__(scope, block_format, tokenizer, on_change)
+        self.original = text
+        # Counted through the tokenizer's memory of recent dynamic texts; the tokens are
+        # only needed if the text is trimmed (and are then usually still remembered).
+        self._cuts: TextCuts | None = None
+        self.text = text
+        self.count = self.original_count = tokenizer.count_text(text)
+        # The most tokens the text may have: None while it is whole.
+        self.allowed: int | None = None
+
+    def cut(self, max_tokens: int | None) -> None:
+        """Keep the start of the original text in at most ``max_tokens`` tokens (None: all)."""
+        self.allowed = max_tokens
+        self.text, self.count = self.cut_at(max_tokens)
+        self.changed()
+
+    def cut_at(self, max_tokens: int | None) -> tuple[str, int]:
+        """What :meth:`cut` would keep, and its count, without changing the layer.
+
+        The cuts share their work (:class:`~assembler.tokens.TextCuts`), so trying one cut
+        after another costs about an encode per distinct text.
+        """
+        if max_tokens is None or max_tokens >= self.original_count:
+            return self.original, self.original_count
+        if self._cuts is None:
+            tokens = self.tokenizer.encode_recent(self.original)
+            self._cuts = self.tokenizer.cuts(self.original, tokens)
+        return self._cuts.cut(max_tokens)
+
+    def next_longer(self, cap: int | None) -> int | None:
+        """The least allowance above the text's count that keeps more of it, if any.
+
+        Not above ``cap``. Cuts are not monotonic in the allowance (one that lands
+        mid-sentence backs up to the sentence end, a slightly smaller one may not), so
+        every allowance is looked at in turn; each costs a slice, not an encode.
+        """
+        allowance, length = self.count + 1, len(self.text)
+        limit = self.original_count if cap is None else min(cap, self.original_count)
+        while allowance <= limit:
+            if len(self.cut_at(allowance)[0]) > length:
+                return allowance
+            allowance += 1
+        return None
+
+    def empty(self) -> bool:
+        return not self.text
+
+    def first(self) -> str:
+        return self.text
+
+    def last(self) -> str:
+        return self.text
+
+    def body_tokens(self) -> int:
+        return self.count
+
+    def body(self) -> str:
+        return self.text
+
+
+class HistoryLayer(TextLayer):
+    """The conversation history: a summary and recent messages, fitted to an allowance.
+
+    Cut like a dynamic layer, but by fitting again (:func:`fit_history`) to the smaller
+    allowance, so it gives way whole messages at a time, oldest first, then the summary;
+    the newest user message (and what follows it) goes last, cut short only when it alone
+    is over the allowance. ``exchange_tokens`` is the size of that newest exchange.
+    """
+
+    def __init__(
+        self,
+        history: History | None,
+        block_format: BlockFormat,
+        tokenizer: Tokenizer,
+        on_change: OnChange,
+    ) -> None:
+        Layer.__init__(self, HISTORY_SCOPE, block_format, tokenizer, on_change)
+        self.history = history
+        self.original_fit = self.fit = None if history is None else self._fit(history.budget)
+        self.original = self.text = "" if self.fit is None else self.fit.text
+        self.count = self.original_count = 0 if self.fit is None else self.fit.tokens
+        self.original_tokens = None
+        self.allowed = None
+        self._exchange: int | None = None
+
+    def _fit(self, budget: int) -> HistoryFit:
+        assert self.history is not None
+        # The whole prompt is counted exactly at the end; the layer's price is enough here.
+        return fit_history(
+            messages=self.history.messages,
+            summary=self.history.summary,
+            budget=budget,
+            tokenizer=self.tokenizer,
+            exact_check=False,
+        )
+
+    def exchange_tokens(self) -> int:
+        """Tokens of the newest user message and the messages after it, as first fitted."""
+        if self._exchange is None:
+            self._exchange = 0
+            fit = self.original_fit
+            if fit is not None and fit.positions:
+                assert self.history is not None
+                shown = [m for m in self.history.messages if m.position in set(fit.positions)]
+                newest_user = max(
+                    (i for i, message in enumerate(shown) if message.role == "user"), default=0
+                )
+                exchange = fit_history(
+                    messages=shown[newest_user:],
+                    summary=None,
+                    budget=self.history.budget,
+                    tokenizer=self.tokenizer,
+                    exact_check=False,
+                )
+                self._exchange = min(exchange.tokens, self.original_count)
+        return self._exchange
+
+    def _fit_at(self, max_tokens: int | None) -> HistoryFit | None:
+        if max_tokens is None or max_tokens >= self.original_count:
+            return self.original_fit
+        return self._fit(max(max_tokens, 0))
+
+    def cut(self, max_tokens: int | None) -> None:
+        """Fit the history again within ``max_tokens`` (None: as first fitted)."""
+        self.allowed = max_tokens
+        self.fit = self._fit_at(max_tokens)
+        self.text = "" if self.fit is None else self.fit.text
+        self.count = 0 if self.fit is None else self.fit.tokens
+        self.changed()
+
+    def cut_at(self, max_tokens: int | None) -> tuple[str, int]:
+        """What :meth:`cut` would keep, and its count, without changing the layer."""
+        fit = self._fit_at(max_tokens)
+        return ("", 0) if fit is None else (fit.text, fit.tokens)
+
+    def next_longer(self, cap: int | None) -> int | None:
+        """The least allowance above the block's count that shows more of the history.
+
+        A fit only grows with its allowance (whole messages, newest first), so the least
+        such allowance is found by bisection: a few fits, not one per allowance.
+        """
+        limit = self.original_count if cap is None else min(cap, self.original_count)
+        low, high, length = self.count + 1, limit, len(self.text)
+        if low > high or len(self.cut_at(high)[0]) <= length:
+            return None
+        while low < high:
+            middle = (low + high) // 2
+            if len(self.cut_at(middle)[0]) > length:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+
+def declared_count(segment: Segment, tokenizer: Tokenizer) -> int:
+    return tokenizer.count(segment.content) if segment.token_count is None else segment.token_count

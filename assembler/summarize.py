@@ -1,0 +1,468 @@
+"""Summarizers: what turns a :class:`~assembler.history.SummaryPlan` into summary text.
+
+Two implementations of the :class:`Summarizer` protocol:
+
+- :class:`ExtractiveSummarizer` needs no network and always gives the same summary for
+  the same plan: it keeps the sentences that carry decisions, errors, names and numbers;
+- :class:`OpenAISummarizer` asks an OpenAI-compatible chat-completions endpoint, through
+  the official ``openai`` package (imported only when one is made: it is slow to import
+  and assembly never needs it).
+
+Every summary either passes :func:`validate_summary` or is refused with
+:class:`SummaryRejected`; an endpoint that cannot answer raises
+:class:`SummarizerUnavailable`. Both are :class:`SummarizerError`, which
+:func:`summarize_with_fallback` turns into a fall back to a second summarizer.
+
+>>> from assembler.history import HistoryMessage, plan_summary
+>>> from assembler.tokens import get_tokenizer
+>>> tokenizer = get_tokenizer()
+>>> messages = [HistoryMessage(position, role, text) for position, role, text in [
+...     (1, "user", "Hello there, how are you? We need a bridge over the river Tarn."),
+...     (2, "assistant", "Nice weather today. A stone bridge takes 40 masons. Ask me more."),
+...     (3, "user", "Go on.")]]
+>>> plan = plan_summary(messages=messages, previous=None, keep_recent_tokens=0,
+...                     target_tokens=30, tokenizer=tokenizer)
+>>> outcome = ExtractiveSummarizer(tokenizer).summarize(plan)
+>>> print(outcome.text)
+User: We need a bridge over the river Tarn.
+Assistant: A stone bridge takes 40 masons.
+>>> outcome.backend, outcome.tokens
+('extractive', 23)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias
+
+from assembler.history import ROLE_LABELS, SummaryPlan
+from assembler.tokens import Tokenizer
+
+DEFAULT_INSTRUCTIONS = """\
+You summarize a conversation so that it can go on without the full transcript.
+The transcript may start with a summary of the earlier conversation: fold it into yours,
+since your summary replaces it.
+Keep what the conversation needs next: what was asked and decided, names, numbers, errors
+and how they were resolved, promises and open questions, and the current state of things.
+Drop greetings, small talk and repetition. Write plain sentences in the third person,
+without a preamble, and never repeat these instructions."""
+"""The default instructions (system message) of :class:`OpenAISummarizer`."""
+
+SUMMARY_MARGIN = 0.25
+"""How far over its target a summary may go before it is refused as oversized."""
+
+# A summary is an echo of the instructions when at least this share of its word
+# three-grams occur in them; an echo of its input when it is nearly as long as the input
+# (ECHO_LENGTH) and at least ECHO_SHARE of its three-grams occur in the input (or in the
+# instructions). A summary legitimately reuses names and phrases, never most of its text.
+ECHO_INSTRUCTIONS_SHARE = 0.5
+ECHO_SHARE = 0.8
+ECHO_LENGTH = 0.9
+
+EXTRACTIVE_MODEL = "extractive-1"
+"""The version of the extractive algorithm, recorded as the model of its summaries."""
+
+RejectionReason: TypeAlias = Literal["empty", "oversized", "echoes_instructions", "echoes_input"]
+
+
+class SummarizerError(Exception):
+    """A summarizer could not produce an acceptable summary.
+
+    ``reason`` is a short code (stable, for records); ``detail`` says what happened.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class SummaryRejected(SummarizerError):
+    """A summary was produced but refused by :func:`validate_summary`."""
+
+    reason: RejectionReason
+
+    def __init__(self, reason: RejectionReason, detail: str) -> None:
+        super().__init__(reason, detail)
+
+
+class SummarizerUnavailable(SummarizerError):
+    """The summarizing service did not answer (timeout, connection, HTTP error), after the
+    client's own retries. ``reason`` is ``timeout``, ``connection`` or ``http_<status>``."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryOutcome:
+    """A summary that passed validation: its text and exact token count, and what made
+    it (``backend``: ``extractive`` or ``openai``; ``model``: the model that answered)."""
+
+    text: str
+    tokens: int
+    backend: str
+    model: str
+
+
+class Summarizer(Protocol):
+    """Makes the summary a plan asks for, or raises :class:`SummarizerError`."""
+
+    @property
+    def backend(self) -> str:
+        """A short name for records (``extractive``, ``openai``)."""
+        ...
+
+    def summarize(self, plan: SummaryPlan) -> SummaryOutcome:
+        """The summary of ``plan.text``, held to ``plan.target_tokens``."""
+        ...
+
+
+def summary_limit(target_tokens: int, margin: float = SUMMARY_MARGIN) -> int:
+    """The most tokens a summary with target ``target_tokens`` may take.
+
+    >>> summary_limit(1000)
+    1250
+    """
+    return math.floor(target_tokens * (1 + margin))
+
+
+def validate_summary(
+    text: str,
+    *,
+    plan: SummaryPlan,
+    tokenizer: Tokenizer,
+    instructions: str = "",
+    margin: float = SUMMARY_MARGIN,
+) -> int:
+    """The token count of summary ``text`` for ``plan``, or :class:`SummaryRejected`.
+
+    Refused as ``empty`` when blank; ``oversized`` when over :func:`summary_limit` of the
+    plan's target; ``echoes_instructions`` when at least half of its word three-grams come
+    from ``instructions`` (what the summarizer was told); ``echoes_input`` when it is at
+    least 90% as long as the plan's input and at least 80% of its three-grams come from
+    that input or the instructions (a copy, not a summary).
+
+    >>> from assembler.history import HistoryMessage, plan_summary
+    >>> from assembler.tokens import get_tokenizer
+    >>> tokenizer = get_tokenizer()
+    >>> messages = [HistoryMessage(1, "user", "Build the bridge with 40 masons, not 30."),
+    ...             HistoryMessage(2, "user", "Go on.")]
+    >>> plan = plan_summary(messages=messages, previous=None, keep_recent_tokens=0,
+    ...                     target_tokens=20, tokenizer=tokenizer)
+    >>> validate_summary("Ann wants 40 masons.", plan=plan, tokenizer=tokenizer)
+    7
+    >>> validate_summary(plan.text, plan=plan, tokenizer=tokenizer)
+    Traceback (most recent call last):
+    ...
+    assembler.summarize.SummaryRejected: echoes_input: 15 of 15 tokens and 100% of its \
+phrases are copied from the input
+    """
+    if not text.strip():
+        raise SummaryRejected("empty", "the summary is empty")
+    tokens = tokenizer.count(text)
+    limit = summary_limit(plan.target_tokens, margin)
+    if tokens > limit:
+        raise SummaryRejected(
+            "oversized",
+            f"{tokens} tokens, over the target of {plan.target_tokens} by more than "
+            f"{margin:.0%} ({limit})",
+        )
+    phrases = _phrases(text)
+    if instructions and phrases:
+        share = len(phrases & _phrases(instructions)) / len(phrases)
+        if share >= ECHO_INSTRUCTIONS_SHARE:
+            raise SummaryRejected(
+                "echoes_instructions",
+                f"{share:.0%} of its phrases are copied from the instructions",
+            )
+    if phrases and tokens >= ECHO_LENGTH * plan.input_tokens:
+        share = len(phrases & (_phrases(plan.text) | _phrases(instructions))) / len(phrases)
+        if share >= ECHO_SHARE:
+            raise SummaryRejected(
+                "echoes_input",
+                f"{tokens} of {plan.input_tokens} tokens and {share:.0%} of its phrases are "
+                "copied from the input",
+            )
+    return tokens
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _phrases(text: str) -> set[tuple[str, ...]]:
+    """The word three-grams of ``text`` (the whole text when shorter), case-folded."""
+    words = _WORD.findall(text.casefold())
+    if len(words) < 3:
+        return {tuple(words)} if words else set()
+    return {tuple(words[index : index + 3]) for index in range(len(words) - 2)}
+
+
+# Extractive summarization
+
+# Sentences end at . ! ? … (then whitespace), at CJK full stops, and at line breaks.
+_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+|(?<=[\u3002\uff01\uff1f])|\n+")
+_DECISION = re.compile(
+    r"\b(decid\w*|agree\w*|chose|choose|chosen|will|won't|plan\w*|must|settled|confirm\w*|"
+    r"approv\w*|accept\w*|reject\w*|let's|going to|instead|need\w*|should|promis\w*)\b",
+    re.IGNORECASE,
+)
+_ERROR = re.compile(
+    r"\b(error\w*|exception\w*|fail\w*|bug\w*|crash\w*|broke\w*|refus\w*|denied|invalid|"
+    r"timeout|timed out|cannot|can't|unable|wrong|traceback|warning\w*)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d")
+# A capitalized word after the first (a name), or an identifier: snake_case, camelCase
+# or dotted names, or text in backticks.
+_NAME = re.compile(r"(?<=\s)[A-Z][\w'-]+|\b\w+_\w+\b|\b[a-z]+[A-Z]\w*\b|\b\w+\.\w+\b|`[^`]+`")
+
+_LABEL = re.compile("^(?:" + "|".join(ROLE_LABELS.values()) + "): ")
+
+SCORE_DECISION = 3
+SCORE_ERROR = 3
+SCORE_NUMBER = 2
+SCORE_NAME = 2
+
+
+def sentence_score(sentence: str) -> int:
+    """How much a sentence carries: 3 for a decision (decide, agree, will, must, plan,
+    should...), 3 for an error or refusal (error, failed, refused, cannot...), 2 for a
+    number, 2 for a name (a capitalized word after the first, an identifier, backticks).
+
+    >>> sentence_score("Nice weather today.")
+    0
+    >>> sentence_score("We decided to hire Orsolya for 300 silver.")
+    7
+    >>> sentence_score("The build failed with error E42.")
+    7
+    """
+    score = 0
+    if _DECISION.search(sentence):
+        score += SCORE_DECISION
+    if _ERROR.search(sentence):
+        score += SCORE_ERROR
+    if _NUMBER.search(sentence):
+        score += SCORE_NUMBER
+    if _NAME.search(sentence):
+        score += SCORE_NAME
+    return score
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    index: int
+    line: str
+    score: int
+    tokens: int
+
+
+class ExtractiveSummarizer:
+    """Keeps the input's most telling sentences, within the plan's target; no network.
+
+    The input is split into sentences (at ``. ! ? …`` followed by space, CJK full stops
+    and line breaks): each line of the previous summary, and each sentence of a message,
+    written ``Role: sentence``. Each sentence is scored by :func:`sentence_score`;
+    repeated sentences count once. Sentences are taken best score first (among equal
+    scores the newer first) while they fit the limit, skipping any that does not;
+    sentences that score nothing are taken only when none scores. The kept sentences are
+    written one per line in their original order.
+
+    The limit is the plan's target, and at most ``max_ratio`` (default three quarters) of
+    the input's tokens: a summary that keeps everything is a copy. When no whole sentence
+    fits, the best one is cut short. The same plan always gives the same summary.
+    """
+
+    backend = "extractive"
+
+    def __init__(self, tokenizer: Tokenizer, *, max_ratio: float = 0.75) -> None:
+        if not 0 < max_ratio < ECHO_LENGTH:
+            raise ValueError(f"max_ratio must be in (0, {ECHO_LENGTH}), got {max_ratio}")
+        self.tokenizer = tokenizer
+        self.max_ratio = max_ratio
+
+    def summarize(self, plan: SummaryPlan) -> SummaryOutcome:
+        """The extractive summary of ``plan`` (see the class)."""
+        limit = min(plan.target_tokens, math.floor(plan.input_tokens * self.max_ratio))
+        sentences = self._sentences(plan)
+        scored = [sentence for sentence in sentences if sentence.score > 0] or sentences
+        ranked = sorted(scored, key=lambda s: (-s.score, -s.index))
+        text = self._select(ranked, limit)
+        tokens = validate_summary(text, plan=plan, tokenizer=self.tokenizer)
+        return SummaryOutcome(text, tokens, self.backend, EXTRACTIVE_MODEL)
+
+    def _sentences(self, plan: SummaryPlan) -> list[_Sentence]:
+        # (text scored, line written): a message's sentences are written with its role;
+        # the previous summary's lines as they are, scored without a role label.
+        units: list[tuple[str, str]] = []
+        if plan.previous is not None:
+            units += [(_LABEL.sub("", line), line) for line in _split(plan.previous.content)]
+        for message in plan.messages:
+            label = ROLE_LABELS[message.role] + ": "
+            units += [(sentence, label + sentence) for sentence in _split(message.content)]
+        seen: set[str] = set()
+        sentences: list[_Sentence] = []
+        for text, line in units:
+            key = " ".join(line.casefold().split())
+            if key in seen:
+                continue
+            seen.add(key)
+            count = self.tokenizer.count(line)
+            sentences.append(_Sentence(len(sentences), line, sentence_score(text), count))
+        return sentences
+
+    def _select(self, ranked: Sequence[_Sentence], limit: int) -> str:
+        chosen: list[_Sentence] = []
+        total = 0
+        for sentence in ranked:
+            # A line break between two lines costs at most one token.
+            cost = sentence.tokens + (1 if chosen else 0)
+            if total + cost <= limit:
+                chosen.append(sentence)
+                total += cost
+        while chosen:
+            text = "\n".join(s.line for s in sorted(chosen, key=lambda s: s.index))
+            if self.tokenizer.count(text) <= limit:
+                return text
+            chosen.pop()  # the lowest ranked
+        return self.tokenizer.truncate(ranked[0].line, limit) if ranked and limit > 0 else ""
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+# OpenAI-compatible endpoint
+
+# Tokenizers differ between models: the reply may run this much over the summary limit
+# in the model's tokens before it is cut off (it is then still checked in ours).
+_REPLY_SLACK = 0.2
+
+
+class OpenAISummarizer:
+    """Summaries from an OpenAI-compatible chat-completions endpoint.
+
+    Built on ``openai.OpenAI(base_url=..., api_key=..., timeout=..., max_retries=...)``:
+    the client retries connection errors, timeouts, 408, 409, 429 and 5xx answers with
+    exponential backoff, honouring ``Retry-After``; ``max_retries`` bounds how many times.
+    The request is a system message (``instructions``, then a line asking for at most the
+    plan's target in tokens) and a user message (the plan's text), with ``max_tokens`` a
+    little above the summary limit. A reply cut off at that limit is refused as
+    ``oversized``; every reply is checked by :func:`validate_summary`, the instructions
+    sent included. When the endpoint does not answer, :class:`SummarizerUnavailable`.
+
+    Base URL, model, key, timeout, retries and instructions come from the caller (the
+    Django side reads them from its settings). The instructions are sent on top of the
+    plan's text, which alone is bounded by the plan's ``max_input_tokens``.
+    """
+
+    backend = "openai"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str,
+        tokenizer: Tokenizer,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        instructions: str = DEFAULT_INSTRUCTIONS,
+    ) -> None:
+        import openai  # slow to import, and only summarizing needs it
+
+        if not instructions.strip():
+            raise ValueError("instructions must not be blank")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.instructions = instructions
+        self.timeout = timeout
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        self._client.close()
+
+    def system_message(self, plan: SummaryPlan) -> str:
+        """The system message sent for ``plan``."""
+        return (
+            f"{self.instructions.rstrip()}\n\nKeep the summary under {plan.target_tokens} tokens."
+        )
+
+    def summarize(self, plan: SummaryPlan) -> SummaryOutcome:
+        """The endpoint's summary of ``plan`` (see the class)."""
+        import openai
+
+        system = self.system_message(plan)
+        limit = summary_limit(plan.target_tokens)
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=[
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": plan.text},
+                ],
+                max_tokens=math.ceil(limit * (1 + _REPLY_SLACK)),
+            )
+        except openai.APITimeoutError as error:
+            raise SummarizerUnavailable("timeout", f"no answer within {self.timeout}s") from error
+        except openai.APIConnectionError as error:
+            raise SummarizerUnavailable("connection", str(error)) from error
+        except openai.APIStatusError as error:
+            raise SummarizerUnavailable(f"http_{error.status_code}", error.message) from error
+        except openai.OpenAIError as error:
+            raise SummarizerUnavailable("error", str(error)) from error
+        if not response.choices:
+            raise SummaryRejected("empty", "the answer has no choices")
+        choice = response.choices[0]
+        if choice.finish_reason == "length":
+            raise SummaryRejected("oversized", "the answer was cut off at the token limit")
+        text = (choice.message.content or "").strip()
+        tokens = validate_summary(text, plan=plan, tokenizer=self.tokenizer, instructions=system)
+        return SummaryOutcome(text, tokens, self.backend, response.model or self.model)
+
+
+# Fallback
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResult:
+    """A summary, and whether the fallback made it and why (the primary's error, as
+    ``<reason>: <detail>``; None when the primary made it)."""
+
+    outcome: SummaryOutcome
+    fallback_used: bool
+    fallback_reason: str | None
+
+
+def summarize_with_fallback(
+    primary: Summarizer, fallback: Summarizer, plan: SummaryPlan
+) -> SummaryResult:
+    """``primary``'s summary of ``plan``, or ``fallback``'s when ``primary`` fails.
+
+    Only :class:`SummarizerError` falls back (anything else is a bug and propagates); an
+    error of the fallback propagates too.
+
+    >>> from assembler.history import HistoryMessage, plan_summary
+    >>> from assembler.tokens import get_tokenizer
+    >>> tokenizer = get_tokenizer()
+    >>> class Down:
+    ...     backend = "down"
+    ...     def summarize(self, plan):
+    ...         raise SummarizerUnavailable("timeout", "no answer within 1.0s")
+    >>> messages = [HistoryMessage(1, "user", "Hire 40 masons."), HistoryMessage(2, "user", "Ok?")]
+    >>> plan = plan_summary(messages=messages, previous=None, keep_recent_tokens=0,
+    ...                     target_tokens=20, tokenizer=tokenizer)
+    >>> result = summarize_with_fallback(Down(), ExtractiveSummarizer(tokenizer), plan)
+    >>> result.outcome.backend, result.fallback_used, result.fallback_reason
+    ('extractive', True, 'down: timeout: no answer within 1.0s')
+    """
+    try:
+        return SummaryResult(primary.summarize(plan), fallback_used=False, fallback_reason=None)
+    except SummarizerError as error:
+        outcome = fallback.summarize(plan)
+        return SummaryResult(
+            outcome, fallback_used=True, fallback_reason=f"{primary.backend}: {error}"
+        )
