@@ -9,11 +9,15 @@ cache, Celery tasks run in-process.
 from __future__ import annotations
 
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -52,6 +56,36 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return value
 
 
+def env_float(
+    name: str, default: float, *, minimum: float | None = None, maximum: float | None = None
+) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"{name}={raw!r} must be a finite number.")
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} must be at most {maximum}.")
+    return value
+
+
+def env_secret(name: str) -> str:
+    """A secret from ``NAME`` or from the file named by ``NAME_FILE`` (container secrets)."""
+    path = os.environ.get(f"{name}_FILE", "").strip()
+    if path:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as error:
+            raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {error}") from None
+    return os.environ.get(name, "").strip()
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:
@@ -67,9 +101,15 @@ def env_url(name: str, *, schemes: tuple[str, ...]) -> str:
     return raw
 
 
+def weak_secret(key: str) -> bool:
+    """What ``check --deploy`` calls weak (security.W009): short, repetitive or Django's
+    placeholder."""
+    return len(key) < 50 or len(set(key)) < 5 or key.startswith("django-insecure-")
+
+
 DEBUG = env_bool("DEBUG", True)
 
-SECRET_KEY = env_str("SECRET_KEY")
+SECRET_KEY = env_secret("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -77,6 +117,12 @@ if not SECRET_KEY:
             "(for example: python -c 'import secrets; print(secrets.token_urlsafe(50))')."
         )
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+elif not DEBUG and weak_secret(SECRET_KEY):
+    raise ImproperlyConfigured(
+        "SECRET_KEY is too weak for DEBUG off: use at least 50 characters, 5 of them "
+        "different, not starting with 'django-insecure-' "
+        "(for example: python -c 'import secrets; print(secrets.token_urlsafe(50))')."
+    )
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -97,20 +143,33 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "drf_standardized_errors",
-    "promptadmin",
+    "axes",
+    "csp",
+    "promptadmin.core",
+    "promptadmin.content",
+    "promptadmin.prompts",
+    "promptadmin.conversations",
+    "promptadmin.releases",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Pages for signed-in people and API answers are never stored by browsers or proxies.
+    "promptadmin.core.middleware.PrivateNoStoreMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Innermost: an exception escaping an API view or its rendering becomes a JSON 500.
+    "promptadmin.api.responses.ApiServerErrorMiddleware",
+    # Last, as django-axes asks: answers a locked-out sign-in with the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "promptadmin.urls"
@@ -152,22 +211,38 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis is optional: without it the cache is local memory and Celery runs tasks in-process.
 REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss", "unix"))
-if REDIS_URL:
-    CACHES = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "promptadmin",
-            "OPTIONS": {
-                # The cache is an accelerator, never a dependency: when Redis is down,
-                # reads miss and writes are dropped instead of failing the request.
-                "IGNORE_EXCEPTIONS": True,
-                "SOCKET_CONNECT_TIMEOUT": 0.5,
-                "SOCKET_TIMEOUT": 0.5,
-            },
-        }
+# The cache is an accelerator, never a dependency: a call to a Redis that does not answer
+# gives up after REDIS_TIMEOUT seconds, and then the cache is skipped for
+# CACHE_BREAKER_SECONDS (promptadmin.core.cachebreaker) before one call tries again.
+REDIS_TIMEOUT = env_float("REDIS_TIMEOUT", 0.2, minimum=0.001)
+CACHE_BREAKER_SECONDS = env_float("CACHE_BREAKER_SECONDS", 5.0, minimum=0)
+
+
+def redis_cache(location: str) -> dict[str, object]:
+    """The cache settings for a Redis at ``location`` (tests point one at a dead server)."""
+    return {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": location,
+        "KEY_PREFIX": "promptadmin",
+        "OPTIONS": {
+            # When Redis is down, reads miss and writes are dropped instead of failing.
+            "IGNORE_EXCEPTIONS": True,
+            "SOCKET_CONNECT_TIMEOUT": REDIS_TIMEOUT,
+            "SOCKET_TIMEOUT": REDIS_TIMEOUT,
+            "REDIS_CLIENT_CLASS": "promptadmin.core.cachebreaker.BreakerRedis",
+            "REDIS_CLIENT_KWARGS": {"breaker_cooldown": CACHE_BREAKER_SECONDS},
+            # One try per call: redis-py's default retries multiply every timeout by four.
+            "CONNECTION_POOL_KWARGS": {"retry": Retry(NoBackoff(), 0)},
+        },
     }
+
+
+if REDIS_URL:
+    CACHES = {"default": redis_cache(REDIS_URL)}
+    # Ignored errors are logged, except the skips of an open breaker (which logs when it
+    # opens and closes): a traceback per request would slow serving and bury the news.
     DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+    DJANGO_REDIS_LOGGER = "promptadmin.cache"
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -175,8 +250,47 @@ CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = True
+# A task is acknowledged when it has finished, and given back when its worker dies, so a
+# killed worker's task runs again (tasks are idempotent: see conversations.tasks).
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis hands an unacknowledged task to another worker after the visibility timeout; a
+# task is killed at its hard time limit, which must come first, or a slow task would run
+# twice at once.
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=2)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=1)
+if CELERY_TASK_TIME_LIMIT >= CELERY_VISIBILITY_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"CELERY_TASK_TIME_LIMIT={CELERY_TASK_TIME_LIMIT} must be below "
+        f"CELERY_VISIBILITY_TIMEOUT={CELERY_VISIBILITY_TIMEOUT} (seconds)."
+    )
+CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT - max(1, CELERY_TASK_TIME_LIMIT // 10))
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    # How often workers look for tasks whose worker died (kombu's default, a scan every
+    # ~100 s, is sized for the default hour; a short timeout gets frequent sweeps).
+    "unacked_restore_interval": max(1, min(10, CELERY_VISIBILITY_TIMEOUT // 4)),
+    "unacked_restore_throttle": 1 if CELERY_VISIBILITY_TIMEOUT < 600 else 10,
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Conversation summaries (promptadmin.conversations): an OpenAI-compatible endpoint when
+# SUMMARIZER_BASE_URL is set, else the built-in extractive summarizer (also the fallback).
+SUMMARIZER_BASE_URL = env_url("SUMMARIZER_BASE_URL", schemes=("http", "https"))
+SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini").strip()
+SUMMARIZER_API_KEY = env_secret("SUMMARIZER_API_KEY")
+if SUMMARIZER_BASE_URL and not SUMMARIZER_MODEL:
+    raise ImproperlyConfigured(
+        "SUMMARIZER_MODEL must not be empty when SUMMARIZER_BASE_URL is set."
+    )
+SUMMARIZER_TIMEOUT = env_float("SUMMARIZER_TIMEOUT", 30.0, minimum=0.1)
+# Retries inside the openai client (backoff, Retry-After), then retries of the task.
+SUMMARIZER_MAX_RETRIES = env_int("SUMMARIZER_MAX_RETRIES", 2, minimum=0)
+SUMMARIZER_TASK_RETRIES = env_int("SUMMARIZER_TASK_RETRIES", 2, minimum=0)
+SUMMARIZER_RETRY_BACKOFF = env_float("SUMMARIZER_RETRY_BACKOFF", 5.0, minimum=0)
+SUMMARIZER_THRESHOLD = env_float("SUMMARIZER_THRESHOLD", 0.8, minimum=0.01, maximum=1.0)
+SUMMARIZER_MAX_INPUT_TOKENS = env_int("SUMMARIZER_MAX_INPUT_TOKENS", 16000, minimum=64)
 
 TIKTOKEN_ENCODING = env_str("TIKTOKEN_ENCODING", "cl100k_base").strip()
 if not TIKTOKEN_ENCODING:
@@ -191,7 +305,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["promptadmin.api.permissions.CanRead"],
     "DEFAULT_RENDERER_CLASSES": ["promptadmin.api.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["promptadmin.api.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "promptadmin.api.pagination.PageNumberPagination",
     # OPTIONS answers 405: the OpenAPI schema describes the endpoints.
     "DEFAULT_METADATA_CLASS": None,
@@ -199,6 +313,17 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "drf_standardized_errors.handler.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_standardized_errors.openapi.AutoSchema",
 }
+# An optional request rate per API key (API_RATE_LIMIT, e.g. 600/min); off by default.
+API_RATE_LIMIT = env_str("API_RATE_LIMIT").strip()
+if API_RATE_LIMIT:
+    if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", API_RATE_LIMIT):
+        raise ImproperlyConfigured(
+            f"API_RATE_LIMIT={API_RATE_LIMIT!r} must be requests per period, e.g. 600/min "
+            "(periods: s, min, hour, day)."
+        )
+    REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["promptadmin.api.throttling.ApiKeyRateThrottle"]
+    REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": API_RATE_LIMIT}
+
 DRF_STANDARDIZED_ERRORS = {
     # No stack trace or debug page in an API response, even with DEBUG on.
     "ENABLE_IN_DEBUG_FOR_UNHANDLED_EXCEPTIONS": True,
@@ -216,8 +341,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
-        name: f"drf_standardized_errors.openapi_serializers.{name}.choices"
-        for name in ("ValidationErrorEnum", "ClientErrorEnum", "ServerErrorEnum")
+        **{
+            name: f"drf_standardized_errors.openapi_serializers.{name}.choices"
+            for name in ("ValidationErrorEnum", "ClientErrorEnum", "ServerErrorEnum")
+        },
+        # Keeps the name the schema gave the six scopes before other inputs used them.
+        "SegmentInputScopeEnum": "promptadmin.content.models.SEGMENT_SCOPES",
+        "DeprecatedScopeEnum": "promptadmin.content.models.DEPRECATED_SCOPES",
+        "SummaryStatusEnum": "promptadmin.conversations.models.SummaryStatus",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",
@@ -231,6 +362,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Sign-in lockout (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username,
+# or from one address, sign-in is refused for LOGIN_LOCKOUT_MINUTES; an admin unlocks at
+# once by deleting the attempts (admin: Axes > Access attempts, or `manage.py axes_reset`).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("LOGIN_LOCKOUT", True)
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AXES_LOCKOUT_CALLABLE = "promptadmin.core.views.locked_out"
+AXES_CLIENT_IP_CALLABLE = "promptadmin.core.clients.client_address"
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
@@ -252,14 +399,47 @@ STORAGES = {
     },
 }
 
-if not DEBUG:
-    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
-    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+# HTTPS. Cookies are secure whenever DEBUG is off. Behind a proxy that terminates TLS, set
+# TRUST_X_FORWARDED so its X-Forwarded-Proto (and X-Forwarded-For, for sign-in lockout)
+# count; never set it where clients reach the app directly, as they could forge them.
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+TRUST_X_FORWARDED = env_bool("TRUST_X_FORWARDED", False)
+if TRUST_X_FORWARDED:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the container's health check speaks plain HTTP
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy (django-csp): only this site's own scripts, styles and images;
+# no inline script or style anywhere in the studio.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"skips": {"()": "promptadmin.core.cachebreaker.HideSkips"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {
+        "promptadmin.cache": {"filters": ["skips"]},
+        # django-axes logs every sign-in at INFO; lockouts are warnings.
+        "axes": {"level": "WARNING"},
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from promptadmin import views
+from promptadmin.core import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),

@@ -17,7 +17,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "promptadmin.settings")
 application = get_wsgi_application()
 
-from promptadmin.tokens import tokenizer  # noqa: E402  (needs the settings configured)
+from promptadmin.core.tokens import tokenizer  # noqa: E402  (needs the settings configured)
 
 tokenizer()
 gc.collect()

@@ -7,8 +7,8 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 
-from promptadmin.models import NPC, Entry, Ruleset, Segment, World
-from promptadmin.services import segments
+from promptadmin.content.models import NPC, Entry, Ruleset, Segment, World
+from promptadmin.content.services import segments
 
 
 class UserFactory(factory.django.DjangoModelFactory):

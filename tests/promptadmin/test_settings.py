@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 
 def start(**env: str) -> subprocess.CompletedProcess[str]:
@@ -34,6 +38,20 @@ def test_secret_key_is_required_when_debug_is_off() -> None:
         ("DB_CONN_MAX_AGE", "ten"),
         ("DATABASE_URL", "mysql://x/y"),
         ("REDIS_URL", "http://x"),
+        ("REDIS_TIMEOUT", "nan"),
+        ("REDIS_TIMEOUT", "0"),
+        ("CACHE_BREAKER_SECONDS", "-1"),
+        ("CACHE_BREAKER_SECONDS", "soon"),
+        ("API_RATE_LIMIT", "600"),
+        ("API_RATE_LIMIT", "0/min"),
+        ("API_RATE_LIMIT", "10/fortnight"),
+        ("LOGIN_FAILURE_LIMIT", "0"),
+        ("CELERY_TASK_TIME_LIMIT", "0"),
+        ("SUMMARIZER_BASE_URL", "ftp://x"),
+        ("SUMMARIZER_TIMEOUT", "nan"),
+        ("SUMMARIZER_TIMEOUT", "soon"),
+        ("SUMMARIZER_THRESHOLD", "1.5"),
+        ("SUMMARIZER_MAX_INPUT_TOKENS", "10"),
     ],
 )
 def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
@@ -42,8 +60,108 @@ def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
     assert f"{name}=" in result.stderr
 
 
-def test_production_settings_start_with_a_secret_key() -> None:
-    assert start(DEBUG="false", SECRET_KEY="x" * 50, ALLOWED_HOSTS="example.com").returncode == 0
+STRONG_KEY = "q7Zp0-w8sVb1_kR2mX9tLc4yHn6jDf3aEg5uJi0oPz7xW2vB8nM1"
+
+
+def test_production_settings_start_with_a_strong_secret_key() -> None:
+    assert start(DEBUG="false", SECRET_KEY=STRONG_KEY, ALLOWED_HOSTS="example.com").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "key", ["x" * 50, "short-but-random-7fQ2", "django-insecure-" + STRONG_KEY, "abcd" * 20]
+)
+def test_a_weak_secret_key_is_refused_when_debug_is_off(key: str) -> None:
+    result = start(DEBUG="false", SECRET_KEY=key, ALLOWED_HOSTS="example.com")
+    assert result.returncode != 0
+    assert "SECRET_KEY is too weak" in result.stderr
+
+
+def show(setting: str, **env: str) -> str:
+    script = (
+        "import django; django.setup(); from django.conf import settings; "
+        f"print(settings.{setting})"
+    )
+    environ = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**environ, **env, "DJANGO_SETTINGS_MODULE": "promptadmin.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def test_x_forwarded_proto_is_trusted_only_when_configured() -> None:
+    production = {"DEBUG": "false", "SECRET_KEY": STRONG_KEY, "ALLOWED_HOSTS": "example.com"}
+    assert show("SECURE_PROXY_SSL_HEADER", **production) == "None"
+    trusted = show("SECURE_PROXY_SSL_HEADER", **production, TRUST_X_FORWARDED="true")
+    assert trusted == "('HTTP_X_FORWARDED_PROTO', 'https')"
+
+
+def test_an_api_rate_turns_on_throttling_per_key() -> None:
+    assert "DEFAULT_THROTTLE_CLASSES" not in show("REST_FRAMEWORK")
+    configured = show("REST_FRAMEWORK", API_RATE_LIMIT="600/min")
+    assert "ApiKeyRateThrottle" in configured and "'api_key': '600/min'" in configured
+
+
+def compose_environment() -> dict[str, str]:
+    """The web service's environment in docker-compose.yml, defaults filled in."""
+    compose = yaml.safe_load((Path(__file__).parents[2] / "docker-compose.yml").read_text())
+    environment = compose["x-app"]["environment"]
+    resolved = {}
+    for name, value in environment.items():
+        value = str(value)
+        value = re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: m.group(2), value)
+        value = re.sub(r"\$\{(\w+):\?[^}]*\}", lambda m: STRONG_KEY, value)
+        resolved[name] = value
+    return resolved
+
+
+def test_check_deploy_is_clean_with_the_compose_configuration() -> None:
+    environ = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+    compose = compose_environment()
+    for name in ("DATABASE_URL", "REDIS_URL"):  # the compose hosts do not exist here
+        compose.pop(name)
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).parents[2] / "manage.py"), "check", "--deploy"],
+        env={**environ, **compose, "DJANGO_SETTINGS_MODULE": "promptadmin.settings"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "System check identified no issues" in result.stdout
+    assert compose["SECURE_SSL_REDIRECT"] == "true" and int(compose["SECURE_HSTS_SECONDS"]) > 0
+
+
+def test_the_task_time_limit_must_be_below_the_brokers_visibility_timeout() -> None:
+    result = start(CELERY_TASK_TIME_LIMIT="60", CELERY_VISIBILITY_TIMEOUT="60")
+    assert result.returncode != 0
+    assert "CELERY_TASK_TIME_LIMIT=60 must be below CELERY_VISIBILITY_TIMEOUT=60" in result.stderr
+
+
+def test_celery_delivery_guarantees_are_set_explicitly() -> None:
+    from django.conf import settings
+
+    assert settings.CELERY_TASK_ACKS_LATE is True
+    assert settings.CELERY_TASK_REJECT_ON_WORKER_LOST is True
+    assert settings.CELERY_WORKER_PREFETCH_MULTIPLIER == 1
+    visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+    assert settings.CELERY_TASK_SOFT_TIME_LIMIT < settings.CELERY_TASK_TIME_LIMIT < visibility
+
+
+def test_the_summarizer_key_can_come_from_a_file(tmp_path: Any) -> None:
+    secret = tmp_path / "key"
+    secret.write_text("sk-from-file\n")
+    script = "import django; django.setup(); from django.conf import settings; "
+    script += "print(settings.SUMMARIZER_API_KEY)"
+    environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "promptadmin.settings"}
+    environ["SUMMARIZER_API_KEY_FILE"] = str(secret)
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=environ, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "sk-from-file"
 
 
 def test_the_wsgi_application_loads_the_encoding_and_freezes_start_up_objects() -> None:

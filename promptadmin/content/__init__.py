@@ -1,0 +1,1 @@
+"""Game content: worlds, rulesets, NPCs, entries, segments, API keys (app label ``promptadmin``)."""

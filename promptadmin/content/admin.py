@@ -1,0 +1,318 @@
+"""Django admin for superusers. Saves and deletes go through the same services as the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest
+from rest_framework_api_key.admin import APIKeyModelAdmin
+from rest_framework_api_key.models import APIKey
+from simple_history.admin import SimpleHistoryAdmin
+
+from promptadmin.content.models import (
+    NPC,
+    SEGMENT_SCOPES,
+    ApiKey,
+    Entry,
+    EntryNpc,
+    EntryRuleset,
+    Ruleset,
+    Scope,
+    Segment,
+    World,
+)
+from promptadmin.content.services import api_keys, catalog, segments
+from promptadmin.content.services.segments import EDITABLE_FIELDS
+from promptadmin.core.errors import ConflictError, StaleRevisionError
+
+
+class SuperuserOnly:
+    """The admin is for superusers; staff authors use the studio."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.is_superuser)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    has_add_permission = has_module_permission  # type: ignore[assignment]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+
+class ServiceDeleteMixin:
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        try:
+            self._delete(request, obj)
+        except ConflictError as exc:
+            messages.error(request, str(exc))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        for obj in queryset:
+            self.delete_model(request, obj)
+
+    def _delete(self, request: HttpRequest, obj: Any) -> None:
+        catalog.catalog_delete(actor=request.user, obj=obj)
+
+
+STALE_ADVICE = "Nothing was saved: open it again to see the other change, then redo yours."
+
+
+class RevisionAdminForm(forms.ModelForm):
+    """A change form carrying the revision it was loaded with.
+
+    Like every other entry point, a save made from an older copy is refused rather than
+    written over someone else's change (the service checks again under a row lock).
+    """
+
+    expected_revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["expected_revision"].required = True
+            self.fields["expected_revision"].initial = self.instance.revision
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        expected = cleaned.get("expected_revision")
+        if self.instance.pk is not None and expected is not None:
+            model = type(self.instance)
+            current = (
+                model._default_manager.filter(pk=self.instance.pk)
+                .values_list("revision", flat=True)
+                .first()
+            )
+            if current is not None and current != expected:
+                what = str(model._meta.verbose_name).capitalize()
+                stale = StaleRevisionError(expected=expected, current=current, what=what)
+                raise forms.ValidationError(f"{stale} {STALE_ADVICE}", code="stale")
+        return cleaned
+
+
+class SegmentAdminForm(RevisionAdminForm):
+    class Meta:
+        model = Segment
+        fields = ("scope", *Segment.REF_FIELDS, *EDITABLE_FIELDS)
+
+
+class CatalogAdminForm(RevisionAdminForm):
+    class Meta:
+        fields = (*catalog.CATALOG_FIELDS, "expected_revision")
+
+
+@admin.register(World, Ruleset, NPC)
+class CatalogAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
+    form = CatalogAdminForm
+    list_display = ("slug", "name", "revision", "updated_at")
+    search_fields = ("slug", "name", "description")
+    prepopulated_fields = {"slug": ("name",)}
+    readonly_fields = ("revision",)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: ModelForm, change: bool) -> None:
+        fields = {name: form.cleaned_data[name] for name in catalog.CATALOG_FIELDS}
+        if change:
+            original = type(obj).objects.get(pk=obj.pk)
+            saved = catalog.catalog_update(
+                actor=request.user,
+                obj=original,
+                expected_revision=form.cleaned_data["expected_revision"],
+                **fields,
+            )
+        else:
+            saved = catalog.catalog_create(actor=request.user, model=type(obj), **fields)
+        obj.pk = saved.pk
+
+
+class EntryRulesetInline(admin.TabularInline):
+    model = EntryRuleset
+    extra = 0
+    ordering = ("position",)
+    fields = ("position", "ruleset")
+    autocomplete_fields = ("ruleset",)
+
+
+class EntryCastInline(admin.TabularInline):
+    model = EntryNpc
+    extra = 0
+    ordering = ("position",)
+    fields = ("position", "npc", "tier")
+    autocomplete_fields = ("npc",)
+
+
+class EntryAdminForm(RevisionAdminForm):
+    class Meta:
+        fields = (*catalog.CATALOG_FIELDS, "world", "expected_revision")
+
+
+@admin.register(Entry)
+class EntryAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
+    form = EntryAdminForm
+    readonly_fields = ("revision",)
+    list_display = ("slug", "name", "world", "revision", "updated_at")
+    list_filter = ("world",)
+    search_fields = ("slug", "name", "description", "world__slug")
+    prepopulated_fields = {"slug": ("name",)}
+    list_select_related = ("world",)
+    inlines = (EntryRulesetInline, EntryCastInline)
+
+    def save_model(self, request: HttpRequest, obj: Entry, form: ModelForm, change: bool) -> None:
+        fields = {name: form.cleaned_data[name] for name in catalog.CATALOG_FIELDS}
+        if change:
+            original = Entry.objects.get(pk=obj.pk)
+            saved = catalog.entry_update(
+                actor=request.user,
+                entry=original,
+                expected_revision=form.cleaned_data["expected_revision"],
+                world=form.cleaned_data["world"],
+                **fields,
+            )
+        else:
+            saved = catalog.entry_create(
+                actor=request.user, world=form.cleaned_data["world"], **fields
+            )
+        obj.pk = saved.pk
+
+    def save_formset(
+        self, request: HttpRequest, form: ModelForm, formset: Any, change: bool
+    ) -> None:
+        # The inlines are ordered lists: keep the rows that are not marked for deletion,
+        # sorted by the position the admin typed, and hand the list to the service.
+        # (The revision was checked by the entry's own save, in the same transaction.)
+        field = "ruleset" if formset.model is EntryRuleset else "npc"
+        rows = [
+            f.cleaned_data
+            for f in formset.forms
+            if f.cleaned_data and not f.cleaned_data.get("DELETE") and f.cleaned_data.get(field)
+        ]
+        rows.sort(key=lambda row: row.get("position") or 0)
+        if field == "ruleset":
+            catalog.entry_update(
+                actor=request.user, entry=form.instance, rulesets=[row["ruleset"] for row in rows]
+            )
+        else:
+            cast = [catalog.CastMember(npc=row["npc"], tier=row["tier"] or 0) for row in rows]
+            catalog.entry_update(actor=request.user, entry=form.instance, cast=cast)
+        # The admin's change message reads these; the service did the saving.
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+
+
+@admin.register(Segment)
+class SegmentAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
+    form = SegmentAdminForm
+    list_display = ("id", "scope", "ref_label", "label", "version", "active", "tier", "token_count")
+    list_filter = ("scope", "active", "world", "ruleset", "entry", "npc")
+    search_fields = ("title", "content", "world__slug", "ruleset__slug", "entry__slug", "npc__slug")
+    list_select_related = ("world", "ruleset", "entry", "npc")
+    readonly_fields = ("token_count", "token_encoding", "revision", "created_at", "updated_at")
+    fields = (
+        "scope",
+        "ruleset",
+        "world",
+        "entry",
+        "npc",
+        "title",
+        "content",
+        "metadata",
+        "version",
+        "active",
+        "sort_order",
+        "tier",
+        "expected_revision",
+        *readonly_fields,
+    )
+
+    @admin.display(description="belongs to")
+    def ref_label(self, obj: Segment) -> str:
+        return obj.ref_slug or "—"
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Deprecated rows are read-only here: the deprecated-content review handles them.
+        deprecated = obj is not None and obj.is_deprecated
+        return super().has_change_permission(request, obj) and not deprecated
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        deprecated = obj is not None and obj.is_deprecated
+        return super().has_delete_permission(request, obj) and not deprecated
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Segment | None = None) -> Any:
+        # Scope is fixed once the segment exists, as everywhere else.
+        return (*self.readonly_fields, "scope") if obj is not None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: Segment, form: ModelForm, change: bool) -> None:
+        data = form.cleaned_data
+        ref = obj.ref
+        editable = {name: data[name] for name in segments.EDITABLE_FIELDS}
+        if change:
+            # The service checks the revision again under a row lock, so a save made
+            # between the form's check and this one is refused too.
+            try:
+                saved = segments.segment_update(
+                    actor=request.user,
+                    segment=obj,
+                    expected_revision=data["expected_revision"],
+                    ref=ref,
+                    **editable,
+                )
+            except StaleRevisionError as exc:
+                messages.error(request, f"{exc} {STALE_ADVICE}")
+                return
+        else:
+            saved = segments.segment_create(
+                actor=request.user, scope=obj.scope, ref=ref, **editable
+            )
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+
+    def _delete(self, request: HttpRequest, obj: Segment) -> None:
+        segments.segment_delete(actor=request.user, segment=obj)
+
+    def get_form(self, request: HttpRequest, obj: Segment | None = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+        if obj is None:
+            # Deprecated scopes are never offered for new segments.
+            form.base_fields["scope"].choices = [
+                (value, label) for value, label in Scope.choices if value in SEGMENT_SCOPES
+            ]
+        return form
+
+
+# The library's own key model is unused: ours carries a scope.
+admin.site.unregister(APIKey)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(SuperuserOnly, APIKeyModelAdmin):
+    list_display = (*APIKeyModelAdmin.list_display, "scope")
+    list_filter = ("scope", "revoked", "created")
+    fields = ("name", "scope", "expiry_date", "revoked", "prefix")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # A key's scope is what it was issued with; a revoked key stays revoked.
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return (*fields, "scope") if obj is not None else fields
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: ModelForm, change: bool) -> None:
+        if not change:
+            created, key = api_keys.api_key_create(
+                actor=request.user, name=obj.name, scope=obj.scope, expires_at=obj.expiry_date
+            )
+            obj.pk = created.pk
+            messages.warning(
+                request,
+                f"The API key for {obj.name} is: {key} — store it now: it cannot be shown again.",
+            )
+            return
+        stored = api_keys.api_key_update(
+            actor=request.user, api_key=obj, name=obj.name, expires_at=obj.expiry_date
+        )
+        if obj.revoked and not stored.revoked:
+            api_keys.api_key_revoke(actor=request.user, api_key=stored)

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ContentConfig(AppConfig):
+    """Worlds, rulesets, NPCs, entries, segments and API keys.
+
+    The app label stays ``promptadmin``, the label these models had when the whole project
+    was one app: tables (``promptadmin_segment``...), migration history, content types,
+    permissions and the historical tables keep their names, so a database made by the
+    earlier layout migrates with nothing to do.
+    """
+
+    name = "promptadmin.content"
+    label = "promptadmin"
+    verbose_name = "Prompt content"

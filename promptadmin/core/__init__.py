@@ -1,0 +1,1 @@
+"""What every domain app shares: roles, actors, errors, tokenizer, cache, checks, healthz."""

@@ -1,0 +1,189 @@
+"""Cache of resolved static content for assembly, invalidated by every content change.
+
+A content generation (a random token kept in the shared cache) is part of every key; each
+committed content change replaces it, so all cached bundles become unreachable at once
+and simply expire. Bundles are kept in the shared cache (Redis) and, already unpickled,
+in a small per-process memory, so a warm assembly costs one cache round trip: reading
+the generation. The cache is an accelerator only: when it is unreachable (and, after one
+timeout, skipped: see core.cachebreaker), each process keeps serving from its own memory
+under a local generation that changes every ``LOCAL_GENERATION_SECONDS`` and with every
+change this process commits, so a change made elsewhere shows within that time and one
+made here at once; a change made while the cache was unreachable invalidates the shared
+cache as soon as it answers again.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.core.cache import cache
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+GENERATION_KEY = "assembly:generation"
+# Bounds how long a bundle could outlive a change made while the cache was unreachable.
+BUNDLE_TTL_SECONDS = 300
+LOCAL_ENTRIES = 256
+
+# While the shared cache is unreachable: how long a bundle loaded by this process may
+# serve before it is read again (the most a change made in another process can lag).
+LOCAL_GENERATION_SECONDS = 2.0
+LOCAL_PREFIX = "local."  # a dot: never part of a slug, so never mistaken in a key
+
+_local: OrderedDict[str, Any] = OrderedDict()
+_local_lock = threading.Lock()
+_process = secrets.token_hex(4)  # local generations never match another process's keys
+_local_changes = 0  # content changes this process committed
+# Generation keys with a change committed while the shared cache was unreachable.
+_bump_pending: set[str] = set()
+
+
+def generation(generation_key: str = GENERATION_KEY) -> str:
+    """The current content generation: the shared one, or a local one when the shared cache
+    cannot be reached (then bundles live in this process's memory only).
+
+    A random token rather than a counter: should the cache lose it (a Redis restart), the
+    new one cannot match keys remembered from before. Another domain passes its own
+    ``generation_key``, so its changes invalidate only its own entries.
+    """
+    try:
+        value = cache.get(generation_key)
+        if value is not None and generation_key in _bump_pending:
+            _bump_pending.discard(generation_key)
+            _bump(generation_key)
+            value = cache.get(generation_key)
+        if value is None:
+            cache.add(generation_key, secrets.token_hex(8), timeout=None)
+            value = cache.get(generation_key)
+    except Exception:  # the cache never fails a request
+        logger.warning("content cache unavailable", exc_info=True)
+        value = None
+    if value is None:  # unreachable (the Redis cache ignores its errors: a miss)
+        slot = int(time.monotonic() // LOCAL_GENERATION_SECONDS)
+        return f"{LOCAL_PREFIX}{_process}-{_local_changes}-{slot}"
+    return str(value)
+
+
+def _shared(keys: Iterable[str]) -> bool:
+    """Whether ``keys`` belong to the shared generation (else to this process only)."""
+    return not any(f":{LOCAL_PREFIX}" in k for k in keys)
+
+
+# Bundles are pickled dataclasses: change this when their shape or module changes, so that
+# a new release never unpickles what an old one cached (3: moved to promptadmin.content).
+BUNDLE_FORMAT = 3
+
+
+def key(generation: str, kind: str, slug: str) -> str:
+    return f"assembly:v{BUNDLE_FORMAT}:{generation}:{kind}:{slug}"
+
+
+def get_many(keys: list[str]) -> dict[str, Any]:
+    """Bundles found under ``keys``: from process memory, else from the shared cache."""
+    with _local_lock:
+        found = {k: _local[k] for k in keys if k in _local}
+        for k in found:
+            _local.move_to_end(k)
+    missing = [k for k in keys if k not in found]
+    if missing and _shared(missing):
+        try:
+            fetched = cache.get_many(missing)
+        except Exception:
+            logger.warning("content cache unavailable", exc_info=True)
+            fetched = {}
+        _remember(fetched)
+        found.update(fetched)
+    return found
+
+
+def set_many(values: dict[str, Any]) -> None:
+    _remember(values)
+    if not _shared(values):
+        return  # bundles of a local generation stay in this process
+    try:
+        cache.set_many(values, timeout=BUNDLE_TTL_SECONDS)
+    except Exception:
+        logger.warning("content cache unavailable", exc_info=True)
+
+
+def _remember(values: dict[str, Any]) -> None:
+    with _local_lock:
+        _local.update(values)
+        while len(_local) > LOCAL_ENTRIES:
+            _local.popitem(last=False)
+
+
+def _bump(generation_key: str = GENERATION_KEY) -> None:
+    global _local_changes
+    _local_changes += 1
+    token = secrets.token_hex(8)
+    try:
+        # Read back: the Redis cache ignores its errors, so a lost write looks like success.
+        cache.set(generation_key, token, timeout=None)
+        done = cache.get(generation_key) == token
+    except Exception:
+        logger.warning("content cache unavailable", exc_info=True)
+        done = False
+    # Unreachable: bump when it answers again, so that bundles cached before the change
+    # are not served by other processes once it is back.
+    if done:
+        _bump_pending.discard(generation_key)
+    else:
+        _bump_pending.add(generation_key)
+
+
+def content_changed() -> None:
+    """Invalidate every cached bundle once the current transaction commits."""
+    transaction.on_commit(_bump)
+
+
+def generation_changed(generation_key: str) -> None:
+    """Invalidate every entry keyed by ``generation(generation_key)`` once the current
+    transaction commits."""
+    transaction.on_commit(lambda: _bump(generation_key))
+
+
+# Small shared values read on every request (the release labels): kept in the shared
+# cache only, never in process memory, so that a change is seen by the very next request
+# whichever process serves it. A writer stores the new value once its transaction
+# commits; a reader that misses computes it and only *adds* it, so it can never overwrite
+# a newer value with what it read before the writer committed. The TTL bounds the one
+# race left (two writers committing at once).
+SHARED_TTL_SECONDS = 60
+
+
+def shared(key: str, load: Callable[[], Any]) -> Any:
+    """The value under ``key``, else ``load()`` (remembered for the next reader)."""
+    try:
+        value = cache.get(key)
+    except Exception:
+        logger.warning("content cache unavailable", exc_info=True)
+        return load()
+    if value is None:
+        value = load()
+        try:
+            cache.add(key, value, timeout=SHARED_TTL_SECONDS)
+        except Exception:
+            logger.warning("content cache unavailable", exc_info=True)
+    return value
+
+
+def shared_changed(key: str, load: Callable[[], Any]) -> None:
+    """Once the current transaction commits, store ``load()`` under ``key``."""
+
+    def store() -> None:
+        try:
+            cache.set(key, load(), timeout=SHARED_TTL_SECONDS)
+        except Exception:
+            # Readers fall back to the database while the cache is away; the TTL bounds
+            # what an unreachable cache might still hold when it comes back.
+            logger.warning("content cache unavailable", exc_info=True)
+
+    transaction.on_commit(store)

@@ -1,0 +1,35 @@
+"""The process-wide tokenizer, chosen by the TIKTOKEN_ENCODING setting."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from django.conf import settings
+
+from assembler.tokens import Tokenizer, get_tokenizer
+
+
+class CountedText(Protocol):
+    """Stored text with a cached token count (a segment, a message, a template...)."""
+
+    content: str
+    token_count: int | None
+    token_encoding: str
+
+
+def tokenizer() -> Tokenizer:
+    """The configured tokenizer; the encoding is loaded once per process."""
+    return get_tokenizer(settings.TIKTOKEN_ENCODING)
+
+
+def cached_count(segment: CountedText) -> int | None:
+    """The segment's cached token count, or None when it was made with another encoding."""
+    if segment.token_count is not None and segment.token_encoding == tokenizer().name:
+        return int(segment.token_count)
+    return None
+
+
+def token_count(segment: CountedText) -> int:
+    """The segment's tokens: its cached count while still valid, else counted now."""
+    count = cached_count(segment)
+    return count if count is not None else tokenizer().count(segment.content)

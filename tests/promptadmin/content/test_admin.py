@@ -1,0 +1,199 @@
+"""The Django admin is for superusers and saves through the same services as everything else."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.utils import quote
+from django.test import Client
+
+from promptadmin.content.models import ApiKey, Entry, Segment, World
+from promptadmin.content.services import segments
+from promptadmin.content.services.api_keys import api_key_create
+from tests.factories import RulesetFactory, UserFactory, WorldFactory, make_segment
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def superuser_client(client: Client) -> Client:
+    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    return client
+
+
+def segment_form(**fields: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "scope": "core",
+        "content": "Speak plainly.",
+        "metadata": "{}",
+        "version": "1.0.0",
+        "active": "on",
+        "sort_order": "0",
+        "tier": "0",
+    }
+    data.update(fields)
+    return data
+
+
+def test_staff_who_are_not_superusers_cannot_use_the_admin(client: Client) -> None:
+    client.force_login(UserFactory(is_staff=True))
+    assert client.get("/admin/promptadmin/segment/").status_code == 403
+
+
+def test_every_model_is_listed_with_filters(superuser_client: Client) -> None:
+    make_segment(scope="world", ref=WorldFactory())
+    for path in ("world", "ruleset", "npc", "entry", "segment"):
+        assert superuser_client.get(f"/admin/promptadmin/{path}/").status_code == 200
+    page = superuser_client.get("/admin/promptadmin/segment/?scope__exact=world&q=text")
+    assert page.status_code == 200
+    assert page.context["cl"].result_count == 1
+
+
+def test_a_segment_added_in_the_admin_is_counted_and_attributed(superuser_client: Client) -> None:
+    response = superuser_client.post("/admin/promptadmin/segment/add/", segment_form())
+    assert response.status_code == 302
+    segment = Segment.objects.get()
+    assert segment.token_count and segment.created_by.username == "root"
+    assert segment.history.get().history_user.username == "root"
+
+
+def test_the_admin_names_the_field_of_a_world_segment_pointing_at_a_ruleset(
+    superuser_client: Client,
+) -> None:
+    ruleset = RulesetFactory()
+    response = superuser_client.post(
+        "/admin/promptadmin/segment/add/", segment_form(scope="world", ruleset=ruleset.pk)
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert set(errors) >= {"world", "ruleset"}
+    assert not Segment.objects.exists()
+
+
+def test_the_admin_never_offers_deprecated_scopes(superuser_client: Client) -> None:
+    response = superuser_client.post("/admin/promptadmin/segment/add/", segment_form(scope="rng"))
+    assert "scope" in response.context["adminform"].form.errors
+    assert not Segment.objects.exists()
+
+
+def test_an_admin_edit_bumps_the_revision(superuser_client: Client) -> None:
+    segment = make_segment(content="Before.")
+    response = superuser_client.post(
+        f"/admin/promptadmin/segment/{segment.pk}/change/",
+        segment_form(content="After.", expected_revision=segment.revision),
+    )
+    assert response.status_code == 302
+    segment.refresh_from_db()
+    assert (segment.content, segment.revision) == ("After.", 2)
+
+
+def test_deleting_a_world_in_use_from_the_admin_says_why_and_keeps_it(
+    superuser_client: Client,
+) -> None:
+    world = WorldFactory(slug="iron-coast")
+    make_segment(scope="world", ref=world)
+    response = superuser_client.post(
+        f"/admin/promptadmin/world/{world.pk}/delete/", {"post": "yes"}, follow=True
+    )
+    assert World.objects.filter(pk=world.pk).exists()
+    assert "would require deleting the following protected related objects" in (
+        response.content.decode()
+    )
+
+
+def test_entry_rulesets_are_saved_in_position_order(superuser_client: Client) -> None:
+    world = WorldFactory()
+    a, b = RulesetFactory(), RulesetFactory()
+    data = {
+        "slug": "bell",
+        "name": "Bell",
+        "description": "",
+        "world": world.pk,
+        "ruleset_links-TOTAL_FORMS": "2",
+        "ruleset_links-INITIAL_FORMS": "0",
+        "ruleset_links-0-position": "2",
+        "ruleset_links-0-ruleset": a.pk,
+        "ruleset_links-1-position": "1",
+        "ruleset_links-1-ruleset": b.pk,
+        "cast_links-TOTAL_FORMS": "0",
+        "cast_links-INITIAL_FORMS": "0",
+    }
+    response = superuser_client.post("/admin/promptadmin/entry/add/", data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert Entry.objects.get(slug="bell").ordered_rulesets() == [b, a]
+
+
+def test_an_api_key_created_in_the_admin_is_shown_once_and_stored_hashed(
+    superuser_client: Client,
+) -> None:
+    response = superuser_client.post(
+        "/admin/promptadmin/apikey/add/", {"name": "game-server", "scope": "write"}, follow=True
+    )
+    key = ApiKey.objects.get(name="game-server")
+    shown = [str(m) for m in response.context["messages"]]
+    assert key.scope == "write" and any(key.prefix in message for message in shown)
+    secret = next(m for m in shown if key.prefix in m).split("is: ")[1].split(" ")[0]
+    assert key.is_valid(secret) and secret not in key.hashed_key
+
+
+def test_revoking_a_key_in_the_admin_revokes_it(superuser_client: Client) -> None:
+    key, _secret = api_key_create(actor=None, name="old", scope="read")
+    response = superuser_client.post(
+        f"/admin/promptadmin/apikey/{quote(key.pk)}/change/", {"name": "old", "revoked": "on"}
+    )
+    assert response.status_code == 302
+    assert ApiKey.objects.get(pk=key.pk).revoked
+
+
+def test_the_librarys_unused_key_model_is_not_in_the_admin(superuser_client: Client) -> None:
+    assert superuser_client.get("/admin/rest_framework_api_key/apikey/").status_code == 404
+
+
+def test_an_admin_save_from_an_older_copy_is_refused_and_keeps_the_other_change(
+    superuser_client: Client,
+) -> None:
+    segment = make_segment(scope="core", content="Speak plainly.")
+    url = f"/admin/promptadmin/segment/{segment.pk}/change/"
+    loaded = superuser_client.get(url).context["adminform"].form["expected_revision"].value()
+    # Someone saves in the studio or the API while the admin has the page open.
+    segments.segment_update(actor=None, segment=segment, content="Speak in riddles.")
+
+    response = superuser_client.post(
+        url,
+        segment_form(content="Speak softly.", expected_revision=loaded),
+    )
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.non_field_errors()
+    assert "changed by someone else" in errors[0]
+    segment.refresh_from_db()
+    assert segment.content == "Speak in riddles." and segment.revision == 2
+
+
+def test_renaming_a_key_in_the_admin_goes_through_the_key_service(
+    superuser_client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    key, _secret = api_key_create(actor=None, name="old", scope="read")
+    with caplog.at_level("INFO", logger="promptadmin.content.services.api_keys"):
+        response = superuser_client.post(
+            f"/admin/promptadmin/apikey/{quote(key.pk)}/change/", {"name": "game-server"}
+        )
+    assert response.status_code == 302
+    assert ApiKey.objects.get(pk=key.pk).name == "game-server"
+    assert f"API key {key.prefix}: name changed from 'old' to 'game-server' by root" in (
+        caplog.text
+    )
+
+
+def test_the_admin_shows_deprecated_segments_read_only(superuser_client: Client) -> None:
+    legacy = segments.segment_import_legacy(actor=None, scope="input", content="Old.")
+    url = f"/admin/promptadmin/segment/{legacy.pk}/change/"
+    response = superuser_client.post(url, {"content": "New.", "expected_revision": 1})
+    assert response.status_code == 403
+    assert (
+        superuser_client.post(
+            f"/admin/promptadmin/segment/{legacy.pk}/delete/", {"post": "yes"}
+        ).status_code
+        == 403
+    )
+    legacy.refresh_from_db()
+    assert legacy.content == "Old."

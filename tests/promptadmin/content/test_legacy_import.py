@@ -1,0 +1,289 @@
+"""Importing legacy exports: dirt reported row by row, all or nothing, idempotent, dry run."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.management import CommandError, call_command
+
+from promptadmin.content.models import Segment
+from promptadmin.content.services.api_keys import api_key_create
+from promptadmin.content.services.legacy_import import ImportReport, segments_import
+from tests import legacy_exports as ex
+from tests.factories import EntryFactory, NPCFactory, RulesetFactory, UserFactory, WorldFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def game() -> None:
+    world = WorldFactory(slug="iron-coast")
+    EntryFactory(slug="drowned-bell", world=world)
+    NPCFactory(slug="marta-vell")
+    RulesetFactory(slug="mystery")
+
+
+def run(data: bytes, fmt: str, **options: Any) -> ImportReport:
+    return segments_import(actor=None, data=data, fmt=fmt, **options)
+
+
+def snapshot() -> list[tuple[Any, ...]]:
+    fields = ("legacy_id", "scope", "content", "metadata", "active", "created_at", "updated_at")
+    rows = Segment.objects.order_by("legacy_id").values_list(*fields)
+    return [tuple(v for k, v in zip(fields, row, strict=True) if k != "metadata") for row in rows]
+
+
+DIRTY_EXPORTS = {
+    "json": lambda: ex.as_json(ex.VALID + [row for row, _ in ex.DIRTY], metadata_as_text=True),
+    "csv": lambda: ex.as_csv(ex.VALID + [row for row, _ in ex.DIRTY]),
+}
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_a_realistic_export_imports_its_valid_rows_and_reports_every_dirty_one(fmt: str) -> None:
+    report = run(DIRTY_EXPORTS[fmt](), fmt, skip_invalid=True)
+    assert not report.refused
+    assert dict(report.created) == ex.CREATED
+    by_id = {problem.id: problem.reason for problem in report.errors}
+    assert len(report.errors) == len(ex.DIRTY)
+    for row, words in ex.DIRTY:
+        assert words in by_id[str(row["id"])], (row["id"], by_id[str(row["id"])])
+    assert all(problem.line is not None and problem.line > 1 for problem in report.errors)
+    assert Segment.objects.count() == len(ex.VALID)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_a_second_run_of_the_same_export_changes_nothing(fmt: str) -> None:
+    data = DIRTY_EXPORTS[fmt]()
+    run(data, fmt, skip_invalid=True)
+    before = snapshot()
+    history = Segment.history.count()  # type: ignore[attr-defined]
+    second = run(data, fmt, skip_invalid=True)
+    assert dict(second.created) == {}
+    assert sum(second.unchanged.values()) == len(ex.VALID)
+    assert second.conflicts == []
+    assert snapshot() == before
+    assert Segment.history.count() == history  # type: ignore[attr-defined]
+
+
+def test_deprecated_rows_are_imported_inactive_with_their_origin_and_timestamps() -> None:
+    run(ex.as_json(ex.VALID), "json")
+    player = Segment.objects.get(legacy_id="202")
+    assert (player.scope, player.active, player.content) == (
+        "player",
+        False,
+        "The player is a salvager.",
+    )
+    meta = player.metadata
+    assert (meta["deprecated_scope"], meta["original_id"], meta["original_ref"]) == (
+        "player",
+        "202",
+        "drowned-bell",
+    )
+    assert meta["original_active"] is True
+    assert "no longer assembled" in meta["migration_note"]
+    assert datetime.fromisoformat(meta["deprecated_at"]).tzinfo is not None
+    assert player.created_at == datetime(2022, 11, 2, 10, tzinfo=UTC)
+    state = Segment.objects.get(legacy_id="201")
+    assert state.metadata["title"] == "State block"  # the row's own metadata is kept
+    assert state.updated_at == datetime(2022, 12, 1, 10, tzinfo=UTC)
+
+
+def test_allowed_rows_point_at_their_objects_and_keep_active_and_text() -> None:
+    run(ex.as_csv(ex.VALID), "csv")
+    world = Segment.objects.get(legacy_id="102")
+    assert (world.scope, world.world.slug, world.active) == ("world", "iron-coast", True)
+    assert world.content == "Rust stains everything — café «noir»."
+    assert Segment.objects.get(legacy_id="101").content == "You are the narrator.\nBe terse."
+    assert Segment.objects.get(legacy_id="104").active is False
+    assert Segment.objects.get(legacy_id="105").npc.slug == "marta-vell"
+    assert world.token_count and world.history.count() == 1
+    assert world.created_at == datetime(2023, 1, 5, 10, 0, 0, 123456, tzinfo=UTC)
+
+
+def test_a_broken_row_in_the_middle_refuses_the_whole_import_with_every_reason() -> None:
+    rows = ex.VALID[:5] + [row for row, _ in ex.DIRTY] + ex.VALID[5:]
+    report = run(ex.as_json(rows), "json")
+    assert report.refused
+    assert len(report.errors) == len(ex.DIRTY)
+    assert not Segment.objects.exists()
+
+
+def test_skip_invalid_imports_the_valid_rows_and_reports_the_rest() -> None:
+    rows = [*ex.VALID[:5], ex.DIRTY[0][0], *ex.VALID[5:]]
+    report = run(ex.as_csv(rows), "csv", skip_invalid=True)
+    assert not report.refused and len(report.errors) == 1
+    assert report.errors[0].line == 8  # header, 5 rows (one spans two lines), then it
+    assert Segment.objects.count() == len(ex.VALID)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_a_dry_run_reports_exactly_what_the_real_run_does_and_writes_nothing(fmt: str) -> None:
+    data = DIRTY_EXPORTS[fmt]()
+    dry = run(data, fmt, skip_invalid=True, dry_run=True)
+    assert not Segment.objects.exists()
+    real = run(data, fmt, skip_invalid=True)
+    assert {**dry.as_dict(), "dry_run": None} == {**real.as_dict(), "dry_run": None}
+
+
+def test_a_changed_row_in_a_later_export_is_a_conflict_and_is_not_overwritten() -> None:
+    run(ex.as_json(ex.VALID), "json")
+    later = [dict(row) for row in ex.VALID]
+    later[1]["content"] = "Rust, rewritten."
+    later.append(ex.generated(1, start=900)[0])
+    report = run(ex.as_json(later), "json")
+    assert [(c.id, "differs" in c.reason) for c in report.conflicts] == [("102", True)]
+    assert dict(report.created) == {"core": 1}
+    assert Segment.objects.get(legacy_id="102").content.startswith("Rust stains everything")
+
+
+def test_references_can_be_legacy_ids_mapped_to_slugs() -> None:
+    rows = [
+        {"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."},
+        {"id": 2, "scope": "player", "ref_id": "12", "content": "Player of the bell."},
+        {"id": 3, "scope": "entry", "ref_id": "7", "content": "Wrong kind."},
+    ]
+    refs = {"7": "world:iron-coast", "12": "entry:drowned-bell"}
+    report = run(ex.as_json(rows), "json", refs=refs, skip_invalid=True)
+    assert Segment.objects.get(legacy_id="1").world.slug == "iron-coast"
+    player = Segment.objects.get(legacy_id="2").metadata
+    assert (player["original_ref"], player["original_ref_id"]) == ("entry:drowned-bell", "12")
+    assert [e.id for e in report.errors] == ["3"]
+    assert "maps to a world" in report.errors[0].reason
+
+
+def test_an_unknown_reference_is_reported_never_guessed() -> None:
+    rows = [{"id": 1, "scope": "entry", "ref_id": "iron-coast", "content": "A world's slug."}]
+    report = run(ex.as_json(rows), "json")
+    assert report.refused
+    assert "Unknown entry 'iron-coast'" in report.errors[0].reason
+
+
+@pytest.mark.parametrize(
+    ("data", "fmt", "words"),
+    [
+        (b'{"id": 1}', "json", "array"),
+        (b'[{"id": 1,', "json", "not valid JSON"),
+        (b"\xff\xfeid,scope", "csv", "not UTF-8"),
+        (b"", "csv", "empty"),
+        (b"name,text\r\nx,y\r\n", "csv", "lacks the column(s) id, scope, content"),
+        (b"[" + b"[" * 100_000 + b"]" * 100_000 + b"]", "json", "nests too deeply"),
+    ],
+)
+def test_an_unreadable_file_is_refused_naming_why(data: bytes, fmt: str, words: str) -> None:
+    with pytest.raises(ValidationError) as exc:
+        run(data, fmt)
+    assert words in exc.value.message_dict["file"][0]
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        ({"metadata": {"n": float("nan")}}, "finite"),
+        ({"metadata": "[1, 2]"}, "JSON object"),
+        ({"content": "lone \ud800"}, "surrogate"),
+        ({"active": "maybe"}, "true or false"),
+        ({"id": "x" * 65}, "longer than 64"),
+        ({"version": "v" * 40}, "Version is longer than 32"),
+        ({"content": 5}, None),
+    ],
+)
+def test_hostile_values_are_reported_for_their_row(row: dict[str, Any], words: str | None) -> None:
+    data = ex.as_json([{"id": 1, "scope": "core", "content": "Fine.", **row}])
+    if words is None:  # an integer content is read as its text
+        assert not run(data, "json").refused
+        return
+    report = run(data, "json")
+    assert report.refused and words in report.errors[0].reason
+
+
+def test_a_blank_line_and_a_short_row_in_csv() -> None:
+    data = b"id,scope,content\r\n1,core,One\r\n\r\n2,core\r\n3,core,Three\r\n"
+    report = run(data, "csv", skip_invalid=True)
+    assert [(e.line, e.reason) for e in report.errors] == [
+        (4, "The row has 2 fields where the header has 3.")
+    ]
+    assert dict(report.created) == {"core": 2}
+
+
+# Who may import
+
+
+def test_only_admins_and_admin_keys_may_import() -> None:
+    data = ex.as_json(ex.VALID[:1])
+    author = UserFactory()
+    from django.contrib.auth.models import Group
+
+    author.groups.add(Group.objects.get(name="author"))
+    write_key = api_key_create(actor=None, name="w", scope="write")[0]
+    for actor in (author, write_key):
+        with pytest.raises(PermissionDenied):
+            segments_import(actor=actor, data=data, fmt="json")
+    admin_key = api_key_create(actor=None, name="a", scope="admin")[0]
+    segments_import(actor=admin_key, data=data, fmt="json")
+    record = Segment.objects.get(legacy_id="101").history.get()
+    assert record.history_change_reason == f"API key 'a' ({admin_key.prefix})"
+
+
+# The command
+
+
+def test_the_command_prints_the_report_and_writes_it_as_json(tmp_path: Path) -> None:
+    export = tmp_path / "segments.csv"
+    export.write_bytes(DIRTY_EXPORTS["csv"]())
+    report_file = tmp_path / "report.json"
+    out = StringIO()
+    call_command(
+        "import_segments", str(export), "--skip-invalid", "--report", str(report_file), stdout=out
+    )
+    text = out.getvalue()
+    assert "Created 10, unchanged 0, conflicts 0, invalid 8." in text
+    assert "Not imported:" in text and "(id 303): Unknown scope 'weather'" in text
+    saved = json.loads(report_file.read_text())
+    assert saved["created"]["player"] == 1 and len(saved["errors"]) == 8
+
+
+def test_the_command_refuses_and_exits_non_zero_on_an_invalid_row(tmp_path: Path) -> None:
+    export = tmp_path / "segments.json"
+    export.write_bytes(DIRTY_EXPORTS["json"]())
+    out = StringIO()
+    with pytest.raises(CommandError, match="Nothing was imported"):
+        call_command("import_segments", str(export), stdout=out)
+    assert out.getvalue().startswith("REFUSED: 8 invalid row(s)")
+    assert not Segment.objects.exists()
+
+
+def test_the_command_dry_run_says_so_and_writes_nothing(tmp_path: Path) -> None:
+    export = tmp_path / "export.txt"
+    export.write_bytes(ex.as_json(ex.VALID))
+    out = StringIO()
+    call_command("import_segments", str(export), "--format", "json", "--dry-run", stdout=out)
+    assert "DRY RUN" in out.getvalue() and "Would create 10" in out.getvalue()
+    assert not Segment.objects.exists()
+
+
+def test_the_command_needs_a_format_it_can_tell(tmp_path: Path) -> None:
+    export = tmp_path / "export.txt"
+    export.write_bytes(b"[]")
+    with pytest.raises(CommandError, match="--format"):
+        call_command("import_segments", str(export))
+
+
+# The assembly cache
+
+
+def test_importing_active_content_invalidates_the_assembly_cache(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks() as callbacks:
+        run(ex.as_json(ex.VALID[:1]), "json")  # an active core row
+    assert len(callbacks) == 1
+    with django_capture_on_commit_callbacks() as callbacks:
+        run(ex.as_json(ex.VALID[6:]), "json")  # deprecated rows only: never assembled
+    assert callbacks == []
