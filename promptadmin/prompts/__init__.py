@@ -1,0 +1,1 @@
+"""Registered prompts: versions, labels, interfaces and adapter instructions (tri-section)."""

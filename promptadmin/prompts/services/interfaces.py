@@ -1,0 +1,186 @@
+"""Interfaces (LLM backend kinds) and the adapter instructions registered for (interface, task)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import ProtectedError
+
+from assembler.templates import TemplateSyntaxError, parse
+from promptadmin.core.actors import Actor, record_actor
+from promptadmin.core.errors import InUseError
+from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.prompts.models import NAME_HELP, NAME_RE, AdapterInstruction, Interface
+from promptadmin.prompts.services import check_can_write, prompts_changed
+
+INTERFACE_FIELDS = ("name", "supports_system_prompt", "supports_structured_output")
+ADAPTER_FIELDS = ("interface", "task", "order", "system_addition", "user_addition", "active")
+MAX_ADDITION = 50_000
+MAX_ORDER = 2**31 - 1
+
+
+def _check_interface(changes: dict[str, Any], instance: Interface | None) -> None:
+    errors: dict[str, list[str]] = {}
+    if "name" in changes:
+        name = changes["name"]
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            errors["name"] = [NAME_HELP]
+        elif Interface.objects.filter(name=name).exclude(pk=getattr(instance, "pk", None)).exists():
+            errors["name"] = [f"An interface named '{name}' already exists."]
+    for flag in ("supports_system_prompt", "supports_structured_output"):
+        if flag in changes and not isinstance(changes[flag], bool):
+            errors[flag] = ["Expected true or false."]
+    if errors:
+        raise ValidationError(errors)
+
+
+@transaction.atomic
+def interface_create(
+    *,
+    actor: Actor,
+    name: str,
+    supports_system_prompt: bool = True,
+    supports_structured_output: bool = False,
+) -> Interface:
+    check_can_write(actor)
+    fields = {
+        "name": name,
+        "supports_system_prompt": supports_system_prompt,
+        "supports_structured_output": supports_structured_output,
+    }
+    _check_interface(fields, None)
+    interface = Interface(**fields)
+    record_actor(interface, actor)
+    interface.save()
+    prompts_changed()
+    return interface
+
+
+@transaction.atomic
+def interface_update(*, actor: Actor, interface: Interface, **changes: Any) -> Interface:
+    check_can_write(actor)
+    unknown = set(changes) - set(INTERFACE_FIELDS)
+    if unknown:
+        raise TypeError(f"interface_update() got unexpected fields: {', '.join(sorted(unknown))}")
+    _check_interface(changes, interface)
+    changed = [name for name, value in changes.items() if getattr(interface, name) != value]
+    if not changed:
+        return interface
+    for name in changed:
+        setattr(interface, name, changes[name])
+    record_actor(interface, actor)
+    interface.save(update_fields=[*changed, "updated_at"])
+    prompts_changed()
+    return interface
+
+
+@transaction.atomic
+def interface_delete(*, actor: Actor, interface: Interface) -> None:
+    check_can_write(actor)
+    record_actor(interface, actor)
+    try:
+        with transaction.atomic():
+            interface.delete()
+    except ProtectedError as exc:
+        raise InUseError(
+            f"Interface '{interface.name}' still has {len(exc.protected_objects)} adapter "
+            "instructions; delete those first."
+        ) from None
+    prompts_changed()
+
+
+def _check_adapter(changes: dict[str, Any]) -> None:
+    errors: dict[str, list[str]] = {}
+    if "interface" in changes and not isinstance(changes["interface"], Interface):
+        errors["interface"] = ["Expected an interface."]
+    if "task" in changes:
+        task = changes["task"]
+        if not isinstance(task, str) or not NAME_RE.fullmatch(task):
+            errors["task"] = [NAME_HELP]
+    if "order" in changes:
+        order = changes["order"]
+        if isinstance(order, bool) or not isinstance(order, int) or abs(order) > MAX_ORDER:
+            errors["order"] = [f"Expected an integer between -{MAX_ORDER} and {MAX_ORDER}."]
+    for field in ("system_addition", "user_addition"):
+        if field not in changes:
+            continue
+        text = changes[field]
+        if not isinstance(text, str):
+            errors[field] = ["Expected text."]
+            continue
+        if len(text) > MAX_ADDITION:
+            errors[field] = [f"At most {MAX_ADDITION} characters."]
+            continue
+        try:
+            check_stored_json(text)
+            parse(text, "curly")
+        except StoredJsonError as error:
+            errors[field] = [error.message]
+        except TemplateSyntaxError as error:
+            errors[field] = [str(error)]
+    if "active" in changes and not isinstance(changes["active"], bool):
+        errors["active"] = ["Expected true or false."]
+    if errors:
+        raise ValidationError(errors)
+
+
+@transaction.atomic
+def adapter_instruction_create(
+    *,
+    actor: Actor,
+    interface: Interface,
+    task: str,
+    order: int = 0,
+    system_addition: str = "",
+    user_addition: str = "",
+    active: bool = True,
+) -> AdapterInstruction:
+    """Register text an adapter adds for (interface, task): curly templates, rendered with
+    the caller's instruction context."""
+    check_can_write(actor)
+    fields = {
+        "interface": interface,
+        "task": task,
+        "order": order,
+        "system_addition": system_addition,
+        "user_addition": user_addition,
+        "active": active,
+    }
+    _check_adapter(fields)
+    instruction = AdapterInstruction(**fields)
+    record_actor(instruction, actor)
+    instruction.save()
+    prompts_changed()
+    return instruction
+
+
+@transaction.atomic
+def adapter_instruction_update(
+    *, actor: Actor, instruction: AdapterInstruction, **changes: Any
+) -> AdapterInstruction:
+    check_can_write(actor)
+    unknown = set(changes) - set(ADAPTER_FIELDS)
+    if unknown:
+        raise TypeError(
+            f"adapter_instruction_update() got unexpected fields: {', '.join(sorted(unknown))}"
+        )
+    _check_adapter(changes)
+    changed = [name for name, value in changes.items() if getattr(instruction, name) != value]
+    if not changed:
+        return instruction
+    for name in changed:
+        setattr(instruction, name, changes[name])
+    record_actor(instruction, actor)
+    instruction.save(update_fields=[*changed, "updated_at"])
+    prompts_changed()
+    return instruction
+
+
+@transaction.atomic
+def adapter_instruction_delete(*, actor: Actor, instruction: AdapterInstruction) -> None:
+    check_can_write(actor)
+    record_actor(instruction, actor)
+    instruction.delete()
+    prompts_changed()

@@ -1,0 +1,149 @@
+"""Prompt services: permissions, immutability, label rules and concurrent label moves."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
+
+from promptadmin.content.services.api_keys import api_key_create
+from promptadmin.prompts.models import Label, LabelEvent, Prompt, PromptVersion
+from promptadmin.prompts.services.prompts import (
+    prompt_create,
+    prompt_label_move,
+    prompt_label_remove,
+    prompt_label_set,
+    prompt_version_create,
+)
+from tests.factories import UserFactory
+
+
+def versions(prompt: Prompt, count: int) -> list[PromptVersion]:
+    return [
+        prompt_version_create(
+            actor=None, prompt=prompt, user_templates={"default": f"Text {n}: {{{{ x }}}}"}
+        )
+        for n in range(count)
+    ]
+
+
+@pytest.mark.django_db
+def test_versions_are_numbered_per_prompt_and_declare_the_variables_used_by_default() -> None:
+    one = prompt_create(actor=None, component="a", agent="b")
+    two = prompt_create(actor=None, component="a", agent="b", task_type="t")
+    assert [v.number for v in versions(one, 2)] == [1, 2]
+    (first,) = versions(two, 1)
+    assert first.number == 1
+    assert first.variables == ["x"]
+    assert len(first.content_hash) == 64
+
+
+@pytest.mark.django_db
+def test_user_templates_are_kept_sorted_by_name() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    version = prompt_version_create(
+        actor=None, prompt=prompt, user_templates={"zeta": "z", "alpha": "a", "mid": "m"}
+    )
+    version.refresh_from_db()
+    assert list(version.sorted_user_templates()) == ["alpha", "mid", "zeta"]
+
+
+@pytest.mark.django_db
+def test_the_default_prompt_is_unique_per_component_and_agent() -> None:
+    prompt_create(actor=None, component="a", agent="b")
+    with pytest.raises(ValidationError, match="already exists"):
+        prompt_create(actor=None, component="a", agent="b", task_type=None)
+
+
+@pytest.mark.django_db
+def test_viewers_and_read_keys_cannot_change_prompts() -> None:
+    from django.contrib.auth.models import Group
+
+    viewer = UserFactory()
+    viewer.groups.add(Group.objects.get(name="viewer"))
+    read_key, _ = api_key_create(actor=None, name="reader", scope="read")
+    for actor in (viewer, read_key):
+        with pytest.raises(PermissionDenied):
+            prompt_create(actor=actor, component="a", agent="b")
+
+
+@pytest.mark.django_db
+def test_setting_a_label_where_it_points_records_nothing() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 1)
+    prompt_label_set(actor=None, prompt=prompt, name="production", version=1)
+    prompt_label_set(actor=None, prompt=prompt, name="production", version=1)
+    assert LabelEvent.objects.filter(prompt=prompt).count() == 1
+
+
+@pytest.mark.django_db
+def test_latest_can_be_neither_set_nor_removed() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 1)
+    with pytest.raises(ValidationError, match="newest"):
+        prompt_label_set(actor=None, prompt=prompt, name="latest", version=1)
+    with pytest.raises(ValidationError, match="newest"):
+        prompt_label_remove(actor=None, prompt=prompt, name="latest")
+
+
+@pytest.mark.django_db
+def test_the_author_of_a_label_change_is_recorded() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 1)
+    author = UserFactory(is_superuser=True)
+    prompt_label_set(actor=author, prompt=prompt, name="production", version=1)
+    assert LabelEvent.objects.get().user == author
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_label_moves_are_all_recorded_and_none_is_lost() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 5)
+    prompt_label_set(actor=None, prompt=prompt, name="production", version=1)
+    barrier = threading.Barrier(4)
+    failures: list[BaseException] = []
+
+    def move(target: int) -> None:
+        try:
+            barrier.wait()
+            prompt_label_move(actor=None, prompt=prompt, name="production", version=target)
+        except BaseException as error:  # reported below
+            failures.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=move, args=(n,)) for n in (2, 3, 4, 5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    moves = list(
+        LabelEvent.objects.filter(prompt=prompt, action="moved")
+        .order_by("id")
+        .values_list("from_version", "to_version")
+    )
+    assert len(moves) == 4
+    # Each move starts where the previous one left the label: none was overwritten unseen.
+    chain: list[Any] = [1]
+    for old, new in moves:
+        assert old == chain[-1]
+        chain.append(new)
+    assert Label.objects.get(prompt=prompt, name="production").version.number == chain[-1]
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_prompts_read_only(client: Any) -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 1)
+    client.force_login(UserFactory(is_superuser=True, is_staff=True))
+    assert client.get("/admin/prompts/promptversion/").status_code == 200
+    version = prompt.versions.get()
+    page = client.get(f"/admin/prompts/promptversion/{version.pk}/change/")
+    assert page.status_code == 200
+    assert b'type="submit"' not in page.content.split(b'id="content-main"')[1]
+    assert client.get("/admin/prompts/prompt/add/").status_code == 403
