@@ -1,0 +1,175 @@
+"""Conversations, their messages (append-only) and the summaries of their older part.
+
+The database keeps the guarantees that matter when several web processes and workers
+work at once: a message position is unique per conversation; a conversation has at most
+one summary pending or running (so a range is never summarized twice at once); and a
+range, once summarized, has one summary (unique ``covers_through``).
+"""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+from assembler.history import ROLES
+from assembler.request import MAX_BUDGET
+
+KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}\Z"
+KEY_MAX_LENGTH = 200
+key_validator = RegexValidator(
+    KEY_PATTERN,
+    "Use 1 to 200 letters, digits and . _ : @ - (starting with a letter or digit).",
+    code="invalid_key",
+)
+DEFAULT_HISTORY_BUDGET = 2000
+MAX_MESSAGE_CHARS = 100_000
+"""The longest message, in characters."""
+MAX_MESSAGES_PER_APPEND = 100
+
+
+class Role(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    SYSTEM = "system", "System"
+
+
+assert tuple(Role.values) == ROLES  # the assembler's roles, named once there
+
+
+class Conversation(models.Model):
+    key = models.CharField(max_length=KEY_MAX_LENGTH, unique=True, validators=[key_validator])
+    metadata = models.JSONField(default=dict, blank=True)
+    history_budget = models.PositiveIntegerField(
+        default=DEFAULT_HISTORY_BUDGET,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_BUDGET)],
+        help_text="Tokens the history block may take; summaries start at a share of it.",
+    )
+    # Kept by the services so an append needs no scan of the messages.
+    last_position = models.PositiveIntegerField(default=0)
+    summarized_through = models.PositiveIntegerField(default=0)
+    unsummarized_tokens = models.PositiveBigIntegerField(default=0)
+    summary_pending = models.BooleanField(default=False)
+    # The newest done summary (covering ``summarized_through``), read with the
+    # conversation in one query on the hot path.
+    current_summary = models.ForeignKey(
+        "Summary", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(history_budget__gte=1) & Q(history_budget__lte=MAX_BUDGET),
+                name="conversation_history_budget_range",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Message(models.Model):
+    """One message; never changed or deleted by the application."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    position = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    token_count = models.PositiveIntegerField()
+    token_encoding = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "position"], name="message_position_unique"
+            ),
+            models.CheckConstraint(condition=Q(role__in=ROLES), name="message_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}#{self.position} {self.role}"
+
+
+class SummaryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+ACTIVE_STATUSES = (SummaryStatus.PENDING, SummaryStatus.RUNNING)
+
+
+class Summary(models.Model):
+    """A summary of every message at or before ``covers_through``.
+
+    A summary is asked for (``pending``, covering up to ``requested_through`` at most),
+    claimed by one worker (``running``), then ``done`` (``covers_through`` set) or
+    ``failed``. ``error`` records what went wrong, including a fall back to the extractive
+    summarizer on a summary that is nevertheless done.
+    """
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="summaries"
+    )
+    requested_through = models.PositiveIntegerField()
+    covers_through = models.PositiveIntegerField(null=True, blank=True)
+    builds_on = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    content = models.TextField(blank=True)
+    token_count = models.PositiveIntegerField(null=True, blank=True)
+    token_encoding = models.CharField(max_length=64, blank=True)
+    backend = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=16, choices=SummaryStatus.choices, default=SummaryStatus.PENDING
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["conversation", "-id"]
+        verbose_name_plural = "summaries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "covers_through"], name="summary_range_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=Q(status__in=ACTIVE_STATUSES),
+                name="summary_one_active_per_conversation",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=SummaryStatus.DONE) | Q(covers_through__isnull=False),
+                name="summary_done_covers_a_range",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["conversation", "-covers_through"],
+                condition=Q(status=SummaryStatus.DONE),
+                name="summary_done_newest",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"summary {self.pk} of {self.conversation_id} ({self.status})"
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the last start to the finish, when both are known."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()

@@ -1,0 +1,499 @@
+"""Every change to conversations: appending messages, asking for a summary, and the steps
+of making one (claim, complete, release), used by the API, the studio and the task alike.
+
+How a range is summarized exactly once:
+
+- at most one summary per conversation is ``pending`` or ``running`` (a partial unique
+  index), so two requests or two appends at once make one summary, never two;
+- a worker claims a summary by moving it from ``pending`` to ``running`` under a row
+  lock, with a claim number (``attempts``); a second delivery of the same task finds it
+  ``running`` (or ``done``) and does nothing, so the summarizer is not called twice;
+- a summary left ``running`` past the task's hard time limit belongs to a worker that is
+  gone (killed): the next delivery takes it over;
+- a result is stored only by the worker holding the current claim.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from assembler.history import (
+    HistoryMessage,
+    SummaryText,
+    needs_summary,
+    plan_summary,
+)
+from assembler.request import MAX_BUDGET
+from assembler.summarize import (
+    ExtractiveSummarizer,
+    OpenAISummarizer,
+    Summarizer,
+    SummarizerError,
+    SummarizerUnavailable,
+)
+from promptadmin.conversations.models import (
+    DEFAULT_HISTORY_BUDGET,
+    MAX_MESSAGE_CHARS,
+    MAX_MESSAGES_PER_APPEND,
+    Conversation,
+    Message,
+    Role,
+    Summary,
+    SummaryStatus,
+    key_validator,
+)
+from promptadmin.core.actors import Actor
+from promptadmin.core.tokens import tokenizer
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    conversation: Conversation
+    positions: list[int]
+    summary_pending: bool
+
+
+def _text_problem(text: str) -> str | None:
+    if len(text) > MAX_MESSAGE_CHARS:
+        return f"A message may be at most {MAX_MESSAGE_CHARS} characters long; got {len(text)}."
+    if not text.strip():
+        return "A message may not be empty."
+    if "\x00" in text:
+        return "Text may not contain NUL (U+0000) characters."
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "Text may not contain lone surrogates (U+D800 to U+DFFF): they are not UTF-8."
+    return None
+
+
+def validate_key(key: str) -> None:
+    """Refuse a conversation key that is not 1-200 letters, digits and ``._:@-``."""
+    try:
+        key_validator(key)
+    except ValidationError as error:
+        raise ValidationError({"key": error.messages}) from None
+
+
+def validate_history_budget(budget: int, field: str = "history_budget") -> None:
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
+        raise ValidationError({field: f"Must be an integer from 1 to {MAX_BUDGET}."})
+
+
+def _validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
+    if not messages:
+        raise ValidationError({"messages": "Send at least one message."})
+    if len(messages) > MAX_MESSAGES_PER_APPEND:
+        raise ValidationError(
+            {"messages": f"At most {MAX_MESSAGES_PER_APPEND} messages per request."}
+        )
+    errors: dict[str, str] = {}
+    for index, message in enumerate(messages):
+        role, content = message.get("role"), message.get("content")
+        if role not in Role.values:
+            errors[f"messages.{index}.role"] = f"Must be one of: {', '.join(Role.values)}."
+        if not isinstance(content, str):
+            errors[f"messages.{index}.content"] = "Expected a string."
+        elif (problem := _text_problem(content)) is not None:
+            errors[f"messages.{index}.content"] = problem
+    if errors:
+        raise ValidationError(errors)
+
+
+def _locked(key: str) -> Conversation | None:
+    return Conversation.objects.select_for_update().filter(key=key).first()
+
+
+def _get_or_create_locked(key: str, history_budget: int | None) -> Conversation:
+    conversation = _locked(key)
+    if conversation is not None:
+        return conversation
+    try:
+        with transaction.atomic():
+            conversation = Conversation.objects.create(
+                key=key, history_budget=history_budget or DEFAULT_HISTORY_BUDGET
+            )
+        return conversation
+    except IntegrityError:
+        # Created by a concurrent append a moment ago: append after its messages.
+        conversation = _locked(key)
+        if conversation is None:  # pragma: no cover - the row cannot vanish
+            raise
+        return conversation
+
+
+@transaction.atomic
+def conversation_append(
+    *,
+    actor: Actor,
+    key: str,
+    messages: Sequence[Mapping[str, Any]],
+    history_budget: int | None = None,
+) -> AppendResult:
+    """Append ``messages`` (``role``, ``content``) to conversation ``key``, creating it.
+
+    ``history_budget`` sets the conversation's budget (on creation, or a change later).
+    Positions follow on from the last one under a row lock, so concurrent appends never
+    interleave. When the history not yet summarized passes the threshold, a summary is
+    asked for (see :func:`summary_request`). Queries: the locked read (plus the insert on
+    creation), the insert of the messages, the update of the conversation's counters, and
+    only when over the threshold one more (the summary request).
+    """
+    validate_key(key)
+    if history_budget is not None:
+        validate_history_budget(history_budget)
+    _validate_messages(messages)
+    conversation = _get_or_create_locked(key, history_budget)
+    tok = tokenizer()
+    rows = []
+    added = 0
+    for offset, message in enumerate(messages, start=1):
+        count = tok.count(message["content"])
+        added += count
+        rows.append(
+            Message(
+                conversation=conversation,
+                position=conversation.last_position + offset,
+                role=message["role"],
+                content=message["content"],
+                token_count=count,
+                token_encoding=tok.name,
+            )
+        )
+    Message.objects.bulk_create(rows)
+    conversation.last_position += len(rows)
+    conversation.unsummarized_tokens += added
+    changes: dict[str, Any] = {
+        "last_position": conversation.last_position,
+        "unsummarized_tokens": F("unsummarized_tokens") + added,
+        "updated_at": timezone.now(),
+    }
+    if history_budget is not None and history_budget != conversation.history_budget:
+        conversation.history_budget = history_budget
+        changes["history_budget"] = history_budget
+    if not conversation.summary_pending and _over_threshold(conversation):
+        _enqueue_summary(conversation)
+        conversation.summary_pending = changes["summary_pending"] = True
+    Conversation.objects.filter(pk=conversation.pk).update(**changes)
+    return AppendResult(conversation, [row.position for row in rows], conversation.summary_pending)
+
+
+def _over_threshold(conversation: Conversation) -> bool:
+    return needs_summary(
+        unsummarized_tokens=conversation.unsummarized_tokens,
+        budget=conversation.history_budget,
+        threshold=settings.SUMMARIZER_THRESHOLD,
+    )
+
+
+_UPSERT = """
+INSERT INTO conversations_summary (
+    conversation_id, requested_through, status, attempts, content, token_encoding,
+    backend, model, error, task_id, created_at
+) VALUES (%s, %s, 'pending', 0, '', '', '', '', '', '', %s)
+ON CONFLICT (conversation_id) WHERE status IN ('pending', 'running')
+DO UPDATE SET requested_through = EXCLUDED.requested_through
+WHERE conversations_summary.status = 'pending'
+RETURNING id, created_at
+"""
+
+
+def _enqueue_summary(conversation: Conversation, *, always: bool = False) -> int | None:
+    """The guarded statement behind :func:`summary_request`; the id of the summary
+    pending afterwards, or None while one is running. The caller holds the row lock.
+    The task is enqueued for a new summary, or with ``always`` for a pending one too (the
+    task is idempotent: a second delivery finds it running or done)."""
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(_UPSERT, [conversation.pk, conversation.last_position, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    summary_id, created_at = row
+    if always or created_at == now:  # inserted (an existing pending row keeps its created_at)
+        from promptadmin.conversations.tasks import enqueue_summary
+
+        transaction.on_commit(lambda: enqueue_summary(summary_id))
+    return int(summary_id)
+
+
+@transaction.atomic
+def summary_request(*, actor: Actor, key: str) -> int | None:
+    """Ask for a summary of conversation ``key`` up to its newest message, now.
+
+    One statement, guarded by the database: it inserts a pending summary (its task is
+    enqueued after commit), or moves the pending one's range up to the newest message (a
+    newer request supersedes it), or does nothing while one is running (that one asks
+    again when done, if still needed). Returns the pending summary's id, or None.
+    The pending summary's task is sent again even when it already was: should the broker
+    have lost it, asking again is how it gets made.
+    """
+    conversation = _locked(key)
+    if conversation is None:
+        raise Conversation.DoesNotExist(f"No conversation with key {key!r}.")
+    if conversation.last_position == 0:  # pragma: no cover - conversations start with one
+        raise ValidationError({"key": "The conversation has no messages to summarize."})
+    summary_id = _enqueue_summary(conversation, always=True)
+    if not conversation.summary_pending:
+        Conversation.objects.filter(pk=conversation.pk).update(summary_pending=True)
+    return summary_id
+
+
+# Making a summary: the task's steps.
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    summary_id: int
+    attempt: int
+    took_over: bool
+
+
+class RetryLater(Exception):
+    """The summarizer is unavailable; the task should retry (the summary is pending again)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def stale_after() -> timedelta:
+    """How long a ``running`` summary may go on before its worker is presumed gone."""
+    return timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+
+
+@transaction.atomic
+def summary_claim(*, summary_id: int, task_id: str) -> Claim | None:
+    """Claim a pending summary (or one stuck in ``running``) for this worker; None when
+    there is nothing to do: it is done or failed, or another worker is running it."""
+    summary = Summary.objects.select_for_update().filter(pk=summary_id).first()
+    if summary is None or summary.status in (SummaryStatus.DONE, SummaryStatus.FAILED):
+        return None
+    now = timezone.now()
+    took_over = False
+    if summary.status == SummaryStatus.RUNNING:
+        if summary.started_at is not None and now - summary.started_at < stale_after():
+            return None
+        took_over = True
+        logger.warning(
+            "summary %s: taking over from a worker gone since %s", summary_id, summary.started_at
+        )
+    summary.status = SummaryStatus.RUNNING
+    summary.attempts += 1
+    summary.started_at = now
+    summary.task_id = task_id[:64]
+    summary.save(update_fields=["status", "attempts", "started_at", "task_id"])
+    return Claim(summary.pk, summary.attempts, took_over)
+
+
+def _history_messages(conversation_id: int, after: int, through: int) -> list[HistoryMessage]:
+    encoding = tokenizer().name
+    rows = (
+        Message.objects.filter(
+            conversation_id=conversation_id, position__gt=after, position__lte=through
+        )
+        .order_by("position")
+        .values_list("position", "role", "content", "token_count", "token_encoding")
+    )
+    return [
+        HistoryMessage(position, role, content, count if enc == encoding else None)
+        for position, role, content, count, enc in rows
+    ]
+
+
+def summary_text(summary: Summary) -> SummaryText:
+    """A done summary as the assembler takes it."""
+    assert summary.covers_through is not None
+    count = summary.token_count if summary.token_encoding == tokenizer().name else None
+    return SummaryText(summary.content, summary.covers_through, count)
+
+
+def previous_summary(conversation_id: int) -> Summary | None:
+    """The newest done summary of a conversation."""
+    return (
+        Summary.objects.filter(conversation_id=conversation_id, status=SummaryStatus.DONE)
+        .order_by("-covers_through")
+        .first()
+    )
+
+
+def primary_summarizer() -> Summarizer:
+    """The configured summarizer: the OpenAI-compatible endpoint, or the extractive one."""
+    if settings.SUMMARIZER_BASE_URL:
+        return OpenAISummarizer(
+            base_url=settings.SUMMARIZER_BASE_URL,
+            model=settings.SUMMARIZER_MODEL,
+            api_key=settings.SUMMARIZER_API_KEY or "unused",
+            tokenizer=tokenizer(),
+            timeout=settings.SUMMARIZER_TIMEOUT,
+            max_retries=settings.SUMMARIZER_MAX_RETRIES,
+        )
+    return ExtractiveSummarizer(tokenizer())
+
+
+def summary_targets(history_budget: int) -> tuple[int, int]:
+    """(tokens kept verbatim, summary target) for a history budget: the summary takes a
+    quarter of the budget, the messages kept after it half, leaving room to grow."""
+    max_input = settings.SUMMARIZER_MAX_INPUT_TOKENS
+    target = max(1, min(history_budget // 4, max_input // 4))
+    return history_budget // 2, target
+
+
+FALLBACK_NOTE = "fell back to the extractive summarizer after: "
+
+
+def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
+    """Make the claimed summary: plan, summarize, store. Returns what happened.
+
+    When the endpoint is unavailable and ``allow_fallback`` is False, the summary goes
+    back to ``pending`` (the error recorded) and :class:`RetryLater` is raised; on the
+    last attempt the extractive summarizer makes it, and ``error`` says why.
+    """
+    summary = Summary.objects.select_related("conversation").get(pk=claim.summary_id)
+    conversation = summary.conversation
+    previous = previous_summary(conversation.pk)
+    after = previous.covers_through if previous is not None else 0
+    assert after is not None
+    messages = _history_messages(conversation.pk, after, summary.requested_through)
+    keep_recent, target = summary_targets(conversation.history_budget)
+    tok = tokenizer()
+    plan = plan_summary(
+        messages=messages,
+        previous=summary_text(previous) if previous is not None else None,
+        keep_recent_tokens=keep_recent,
+        target_tokens=target,
+        tokenizer=tok,
+        max_input_tokens=settings.SUMMARIZER_MAX_INPUT_TOKENS,
+    )
+    if plan is None:
+        summary_fail(
+            claim=claim,
+            error="Nothing to summarize: every message not yet summarized is recent enough "
+            "to be shown verbatim.",
+        )
+        return "nothing_to_summarize"
+    primary = primary_summarizer()
+    fallback = ExtractiveSummarizer(tok)
+    try:
+        try:
+            outcome, error = primary.summarize(plan), ""
+        except SummarizerUnavailable as unavailable:
+            # Worth another try later (timeout, connection, 429, 5xx), until the last.
+            if not allow_fallback:
+                summary_release(claim=claim, error=f"{primary.backend}: {unavailable}")
+                raise RetryLater(str(unavailable)) from unavailable
+            outcome = fallback.summarize(plan)
+            error = f"{FALLBACK_NOTE}{primary.backend}: {unavailable}"
+        except SummarizerError as refused:
+            # A refused summary (empty, oversized, an echo) is not retried.
+            if primary.backend == fallback.backend:
+                raise
+            outcome = fallback.summarize(plan)
+            error = f"{FALLBACK_NOTE}{primary.backend}: {refused}"
+    finally:
+        close = getattr(primary, "close", None)
+        if close is not None:
+            close()
+    stored = summary_complete(
+        claim=claim,
+        covers_through=plan.covers_through,
+        builds_on_id=previous.pk if previous is not None else None,
+        content=outcome.text,
+        token_count=outcome.tokens,
+        backend=outcome.backend,
+        model=outcome.model,
+        error=error,
+    )
+    return "done" if stored else "superseded"
+
+
+def _holds(summary: Summary, claim: Claim) -> bool:
+    return summary.status == SummaryStatus.RUNNING and summary.attempts == claim.attempt
+
+
+@transaction.atomic
+def summary_complete(
+    *,
+    claim: Claim,
+    covers_through: int,
+    builds_on_id: int | None,
+    content: str,
+    token_count: int,
+    backend: str,
+    model: str,
+    error: str = "",
+) -> bool:
+    """Store the claimed summary as done and update the conversation's counters; False
+    (nothing stored) when the claim was lost to a worker that took over."""
+    summary = Summary.objects.select_for_update().get(pk=claim.summary_id)
+    conversation = Conversation.objects.select_for_update().get(pk=summary.conversation_id)
+    if not _holds(summary, claim):
+        return False
+    summary.status = SummaryStatus.DONE
+    summary.covers_through = covers_through
+    summary.builds_on_id = builds_on_id
+    summary.content = content
+    summary.token_count = token_count
+    summary.token_encoding = tokenizer().name
+    summary.backend = backend
+    summary.model = model[:200]
+    summary.error = error
+    summary.finished_at = timezone.now()
+    summary.save()
+    unsummarized = Message.objects.filter(
+        conversation=conversation, position__gt=covers_through
+    ).aggregate(total=Sum("token_count"))["total"]
+    conversation.summarized_through = covers_through
+    conversation.current_summary = summary
+    conversation.unsummarized_tokens = unsummarized or 0
+    conversation.summary_pending = False
+    # Messages came in while this one was made, or it read a bounded part: go on.
+    if _over_threshold(conversation):
+        _enqueue_summary(conversation)
+        conversation.summary_pending = True
+    conversation.save(
+        update_fields=[
+            "summarized_through",
+            "current_summary",
+            "unsummarized_tokens",
+            "summary_pending",
+        ]
+    )
+    return True
+
+
+@transaction.atomic
+def summary_release(*, claim: Claim, error: str) -> None:
+    """Give the claimed summary back (``pending``) to be retried, recording ``error``."""
+    summary = Summary.objects.select_for_update().get(pk=claim.summary_id)
+    if not _holds(summary, claim):
+        return
+    summary.status = SummaryStatus.PENDING
+    summary.error = error
+    summary.save(update_fields=["status", "error"])
+
+
+@transaction.atomic
+def summary_fail(*, claim: Claim, error: str) -> None:
+    """Mark the claimed summary failed (nothing to summarize, or an unexpected error)."""
+    summary = Summary.objects.select_for_update().get(pk=claim.summary_id)
+    if not _holds(summary, claim):
+        return
+    summary.status = SummaryStatus.FAILED
+    summary.error = error
+    summary.finished_at = timezone.now()
+    summary.save(update_fields=["status", "error", "finished_at"])
+    Conversation.objects.filter(pk=summary.conversation_id).update(summary_pending=False)

@@ -1,0 +1,62 @@
+"""The summarization task: takes a summary id, owns only retries and time limits.
+
+Delivery guarantees come from the settings (``acks_late``, ``reject_on_worker_lost``,
+prefetch 1, a hard time limit below the broker's visibility timeout) and idempotency from
+the services: a repeated delivery finds the summary done or running and does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from celery import Task, current_app, shared_task
+from django.conf import settings
+
+from promptadmin.conversations import services
+
+logger = logging.getLogger(__name__)
+
+
+def retry_countdown(retries: int) -> float:
+    """Seconds before retry number ``retries + 1``: exponential backoff with full jitter
+    (a random wait up to ``SUMMARIZER_RETRY_BACKOFF * 2**retries``), so workers that
+    failed together do not all come back at once."""
+    return random.uniform(0, settings.SUMMARIZER_RETRY_BACKOFF * 2**retries)
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+def summarize_conversation(self: Task, summary_id: int) -> str:
+    retries = self.request.retries or 0
+    while True:
+        claim = services.summary_claim(summary_id=summary_id, task_id=self.request.id or "")
+        if claim is None:
+            return "nothing_to_do"
+        try:
+            return services.summary_make(
+                claim=claim, allow_fallback=retries >= settings.SUMMARIZER_TASK_RETRIES
+            )
+        except services.RetryLater as error:
+            logger.info("summary %s: %s; retry %s", summary_id, error.reason, retries + 1)
+            if not self.request.is_eager:
+                raise self.retry(countdown=retry_countdown(retries)) from error
+            # In-process (no broker to come back through): retry at once.
+            retries += 1
+        except Exception as error:
+            services.summary_fail(claim=claim, error=f"{type(error).__name__}: {error}"[:2000])
+            raise
+
+
+def enqueue_summary(summary_id: int) -> None:
+    """Send the task to the workers; without a broker (``make run``), run it here and now,
+    its retries included, logging a failure instead of raising it into the request that
+    committed (this runs after its commit)."""
+    if current_app.conf.task_always_eager:
+        result = summarize_conversation.apply(args=[summary_id], throw=False)
+        if result.failed():
+            logger.error("summary %s failed: %s", summary_id, result.result)
+        return
+    try:
+        summarize_conversation.delay(summary_id)
+    except Exception:  # the broker is down: the append stands; asking again re-sends it
+        logger.exception("summary %s could not be enqueued", summary_id)

@@ -1,0 +1,68 @@
+"""Fixtures for conversation tests: appending through the service, and a summarizer
+whose calls are counted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.test import override_settings
+
+from assembler.summarize import ExtractiveSummarizer, SummaryOutcome
+from promptadmin.conversations import services
+from promptadmin.core.tokens import tokenizer
+from tests.promptadmin.api.conftest import (  # noqa: F401 - the API tests' fixtures
+    empty_cache,
+    read_key,
+    reader,
+    write_key,
+    writer,
+)
+
+
+def talk(n: int, words: int = 40, start: int = 0) -> list[dict[str, str]]:
+    """``n`` messages alternating user and assistant, each about ``words`` words long."""
+    messages = []
+    for index in range(start, start + n):
+        role = "user" if index % 2 == 0 else "assistant"
+        sentence = f"Message {index}: we decided to send {index} scouts to the river Tarn. "
+        filler = "The weather was grey and nothing else happened. " * max(1, words // 10)
+        messages.append({"role": role, "content": sentence + filler})
+    return messages
+
+
+class CountingSummarizer:
+    """The extractive summarizer, counting how often it is asked."""
+
+    backend = "counting"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.inner = ExtractiveSummarizer(tokenizer())
+
+    def summarize(self, plan: Any) -> SummaryOutcome:
+        self.calls.append(plan.covers_through)
+        outcome = self.inner.summarize(plan)
+        return SummaryOutcome(outcome.text, outcome.tokens, "counting", "counting-1")
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingSummarizer]:
+    summarizer = CountingSummarizer()
+    monkeypatch.setattr(services, "primary_summarizer", lambda: summarizer)
+    yield summarizer
+
+
+@pytest.fixture
+def delay() -> Iterator[mock.MagicMock]:
+    """What would be enqueued, without running it."""
+    with mock.patch("promptadmin.conversations.tasks.enqueue_summary") as fake:
+        yield fake
+
+
+@pytest.fixture
+def extractive_only() -> Iterator[None]:
+    with override_settings(SUMMARIZER_BASE_URL=""):
+        yield

@@ -1,0 +1,193 @@
+"""The conversation endpoints: the documented contract, permissions, hostile input."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import pytest
+from rest_framework.test import APIClient
+
+from promptadmin.conversations.models import Conversation, Message, Summary, SummaryStatus
+from tests.promptadmin.api.conftest import errors
+from tests.promptadmin.conversations.conftest import talk
+
+pytestmark = pytest.mark.django_db
+
+BASE = "/api/v1/conversations"
+
+
+def post(client: APIClient, key: str, body: Any) -> Any:
+    return client.post(f"{BASE}/{key}/messages", body, format="json")
+
+
+def test_appending_answers_with_the_positions(writer: APIClient, delay: mock.MagicMock) -> None:
+    response = post(writer, "npc:marta@run-7", {"messages": talk(2), "history_budget": 5000})
+    assert response.status_code == 201
+    assert response.json() == {
+        "conversation": "npc:marta@run-7",
+        "positions": [1, 2],
+        "summary_pending": False,
+    }
+    response = post(writer, "npc:marta@run-7", {"messages": talk(1, start=2)})
+    assert response.json()["positions"] == [3]
+    assert Conversation.objects.get().history_budget == 5000
+
+
+def test_passing_the_threshold_says_a_summary_is_pending(
+    writer: APIClient, delay: mock.MagicMock
+) -> None:
+    response = post(writer, "c", {"messages": talk(4), "history_budget": 200})
+    assert response.json()["summary_pending"] is True
+    assert Summary.objects.get().status == SummaryStatus.PENDING
+
+
+def test_read_keys_read_history_but_cannot_append(reader: APIClient) -> None:
+    response = post(reader, "c", {"messages": talk(1)})
+    assert response.status_code == 403
+    assert not Message.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "attr"),
+    [
+        ({}, "messages"),
+        ({"messages": []}, "messages"),
+        ({"messages": "hi"}, "messages"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, "messages.0.role"),
+        ({"messages": [{"role": "user", "content": 5}]}, "messages.0.content"),
+        ({"messages": [{"role": "user", "content": "a\x00b"}]}, "messages.0.content"),
+        ({"messages": [{"role": "user", "content": "x" * 100_001}]}, "messages.0.content"),
+        ({"messages": [{"role": "user", "content": "x", "name": "a"}]}, "messages.0.name"),
+        ({"messages": [{"role": "user", "content": "x"}], "history_budget": 0}, "history_budget"),
+        ({"messages": [{"role": "user", "content": "x"}], "history_budget": 1.5}, "history_budget"),
+        ({"messages": [{"role": "user", "content": "x"}], "extra": 1}, "extra"),
+        ({"messages": [{"role": "user", "content": "x"}] * 101}, "messages"),
+    ],
+)
+def test_bad_bodies_are_refused_naming_the_field(
+    writer: APIClient, body: dict[str, Any], attr: str
+) -> None:
+    response = post(writer, "c", body)
+    assert response.status_code == 400
+    assert attr in errors(response)
+    assert not Message.objects.exists()
+
+
+def test_lone_surrogates_nan_and_nested_values_are_refused(writer: APIClient) -> None:
+    raw = '{"messages": [{"role": "user", "content": "a\\ud800b"}]}'
+    response = writer.post(f"{BASE}/c/messages", raw, content_type="application/json")
+    assert response.status_code == 400
+    assert "messages.0.content" in errors(response)
+    nan = '{"messages": [{"role": "user", "content": "x"}], "history_budget": NaN}'
+    response = writer.post(f"{BASE}/c/messages", nan, content_type="application/json")
+    assert response.status_code == 400
+    deep = '{"messages": [{"role": "user", "content": ' + "[" * 200 + "]" * 200 + "}]}"
+    response = writer.post(f"{BASE}/c/messages", deep, content_type="application/json")
+    assert response.status_code == 400
+    assert "messages.0.content" in errors(response)
+    assert not Message.objects.exists()
+
+
+@pytest.mark.parametrize("key", ["a b", "x" * 201, "-start", "k%00"])
+def test_a_bad_key_is_refused(writer: APIClient, key: str) -> None:
+    response = post(writer, key, {"messages": talk(1)})
+    assert response.status_code in (400, 404)
+    if response.status_code == 400:
+        assert "key" in errors(response)
+    assert not Conversation.objects.exists()
+
+
+def test_history_contract_without_a_summary(writer: APIClient, reader: APIClient) -> None:
+    post(writer, "c", {"messages": talk(3), "history_budget": 5000})
+    response = reader.get(f"{BASE}/c/history", {"budget": 1000})
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"mode", "text", "tokens", "summary", "messages", "summary_pending"}
+    assert body["mode"] == "full"
+    assert body["messages"] == [1, 2, 3]
+    assert body["summary"] is None and body["summary_pending"] is False
+    assert body["text"].startswith("User: Message 0")
+    assert 0 < body["tokens"] <= 1000
+
+
+def test_history_with_a_summary_and_recent_messages(
+    writer: APIClient, reader: APIClient, counting: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        post(writer, "c", {"messages": talk(8), "history_budget": 200})
+    summary = Summary.objects.get(status=SummaryStatus.DONE)
+    body = reader.get(f"{BASE}/c/history").json()
+    assert body["mode"] == "summary_and_recent"
+    assert body["summary"] == {
+        "id": summary.pk,
+        "covers_through": summary.covers_through,
+        "status": "done",
+    }
+    assert body["messages"] and min(body["messages"]) == summary.covers_through + 1
+    assert body["text"].startswith("Summary of earlier conversation:\n")
+    assert body["tokens"] <= 200
+    # A small budget: the newest user message only, the summary left out.
+    body = reader.get(f"{BASE}/c/history", {"budget": 60}).json()
+    assert body["mode"] == "recent_only" and body["summary"] is None
+
+
+def test_history_of_an_unknown_conversation_is_404(reader: APIClient) -> None:
+    response = reader.get(f"{BASE}/nope/history")
+    assert response.status_code == 404
+    assert response.json()["type"] == "client_error"
+
+
+@pytest.mark.parametrize("budget", ["0", "-5", "abc", "1000001", "1e3", "NaN"])
+def test_a_bad_history_budget_is_refused(writer: APIClient, reader: APIClient, budget: str) -> None:
+    post(writer, "c", {"messages": talk(1)})
+    response = reader.get(f"{BASE}/c/history", {"budget": budget})
+    assert response.status_code == 400
+    assert "budget" in errors(response)
+
+
+def test_summaries_list_and_summarize_now(
+    writer: APIClient, reader: APIClient, counting: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    post(writer, "c", {"messages": talk(6), "history_budget": 100_000})
+    assert reader.get(f"{BASE}/c/summaries").json() == []
+    with django_capture_on_commit_callbacks(execute=True):
+        response = writer.post(f"{BASE}/c/summarize")
+    assert response.status_code == 202
+    assert response.json()["summary_pending"] is True
+    body = reader.get(f"{BASE}/c/summaries").json()
+    assert len(body) == 1
+    assert set(body[0]) == {
+        "id",
+        "covers_through",
+        "builds_on",
+        "status",
+        "backend",
+        "model",
+        "tokens",
+        "attempts",
+        "error",
+        "created",
+        "finished",
+    }
+    # With a huge budget every message is recent: nothing older to summarize.
+    assert body[0]["status"] == "failed" and "Nothing to summarize" in body[0]["error"]
+
+
+def test_summarize_an_unknown_conversation_is_404(writer: APIClient) -> None:
+    assert writer.post(f"{BASE}/nope/summarize").status_code == 404
+
+
+def test_summarize_needs_write_access(writer: APIClient, reader: APIClient) -> None:
+    post(writer, "c", {"messages": talk(1)})
+    assert reader.post(f"{BASE}/c/summarize").status_code == 403
+
+
+def test_history_costs_a_fixed_number_of_queries(
+    writer: APIClient, reader: APIClient, django_assert_max_num_queries: Any
+) -> None:
+    post(writer, "c", {"messages": talk(100), "history_budget": 1_000_000})
+    post(writer, "c", {"messages": talk(100, start=100)})
+    # Authentication (key lookup), the conversation with its summary, the messages.
+    with django_assert_max_num_queries(3):
+        assert reader.get(f"{BASE}/c/history", {"budget": 300}).status_code == 200

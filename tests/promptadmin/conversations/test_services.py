@@ -1,0 +1,202 @@
+"""Appending messages and asking for summaries: positions, validation, the threshold
+trigger and its database-level guards, query counts."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from promptadmin.conversations import services
+from promptadmin.conversations.models import Conversation, Message, Summary, SummaryStatus
+from tests.promptadmin.conversations.conftest import talk
+
+pytestmark = pytest.mark.django_db
+
+
+def append(key: str, messages: list[dict[str, str]], **kwargs: Any) -> services.AppendResult:
+    return services.conversation_append(actor=None, key=key, messages=messages, **kwargs)
+
+
+def test_append_creates_the_conversation_and_numbers_messages_from_one() -> None:
+    first = append("c-1", talk(2), history_budget=5000)
+    second = append("c-1", talk(3))
+    assert first.positions == [1, 2] and second.positions == [3, 4, 5]
+    conversation = Conversation.objects.get(key="c-1")
+    assert conversation.history_budget == 5000
+    assert conversation.last_position == 5
+    assert list(Message.objects.values_list("position", flat=True)) == [1, 2, 3, 4, 5]
+    total = sum(m.token_count for m in Message.objects.all())
+    assert conversation.unsummarized_tokens == total
+
+
+def test_messages_are_stored_exactly_as_sent() -> None:
+    text = "  Ünïcode, emoji 🐉 and\ttabs, kept as written.\n"
+    append("c-2", [{"role": "user", "content": text}])
+    assert Message.objects.get().content == text
+
+
+@pytest.mark.parametrize(
+    ("key", "messages", "field"),
+    [
+        ("", [{"role": "user", "content": "hi"}], "key"),
+        ("a b", [{"role": "user", "content": "hi"}], "key"),
+        ("x" * 201, [{"role": "user", "content": "hi"}], "key"),
+        ("ok", [], "messages"),
+        ("ok", [{"role": "robot", "content": "hi"}], "messages.0.role"),
+        ("ok", [{"role": "user", "content": "a\x00b"}], "messages.0.content"),
+        ("ok", [{"role": "user", "content": "a\ud800b"}], "messages.0.content"),
+        ("ok", [{"role": "user", "content": "   "}], "messages.0.content"),
+        ("ok", [{"role": "user", "content": "x" * 100_001}], "messages.0.content"),
+        ("ok", [{"role": "user", "content": 5}], "messages.0.content"),
+        ("ok", [{"role": "user", "content": "hi"}] * 101, "messages"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_field_and_stores_nothing(
+    key: str, messages: list[dict[str, Any]], field: str
+) -> None:
+    with pytest.raises(ValidationError) as error:
+        append(key, messages)
+    assert field in error.value.message_dict
+    assert not Message.objects.exists() and not Conversation.objects.exists()
+
+
+@pytest.mark.parametrize("budget", [0, -1, 1_000_001, True, 2.5])
+def test_a_history_budget_out_of_range_is_refused(budget: Any) -> None:
+    with pytest.raises(ValidationError) as error:
+        append("ok", talk(1), history_budget=budget)
+    assert "history_budget" in error.value.message_dict
+
+
+def test_no_summary_is_asked_for_below_the_threshold(delay: mock.MagicMock) -> None:
+    result = append("c-3", talk(2), history_budget=10_000)
+    assert not result.summary_pending
+    assert not Summary.objects.exists()
+    delay.assert_not_called()
+
+
+def test_passing_the_threshold_enqueues_one_summary_after_commit(
+    django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        result = append("c-4", talk(4), history_budget=200)
+    assert Conversation.objects.get().unsummarized_tokens > 0.8 * 200
+    assert result.summary_pending
+    summary = Summary.objects.get()
+    assert summary.status == SummaryStatus.PENDING
+    assert summary.requested_through == 4
+    delay.assert_called_once_with(summary.pk)
+
+
+def test_the_task_is_not_enqueued_when_the_append_rolls_back(
+    django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        try:
+            with transaction.atomic():
+                append("c-5", talk(4), history_budget=200)
+                raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+    delay.assert_not_called()
+    assert not Summary.objects.exists()
+
+
+def test_a_newer_request_supersedes_the_pending_one_instead_of_adding_another(
+    django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-6", talk(4), history_budget=200)
+        append("c-6", talk(2, start=4))
+        summary_id = services.summary_request(actor=None, key="c-6")
+    summary = Summary.objects.get()
+    assert summary_id == summary.pk
+    assert summary.requested_through == 6
+    # Once for the new summary, once more when asked explicitly (a lost task is re-sent).
+    assert delay.call_count == 2
+
+
+def test_no_request_is_made_while_a_summary_is_running(
+    django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-7", talk(4), history_budget=200)
+    Summary.objects.update(status=SummaryStatus.RUNNING, started_at=timezone.now())
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.summary_request(actor=None, key="c-7") is None
+    summary = Summary.objects.get()
+    assert summary.requested_through == 4  # the running one's range is left alone
+    assert delay.call_count == 1
+
+
+def test_the_database_refuses_a_second_active_summary_for_a_conversation() -> None:
+    conversation = Conversation.objects.create(key="c-8")
+    now = timezone.now()
+    Summary.objects.create(conversation=conversation, requested_through=1, created_at=now)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Summary.objects.create(
+            conversation=conversation,
+            requested_through=2,
+            status=SummaryStatus.RUNNING,
+            created_at=now,
+        )
+
+
+def test_the_database_refuses_two_summaries_of_the_same_range() -> None:
+    conversation = Conversation.objects.create(key="c-9")
+    now = timezone.now()
+    for status in (SummaryStatus.DONE, SummaryStatus.DONE):
+        kwargs = dict(conversation=conversation, requested_through=3, covers_through=3)
+        if Summary.objects.exists():
+            with pytest.raises(IntegrityError), transaction.atomic():
+                Summary.objects.create(status=status, created_at=now, **kwargs)
+        else:
+            Summary.objects.create(status=status, created_at=now, **kwargs)
+
+
+def test_appending_costs_one_query_more_only_when_a_summary_is_asked_for(
+    django_assert_num_queries: Any, delay: mock.MagicMock
+) -> None:
+    append("c-10", talk(1), history_budget=100_000)
+    # Lock the conversation, insert the messages, update its counters; inside a savepoint.
+    with django_assert_num_queries(5):
+        append("c-10", talk(2, start=1))
+    append("c-11", talk(1), history_budget=120)
+    # The same, plus the one guarded statement that asks for a summary.
+    with (
+        django_assert_num_queries(6),
+        mock.patch("promptadmin.conversations.tasks.summarize_conversation.delay"),
+    ):
+        result = append("c-11", talk(2, start=1))
+    assert result.summary_pending
+    # Once one is pending, appending is back to the cheap path.
+    with django_assert_num_queries(5):
+        append("c-11", talk(1, start=3))
+
+
+def test_a_broker_that_is_down_never_fails_the_append_and_asking_again_resends(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from promptadmin.celery import app
+
+    eager, app.conf.task_always_eager = app.conf.task_always_eager, False
+    try:
+        with mock.patch(
+            "promptadmin.conversations.tasks.summarize_conversation.delay",
+            side_effect=ConnectionError("broker down"),
+        ) as send:
+            with django_capture_on_commit_callbacks(execute=True):
+                result = append("c-12", talk(4), history_budget=200)
+            assert result.positions == [1, 2, 3, 4]
+            assert Summary.objects.get().status == SummaryStatus.PENDING
+            send.side_effect = None
+            with django_capture_on_commit_callbacks(execute=True):
+                services.summary_request(actor=None, key="c-12")
+        assert send.call_count == 2
+        send.assert_called_with(Summary.objects.get().pk)
+    finally:
+        app.conf.task_always_eager = eager

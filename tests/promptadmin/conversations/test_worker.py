@@ -1,0 +1,190 @@
+"""Real Celery workers (``celery -A promptadmin worker`` subprocesses) against the real
+Redis broker and a local OpenAI-compatible server: summaries appear in the background and
+are used, and a worker killed mid-task leaves a task that completes exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from promptadmin.celery import app as celery_app
+from promptadmin.conversations.models import Summary, SummaryStatus
+from tests.promptadmin.conversations.conftest import talk
+from tests.promptadmin.conversations.fake_llm import FakeLLM, Reply, fake_llm
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.redis,
+    pytest.mark.django_db(transaction=True),
+]
+
+ROOT = Path(__file__).resolve().parents[3]
+SUMMARY = "Ann hired 40 masons for the bridge over the Tarn."
+# Short, so that a task abandoned by a killed worker comes back within seconds; the task's
+# hard time limit stays below it, as the settings require.
+VISIBILITY_TIMEOUT = 6
+TIME_LIMIT = 4
+
+
+def database_url() -> str:
+    db = settings.DATABASES["default"]  # the test database, once pytest-django made it
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return (
+        f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+        f"/{db['NAME']}"
+    )
+
+
+@pytest.fixture
+def broker() -> Iterator[None]:
+    """This process sends tasks to Redis (not in-process), starting from an empty queue."""
+    with celery_app.connection_for_write() as connection:
+        connection.default_channel.client.flushdb()
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = False
+    yield
+    celery_app.conf.task_always_eager = eager
+
+
+@pytest.fixture
+def workers(broker: None) -> Iterator[Callable[[FakeLLM], subprocess.Popen[bytes]]]:
+    """Starts real workers; every one still running is stopped at the end."""
+    started: list[tuple[subprocess.Popen[bytes], Any]] = []
+
+    def start(llm: FakeLLM) -> subprocess.Popen[bytes]:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "CELERY_TASK_ALWAYS_EAGER": "false",
+            "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
+            "CELERY_TASK_TIME_LIMIT": str(TIME_LIMIT),
+            "SUMMARIZER_BASE_URL": llm.url,
+            "SUMMARIZER_MODEL": "fake-model",
+            "SUMMARIZER_API_KEY": "test",
+            "SUMMARIZER_TIMEOUT": "30",
+            "SUMMARIZER_MAX_RETRIES": "0",
+        }
+        log = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the test ends
+        command = [
+            sys.executable,
+            *("-m", "celery", "-A", "promptadmin", "worker", "--loglevel", "INFO"),
+            *("--concurrency", "1", "--pool", "prefork", "-n", f"test{len(started)}@%h"),
+            *("--without-gossip", "--without-mingle", "--without-heartbeat"),
+        ]
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        started.append((process, log))
+        return process
+
+    yield start
+    for process, log in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        log.seek(0)
+        sys.stdout.write(log.read().decode(errors="replace")[-4000:])
+        log.close()
+
+
+def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+        time.sleep(0.2)
+
+
+def append_until_pending(client: APIClient, key: str) -> int:
+    """Append one message at a time through the API until a summary is asked for."""
+    for index in range(40):
+        response = client.post(
+            f"/api/v1/conversations/{key}/messages",
+            {"messages": talk(1, start=index), "history_budget": 300},
+            format="json",
+        )
+        assert response.status_code == 201, response.content
+        if response.json()["summary_pending"]:
+            return index + 1
+    raise AssertionError("no summary was asked for")
+
+
+def done(key: str) -> Callable[[], bool]:
+    return lambda: Summary.objects.filter(conversation__key=key, status=SummaryStatus.DONE).exists()
+
+
+def test_a_real_worker_summarizes_in_the_background_and_assembly_uses_it(
+    workers: Callable[[FakeLLM], subprocess.Popen[bytes]], writer: APIClient, reader: APIClient
+) -> None:
+    call_command("seed_demo", stdout=StringIO())
+    with fake_llm(Reply(text=SUMMARY)) as llm:
+        workers(llm)
+        sent = append_until_pending(writer, "quest-1")
+        wait_for(done("quest-1"), 60, "the summary")
+        summary = Summary.objects.get(conversation__key="quest-1")
+        assert summary.content == SUMMARY
+        assert summary.backend == "openai" and summary.model == "fake-model"
+        assert summary.attempts == 1
+        assert len(llm.requests) == 1
+        history = reader.get("/api/v1/conversations/quest-1/history").json()
+        assert history["mode"] == "summary_and_recent"
+        assert history["summary"]["id"] == summary.pk
+        assert SUMMARY in history["text"]
+        assert history["messages"][-1] == sent
+        body = {"entry": "drowned-bell", "conversation": "quest-1", "history_budget": 300}
+        assembled = reader.post("/api/v1/assemble", body, format="json").json()
+        assert SUMMARY in assembled["prompt"]
+        assert assembled["meta"]["history"]["summary"]["id"] == summary.pk
+        assert assembled["meta"]["layers"]["history"]["status"] == "included"
+
+
+def test_a_worker_killed_mid_task_leaves_a_task_that_completes_exactly_once(
+    workers: Callable[[FakeLLM], subprocess.Popen[bytes]], writer: APIClient
+) -> None:
+    # The first call never gets an answer: its worker is killed while it waits.
+    never = threading.Event()
+    try:
+        with fake_llm(Reply(hold=never)) as llm:
+            llm.default = Reply(text=SUMMARY)
+            first = workers(llm)
+            append_until_pending(writer, "quest-2")
+            assert llm.received.wait(60), "the first worker never called the endpoint"
+            summary = Summary.objects.get(conversation__key="quest-2")
+            assert summary.status == SummaryStatus.RUNNING and summary.attempts == 1
+
+            os.killpg(first.pid, signal.SIGKILL)  # the worker and its pool process
+            first.wait()
+            workers(llm)
+            wait_for(done("quest-2"), 90, "the summary after the restart")
+
+            # Wait out another restore sweep: nothing else may run it again.
+            time.sleep(VISIBILITY_TIMEOUT + 2)
+            summary.refresh_from_db()
+            assert Summary.objects.filter(conversation__key="quest-2").count() == 1
+            assert summary.status == SummaryStatus.DONE
+            assert summary.content == SUMMARY
+            assert summary.attempts == 2  # the killed worker's claim, then the takeover
+            assert len(llm.requests) == 2  # one died with its worker, unanswered
+            assert llm.answered == 1  # the range was summarized by one answered call
+    finally:
+        never.set()
