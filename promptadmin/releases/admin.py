@@ -1,0 +1,50 @@
+"""Django admin for superusers: releases and label moves, read-only.
+
+Releases are made, and labels moved, through the studio or the API (one service each,
+with the permission checks and the confirmation of failing expectations); the admin only
+shows them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove
+
+
+class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.is_superuser)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Release)
+class ReleaseAdmin(ReadOnly):
+    list_display = ("name", "created_at", "created_by", "created_via", "segment_count")
+    search_fields = ("name", "notes")
+    exclude = ("catalog",)
+
+
+@admin.register(ReleaseLabel)
+class ReleaseLabelAdmin(ReadOnly):
+    list_display = ("name", "release", "moved_at")
+
+
+@admin.register(ReleaseLabelMove)
+class ReleaseLabelMoveAdmin(ReadOnly):
+    list_display = ("label", "from_release", "to_release", "at", "by", "via", "note")
+    list_filter = ("label",)

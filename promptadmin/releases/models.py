@@ -1,0 +1,200 @@
+"""Releases, their labels and the scenarios that show a change's impact.
+
+A release is written once, by ``release_create``, and never changed: ``save()`` refuses
+to update one, and its segments point at deduplicated texts, so a text unchanged across a
+thousand releases is stored once.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+
+import assembler
+
+WORKING = "working"
+"""What callers name the working copy (never a release or a label)."""
+
+LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"
+RELEASE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+PRODUCTION = "production"
+
+label_validator = RegexValidator(
+    LABEL_PATTERN,
+    "Use 1 to 36 lowercase letters, digits, '_', '.' or '-' (e.g. 'production').",
+    code="invalid_label",
+)
+release_name_validator = RegexValidator(
+    RELEASE_NAME_PATTERN,
+    "Use up to 64 lowercase letters, digits, '_', '.' or '-', starting with a letter or a "
+    "digit (e.g. 'r-2026-11-22').",
+    code="invalid_name",
+)
+
+
+class Immutable(models.Model):
+    """Rows written once: an update or a delete through the ORM is refused."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if not self._state.adding:
+            raise ValidationError(f"A {self._meta.verbose_name} never changes once made.")
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
+        raise ValidationError(f"A {self._meta.verbose_name} is never deleted.")
+
+
+class ReleaseText(models.Model):
+    """A segment text, stored once whatever the number of releases holding it."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    content = models.TextField()
+
+    def __str__(self) -> str:
+        return self.sha256[:12]
+
+
+class Release(Immutable):
+    """An immutable snapshot of every world, ruleset, NPC, entry and active segment.
+
+    ``catalog`` holds the objects (few, small): ``{"worlds": [...], "rulesets": [...],
+    "npcs": [...], "entries": [...]}``, each ``{"id", "slug", "name", "description"}``,
+    entries also ``"world"`` (slug) and ``"rulesets"`` (slugs, in order).
+    """
+
+    name = models.CharField(max_length=64, unique=True, validators=[release_name_validator])
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_via = models.CharField(max_length=100, blank=True, help_text="The API key, if any.")
+    content_hash = models.CharField(max_length=64)
+    segment_count = models.PositiveIntegerField()
+    catalog = models.JSONField()
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        constraints = [
+            models.CheckConstraint(condition=~Q(name=WORKING), name="release_name_not_working")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def author(self) -> str:
+        if self.created_by is not None:
+            return self.created_by.get_username()
+        return self.created_via or "system"
+
+
+class ReleaseSegment(Immutable):
+    """One active segment as it was when its release was made."""
+
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="segments")
+    segment_id = models.BigIntegerField(help_text="The working copy's segment id.")
+    scope = models.CharField(max_length=20)
+    owner = models.CharField(max_length=64, blank=True, help_text="Slug; empty for core.")
+    title = models.TextField(blank=True)
+    text = models.ForeignKey(ReleaseText, on_delete=models.PROTECT, related_name="+")
+    metadata = models.JSONField(default=dict)
+    version = models.CharField(max_length=32)
+    tier = models.PositiveSmallIntegerField(default=0)
+    sort_order = models.IntegerField(default=0)
+    token_count = models.PositiveIntegerField()
+    token_encoding = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ("release", "scope", "sort_order", "segment_id")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("release", "segment_id"), name="releasesegment_unique_segment"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.release_id}: {self.scope} #{self.segment_id}"
+
+
+class ReleaseLabel(models.Model):
+    """A movable name (``production``, ``staging``) for one release."""
+
+    name = models.CharField(max_length=36, unique=True, validators=[label_validator])
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="labels")
+    moved_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("name",)
+        constraints = [
+            models.CheckConstraint(condition=~Q(name=WORKING), name="releaselabel_not_working")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} -> {self.release_id}"
+
+
+class ReleaseLabelMove(Immutable):
+    """Every move of a label: set, moved (publish, roll back) or removed."""
+
+    label = models.CharField(max_length=36, db_index=True)
+    from_release = models.ForeignKey(
+        Release, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    to_release = models.ForeignKey(
+        Release, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    at = models.DateTimeField(auto_now_add=True)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    via = models.CharField(max_length=100, blank=True, help_text="The API key, if any.")
+    note = models.TextField(blank=True)
+    confirmed_failures = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Expectations failing on the release when the mover confirmed the move.",
+    )
+
+    class Meta:
+        ordering = ("-at", "-id")
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.from_release_id} -> {self.to_release_id}"
+
+    @property
+    def actor(self) -> str:
+        if self.by is not None:
+            return self.by.get_username()
+        return self.via or "system"
+
+
+class Scenario(models.Model):
+    """A saved preview configuration, with expectations of its prompt."""
+
+    name = models.CharField(max_length=100, unique=True)
+    entry = models.CharField(max_length=64, help_text="Entry slug.")
+    first_turn = models.BooleanField(default=False)
+    npcs = models.JSONField(default=list, blank=True, help_text='[{"npc": slug, "tier": n}]')
+    state = models.JSONField(default=dict, blank=True)
+    token_budget = models.PositiveIntegerField(default=assembler.DEFAULT_TOKEN_BUDGET)
+    npc_budget = models.PositiveIntegerField(default=assembler.DEFAULT_NPC_BUDGET)
+    expectations = models.JSONField(default=list, blank=True)
+    revision = models.PositiveIntegerField(default=1, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,94 @@
+"""Scenarios: the prompts a change is judged by.
+
+Saved scenarios are preview configurations authors keep, with expectations. Each entry
+also has implicit scenarios (:func:`implicit_scenarios`), so a change is judged on every
+entry even before anyone saves one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import assembler
+from assembler.impact import Expectation, parse_expectation
+from promptadmin.content.assembly import AssembleParams
+from promptadmin.releases.models import Scenario
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """One scenario, saved (``scenario_id``) or implicit (None)."""
+
+    name: str
+    entry: str
+    first_turn: bool = False
+    npcs: tuple[tuple[str, int], ...] = ()
+    state: Mapping[str, Any] = field(default_factory=dict)
+    token_budget: int = assembler.DEFAULT_TOKEN_BUDGET
+    npc_budget: int = assembler.DEFAULT_NPC_BUDGET
+    expectations: tuple[Expectation, ...] = ()
+    scenario_id: int | None = None
+
+    def params(self) -> AssembleParams:
+        return AssembleParams(
+            entry=self.entry,
+            first_turn=self.first_turn,
+            token_budget=self.token_budget,
+            npc_budget=self.npc_budget,
+            npcs=self.npcs,
+            state=dict(self.state),
+        )
+
+    def preview_query(self) -> str:
+        """The studio preview's query string for this scenario (release not included)."""
+        query: list[tuple[str, Any]] = [
+            ("entry", self.entry),
+            ("token_budget", self.token_budget),
+            ("npc_budget", self.npc_budget),
+        ]
+        if self.first_turn:
+            query.append(("first_turn", "on"))
+        for slug, tier in self.npcs:
+            query += [("npc", slug), ("tier", tier)]
+        for scope, value in self.state.items():
+            if value is not None:
+                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                query.append((scope, text))
+        return urlencode(query)
+
+
+def from_model(scenario: Scenario) -> ScenarioSpec:
+    return ScenarioSpec(
+        name=scenario.name,
+        entry=scenario.entry,
+        first_turn=scenario.first_turn,
+        npcs=tuple((item["npc"], item.get("tier", 0)) for item in scenario.npcs),
+        state=scenario.state,
+        token_budget=scenario.token_budget,
+        npc_budget=scenario.npc_budget,
+        expectations=tuple(parse_expectation(item) for item in scenario.expectations),
+        scenario_id=scenario.pk,
+    )
+
+
+def implicit_scenarios(entry: str) -> list[ScenarioSpec]:
+    """An entry's implicit scenarios: the first turn and a later turn, at default budgets.
+
+    The one place that says what they are: once entries have a cast (their usual NPCs
+    and tiers), pass it here as ``npcs`` and every report includes it.
+    """
+    return [
+        ScenarioSpec(name=f"{entry}: first turn", entry=entry, first_turn=True),
+        ScenarioSpec(name=f"{entry}: later turn", entry=entry, first_turn=False),
+    ]
+
+
+def scenarios_for(entries: Iterable[str]) -> list[ScenarioSpec]:
+    """Every saved scenario, then the implicit ones of ``entries`` (slugs)."""
+    saved = [from_model(scenario) for scenario in Scenario.objects.order_by("name")]
+    implicit = [spec for slug in sorted(set(entries)) for spec in implicit_scenarios(slug)]
+    return saved + implicit

@@ -1,0 +1,92 @@
+"""Reads for the entry points: releases with their labels, a side of a comparison."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.db.models import QuerySet
+
+from promptadmin.releases.impact import compare, object_changes, segment_changes
+from promptadmin.releases.models import (
+    PRODUCTION,
+    WORKING,
+    Release,
+    ReleaseLabel,
+    ReleaseLabelMove,
+)
+from promptadmin.releases.scenarios import scenarios_for
+from promptadmin.releases.snapshot import (
+    CATALOG_KINDS,
+    ContentSet,
+    release_content,
+    working_content,
+)
+
+
+def releases() -> QuerySet[Release]:
+    """Releases, newest first, with their labels and authors (three queries in all)."""
+    return Release.objects.select_related("created_by").prefetch_related("labels")
+
+
+def release_named(name: str) -> Release:
+    """The release called ``name``, or the one the label ``name`` points at."""
+    release = releases().filter(name=name).first()
+    if release is None:
+        label = ReleaseLabel.objects.select_related("release").filter(name=name).first()
+        if label is None:
+            raise ObjectDoesNotExist(f"No release or label named '{name}'.")
+        release = releases().get(pk=label.release_id)
+    return release
+
+
+NOTHING = ContentSet(catalog={kind: [] for kind in CATALOG_KINDS}, segments={})
+
+
+def side(name: str | None) -> tuple[ContentSet, dict[str, Any]]:
+    """One side of a comparison: ``working``, a label, a release name, or None (nothing
+    published yet: every object and segment is new)."""
+    if name is None:
+        return NOTHING, {"name": "nothing", "label": None}
+    if name == WORKING:
+        return working_content(), {"name": WORKING, "label": None}
+    release = release_named(name)
+    label = name if name != release.name else None
+    return release_content(release), {"name": release.name, "label": label}
+
+
+def compare_report(before: str | None, after: str) -> dict[str, Any]:
+    """The impact report of going from ``before`` to ``after`` (each a side's name)."""
+    old, old_side = side(before)
+    new, new_side = side(after)
+    entries = [row["slug"] for content in (old, new) for row in content.catalog["entries"]]
+    report = compare(old, new, scenarios_for(entries))
+    return {"before": old_side, "after": new_side, **report}
+
+
+def unpublished() -> dict[str, Any] | None:
+    """What the working copy changes against the production release (None: no label)."""
+    label = ReleaseLabel.objects.select_related("release").filter(name=PRODUCTION).first()
+    if label is None:
+        return None
+    old, new = release_content(label.release), working_content()
+    return {
+        "release": label.release.name,
+        "segments": segment_changes(old, new),
+        "objects": object_changes(old, new),
+    }
+
+
+def choices() -> list[tuple[str, str]]:
+    """What a person can pick to preview or compare: the working copy, labels, releases."""
+    labels = list(ReleaseLabel.objects.select_related("release").order_by("name"))
+    names = list(Release.objects.values_list("name", flat=True)[:200])
+    return [
+        (WORKING, "Working copy (unpublished edits)"),
+        *[(label.name, f"{label.name} → {label.release.name}") for label in labels],
+        *[(name, name) for name in names],
+    ]
+
+
+def label_moves(limit: int = 20) -> list[ReleaseLabelMove]:
+    return list(ReleaseLabelMove.objects.select_related("from_release", "to_release", "by")[:limit])

@@ -1,0 +1,511 @@
+"""Release services: make a release, publish, move and remove labels, edit scenarios.
+
+Every change goes through these functions, whatever the entry point; each checks the
+actor's permission itself (making a release: authors and write keys; moving a label:
+admins and admin keys; scripts acting as nobody may do both).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection, transaction
+from django.utils import timezone
+
+import assembler
+from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectation
+from promptadmin.content.models import NPC, Entry, slug_validator
+from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
+from promptadmin.core.cache import shared_changed
+from promptadmin.core.roles import can_edit, is_admin
+from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.releases import serving
+from promptadmin.releases.impact import failing
+from promptadmin.releases.models import (
+    WORKING,
+    Release,
+    ReleaseLabel,
+    ReleaseLabelMove,
+    ReleaseSegment,
+    ReleaseText,
+    Scenario,
+    label_validator,
+    release_name_validator,
+)
+from promptadmin.releases.scenarios import scenarios_for
+from promptadmin.releases.snapshot import (
+    ContentSet,
+    SnapSegment,
+    release_content,
+    working_content,
+)
+
+BATCH = 2000
+MAX_NOTES = 10_000
+MAX_NPCS = 50  # as many as one assembly takes
+MAX_TIER = 32767  # what a segment's tier column holds
+
+
+class ExpectationsFailing(Exception):
+    """A label would move to content that fails expectations, and nobody confirmed it."""
+
+    def __init__(self, failures: list[dict[str, str]]) -> None:
+        self.failures = failures
+        listed = "; ".join(
+            f"{item['scenario']}: {item['expectation']} ({item['reason']})" for item in failures
+        )
+        super().__init__(
+            f"{len(failures)} {'expectation fails' if len(failures) == 1 else 'expectations fail'}"
+            f" on this release: {listed}. Confirm to move the label anyway."
+        )
+
+
+def _require_edit(actor: Actor) -> None:
+    if actor is None:
+        return
+    if is_key(actor):
+        if not getattr(actor, "can_write", False):
+            raise PermissionDenied("Making a release needs a key with scope 'write' or 'admin'.")
+    elif not can_edit(actor):
+        raise PermissionDenied("Making a release needs the author or admin role.")
+
+
+def _require_admin(actor: Actor) -> None:
+    if actor is None:
+        return
+    if is_key(actor):
+        if not getattr(actor, "can_admin", False):
+            raise PermissionDenied("Moving a release label needs a key with scope 'admin'.")
+    elif not is_admin(actor):
+        raise PermissionDenied("Moving a release label needs the admin role.")
+
+
+def _attribution(actor: Actor) -> dict[str, Any]:
+    return {"user": user_or_none(actor), "via": key_label(actor)[:100] if is_key(actor) else ""}
+
+
+def _default_name() -> str:
+    base = f"r-{timezone.now():%Y-%m-%d}"
+    taken = set(Release.objects.filter(name__startswith=base).values_list("name", flat=True))
+    if base not in taken:
+        return base
+    number = 2
+    while f"{base}-{number}" in taken:
+        number += 1
+    return f"{base}-{number}"
+
+
+def _check_name(name: str) -> None:
+    try:
+        release_name_validator(name)
+    except ValidationError as exc:
+        raise ValidationError({"name": exc.messages}) from None
+    if name == WORKING:
+        raise ValidationError({"name": "'working' names the working copy; choose another name."})
+    if Release.objects.filter(name=name).exists():
+        raise ValidationError({"name": f"There is already a release named '{name}'."})
+    if ReleaseLabel.objects.filter(name=name).exists():
+        raise ValidationError(
+            {"name": f"'{name}' is a label; a release name must differ from every label."}
+        )
+
+
+def _check_notes(notes: str, field: str = "notes") -> None:
+    if len(notes) > MAX_NOTES:
+        raise ValidationError({field: f"At most {MAX_NOTES} characters."})
+    try:
+        check_stored_json(notes)
+    except StoredJsonError as exc:
+        raise ValidationError({field: exc.message}) from None
+
+
+_SEGMENT_COLUMNS = (
+    "release_id",
+    "segment_id",
+    "scope",
+    "owner",
+    "title",
+    "text_id",
+    "metadata",
+    "version",
+    "tier",
+    "sort_order",
+    "token_count",
+    "token_encoding",
+)
+
+
+def _copy_rows(
+    release: Release, rows: list[SnapSegment], hashes: list[str], texts: dict[str, str]
+) -> None:
+    """PostgreSQL: stream the rows with COPY (the ORM's bulk insert costs ten times more
+    CPU at 10,000 segments). New texts go through a temporary table, so a text another
+    release stored meanwhile is skipped rather than failing the release."""
+    text_table = ReleaseText._meta.db_table
+    segment_table = ReleaseSegment._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT sha256 FROM {text_table} WHERE sha256 = ANY(%s)", [list(texts)])
+        known = {sha for (sha,) in cursor.fetchall()}
+        new = [(sha, text) for sha, text in texts.items() if sha not in known]
+        raw = cursor.cursor  # psycopg's own cursor, for COPY
+        if new:
+            cursor.execute(
+                "CREATE TEMPORARY TABLE release_new_text (sha256 text, content text) ON COMMIT DROP"
+            )
+            with raw.copy("COPY release_new_text (sha256, content) FROM STDIN") as copy:
+                for item in new:
+                    copy.write_row(item)
+            cursor.execute(
+                f"INSERT INTO {text_table} (sha256, content) "
+                "SELECT sha256, content FROM release_new_text ON CONFLICT DO NOTHING"
+            )
+            cursor.execute("DROP TABLE release_new_text")
+        columns = ", ".join(_SEGMENT_COLUMNS)
+        with raw.copy(f"COPY {segment_table} ({columns}) FROM STDIN") as copy:
+            for row, sha in zip(rows, hashes, strict=True):
+                copy.write_row(
+                    (
+                        release.pk,
+                        row.id,
+                        row.scope,
+                        row.owner,
+                        row.title,
+                        sha,
+                        json.dumps(row.metadata, ensure_ascii=False),
+                        row.version,
+                        row.tier,
+                        row.sort_order,
+                        row.token_count,
+                        row.token_encoding,
+                    )
+                )
+
+
+def _store(content: ContentSet, *, name: str, notes: str, actor: Actor) -> Release:
+    """Write ``content`` as a release: constant queries whatever its size."""
+    who = _attribution(actor)
+    release = Release.objects.create(
+        name=name,
+        notes=notes,
+        created_by=who["user"],
+        created_via=who["via"],
+        content_hash=content.content_hash(),
+        segment_count=len(content.segments),
+        catalog=dict(content.catalog),
+    )
+    rows = list(content.segments.values())
+    hashes = [row.sha256 for row in rows]
+    texts = dict(zip(hashes, (row.content for row in rows), strict=True))
+    if connection.vendor == "postgresql":
+        _copy_rows(release, rows, hashes, texts)
+        return release
+    known: set[str] = set()
+    distinct = list(texts)
+    for start in range(0, len(distinct), BATCH):
+        chunk = distinct[start : start + BATCH]
+        known.update(ReleaseText.objects.filter(sha256__in=chunk).values_list("sha256", flat=True))
+    ReleaseText.objects.bulk_create(
+        [ReleaseText(sha256=sha, content=text) for sha, text in texts.items() if sha not in known],
+        batch_size=BATCH,
+        ignore_conflicts=True,  # another release made at the same time stored it first
+    )
+    ReleaseSegment.objects.bulk_create(
+        [
+            ReleaseSegment(
+                release=release,
+                segment_id=row.id,
+                scope=row.scope,
+                owner=row.owner,
+                title=row.title,
+                text_id=sha,
+                metadata=row.metadata,
+                version=row.version,
+                tier=row.tier,
+                sort_order=row.sort_order,
+                token_count=row.token_count,
+                token_encoding=row.token_encoding,
+            )
+            for row, sha in zip(rows, hashes, strict=True)
+        ],
+        batch_size=BATCH,
+    )
+    return release
+
+
+@transaction.atomic
+def release_create(
+    *,
+    actor: Actor,
+    name: str | None = None,
+    notes: str = "",
+    labels: Sequence[str] = (),
+    confirm: bool = False,
+) -> Release:
+    """Snapshot the working copy as a release and, when ``labels`` are given, move them to
+    it (publish). Moving labels to content failing expectations needs ``confirm``."""
+    _require_edit(actor)
+    if labels:
+        _require_admin(actor)
+        for index, label in enumerate(labels):
+            try:
+                _check_label(label)
+            except ValidationError as exc:
+                raise ValidationError({f"labels.{index}": exc.message_dict["label"]}) from None
+    if name is None or name == "":
+        name = _default_name()
+    _check_name(name)
+    _check_notes(notes)
+    # Lock out concurrent content writes? Not needed: one REPEATABLE READ-like view is
+    # enough, and every row is read by the queries below within this transaction.
+    content = working_content()
+    if labels and not confirm:
+        failures = failing(content, scenarios_for(()))
+        if failures:
+            raise ExpectationsFailing(failures)
+    release = _store(content, name=name, notes=notes, actor=actor)
+    for label in labels:
+        _move(label, release, actor=actor, note=notes, confirmed=confirm, content=content)
+    return release
+
+
+def _check_label(label: str) -> None:
+    try:
+        label_validator(label)
+    except ValidationError as exc:
+        raise ValidationError({"label": exc.messages}) from None
+    if label == WORKING:
+        raise ValidationError({"label": "'working' names the working copy; choose another label."})
+    if Release.objects.filter(name=label).exists():
+        raise ValidationError(
+            {"label": f"'{label}' is a release name; a label must differ from every release name."}
+        )
+
+
+def _move(
+    label: str,
+    release: Release | None,
+    *,
+    actor: Actor,
+    note: str,
+    confirmed: bool,
+    content: ContentSet | None = None,
+) -> ReleaseLabelMove | None:
+    current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
+    before = current.release if current is not None else None
+    if before == release:
+        return None
+    failures: list[dict[str, str]] = []
+    if release is not None and confirmed:
+        failures = failing(content or release_content(release), scenarios_for(()))
+    if release is None:
+        assert current is not None
+        current.delete()
+    elif current is None:
+        ReleaseLabel.objects.create(name=label, release=release, moved_at=timezone.now())
+    else:
+        current.release = release
+        current.moved_at = timezone.now()
+        current.save(update_fields=["release", "moved_at"])
+    who = _attribution(actor)
+    move = ReleaseLabelMove.objects.create(
+        label=label,
+        from_release=before,
+        to_release=release,
+        by=who["user"],
+        via=who["via"],
+        note=note,
+        confirmed_failures=failures,
+    )
+    shared_changed(serving.LABELS_KEY, serving.labels_from_database)
+    return move
+
+
+@transaction.atomic
+def release_label_set(
+    *, actor: Actor, label: str, release: Release, note: str = "", confirm: bool = False
+) -> ReleaseLabelMove | None:
+    """Point ``label`` at ``release`` (set, move or roll back); None when it already does.
+
+    Content failing an expectation needs ``confirm``; the failures confirmed are recorded.
+    """
+    _require_admin(actor)
+    _check_label(label)
+    _check_notes(note, "note")
+    if not confirm:
+        current = ReleaseLabel.objects.filter(name=label).values_list("release_id", flat=True)
+        if release.pk not in current:
+            failures = failing(release_content(release), scenarios_for(()))
+            if failures:
+                raise ExpectationsFailing(failures)
+    return _move(label, release, actor=actor, note=note, confirmed=confirm)
+
+
+@transaction.atomic
+def release_label_remove(*, actor: Actor, label: str, note: str = "") -> ReleaseLabelMove:
+    """Remove ``label``; callers that named it get an error, default serving the working copy."""
+    _require_admin(actor)
+    _check_notes(note, "note")
+    if not ReleaseLabel.objects.filter(name=label).exists():
+        raise ValidationError({"label": f"There is no label '{label}'."})
+    move = _move(label, None, actor=actor, note=note, confirmed=False)
+    assert move is not None
+    return move
+
+
+SCENARIO_FIELDS = (
+    "name",
+    "entry",
+    "first_turn",
+    "npcs",
+    "state",
+    "token_budget",
+    "npc_budget",
+    "expectations",
+)
+
+
+def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
+    """Check a scenario's fields, naming the first bad one; returns them normalised."""
+    errors: dict[str, str] = {}
+    name = values.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        errors["name"] = "Expected a name of 1 to 100 characters."
+    else:
+        try:
+            check_stored_json(name)
+        except StoredJsonError as exc:
+            errors["name"] = exc.message
+    entry = values.get("entry")
+    try:
+        slug_validator(entry)
+        if not Entry.objects.filter(slug=entry).exists():
+            errors["entry"] = f"No entry with slug '{entry}'."
+    except (ValidationError, TypeError):
+        errors["entry"] = "Expected an entry slug."
+    if not isinstance(values.get("first_turn"), bool):
+        errors["first_turn"] = "Expected true or false."
+    requested = values.get("npcs") or []
+    if not isinstance(requested, list) or len(requested) > MAX_NPCS:
+        errors["npcs"] = f'Expected a list of at most {MAX_NPCS} NPC slugs or {{"npc", "tier"}}.'
+        requested = []
+    npcs: list[dict[str, Any]] = []
+    for index, item in enumerate(requested):
+        if isinstance(item, str):
+            item = {"npc": item}
+        slug = item.get("npc") if isinstance(item, dict) else None
+        tier = item.get("tier", 0) if isinstance(item, dict) else 0
+        if not isinstance(slug, str) or not 0 < len(slug) <= 64:
+            errors[f"npcs.{index}.npc"] = "Expected an NPC slug."
+            continue
+        if isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= MAX_TIER:
+            errors[f"npcs.{index}.tier"] = f"Expected a whole number from 0 to {MAX_TIER}."
+            continue
+        npcs.append({"npc": slug, "tier": tier})
+    slugs = [item["npc"] for item in npcs]
+    known = set(NPC.objects.filter(slug__in=slugs).values_list("slug", flat=True))
+    unknown = [slug for slug in slugs if slug not in known]
+    if unknown:
+        errors["npcs"] = f"Unknown NPC slugs: {', '.join(unknown)}."
+    elif len(set(slugs)) != len(slugs):
+        errors["npcs"] = "Each NPC may be listed once."
+    for budget in ("token_budget", "npc_budget"):
+        value = values.get(budget)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not 0 <= value <= assembler.MAX_BUDGET
+        ):
+            errors[budget] = f"Expected a whole number from 0 to {assembler.MAX_BUDGET}."
+    expectations = values.get("expectations") or []
+    if not isinstance(expectations, list) or len(expectations) > MAX_EXPECTATIONS:
+        errors["expectations"] = f"Expected a list of at most {MAX_EXPECTATIONS} expectations."
+        expectations = []
+    parsed = []
+    for index, item in enumerate(expectations):
+        try:
+            parsed.append(parse_expectation(item).to_dict())
+        except ExpectationError as exc:
+            errors[f"expectations.{index}.{exc.field}"] = str(exc)
+    state = values.get("state") or {}
+    if not isinstance(state, dict):
+        errors["state"] = "Expected a JSON object."
+    else:
+        for key, value in state.items():
+            if key not in assembler.DYNAMIC_SCOPES:
+                errors[f"state.{key}"] = (
+                    f"Unknown layer; the layers are: {', '.join(assembler.DYNAMIC_SCOPES)}."
+                )
+            elif value is not None and not isinstance(value, str | dict):
+                errors[f"state.{key}"] = "Expected text, a JSON object or null."
+    try:
+        check_stored_json(state)
+    except StoredJsonError as exc:
+        errors[f"state.{exc.path}".rstrip(".")] = exc.message
+    if errors:
+        raise ValidationError(errors)
+    return {
+        **values,
+        "name": name.strip(),  # type: ignore[union-attr]
+        "npcs": npcs,
+        "state": state,
+        "expectations": parsed,
+    }
+
+
+@transaction.atomic
+def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
+    """Save a preview configuration as a named scenario."""
+    _require_edit(actor)
+    values = {
+        "first_turn": False,
+        "npcs": [],
+        "state": {},
+        "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
+        "npc_budget": assembler.DEFAULT_NPC_BUDGET,
+        "expectations": [],
+        **values,
+    }
+    unknown = set(values) - set(SCENARIO_FIELDS)
+    if unknown:
+        raise ValidationError({sorted(unknown)[0]: "Unknown field."})
+    values = _clean_scenario(values)
+    if Scenario.objects.filter(name=values["name"]).exists():
+        raise ValidationError({"name": f"There is already a scenario named '{values['name']}'."})
+    return Scenario.objects.create(updated_by=user_or_none(actor), **values)
+
+
+def scenario_check(*, scenario: Scenario, **changes: Any) -> dict[str, Any]:
+    """The scenario's fields with ``changes`` applied, checked (ValidationError names the
+    first bad field); nothing is saved."""
+    unknown = set(changes) - set(SCENARIO_FIELDS)
+    if unknown:
+        raise ValidationError({sorted(unknown)[0]: "Unknown field."})
+    return _clean_scenario({name: getattr(scenario, name) for name in SCENARIO_FIELDS} | changes)
+
+
+@transaction.atomic
+def scenario_update(*, actor: Actor, scenario: Scenario, **changes: Any) -> Scenario:
+    """Change some of a scenario's fields; saves only what changed."""
+    _require_edit(actor)
+    locked = Scenario.objects.select_for_update().get(pk=scenario.pk)
+    values = scenario_check(scenario=locked, **changes)
+    if Scenario.objects.filter(name=values["name"]).exclude(pk=locked.pk).exists():
+        raise ValidationError({"name": f"There is already a scenario named '{values['name']}'."})
+    changed = [name for name in SCENARIO_FIELDS if getattr(locked, name) != values[name]]
+    if not changed:
+        return locked
+    for name in changed:
+        setattr(locked, name, values[name])
+    locked.revision += 1
+    locked.updated_by = user_or_none(actor)
+    locked.save(update_fields=[*changed, "revision", "updated_by", "updated_at"])
+    return locked
+
+
+@transaction.atomic
+def scenario_delete(*, actor: Actor, scenario: Scenario) -> None:
+    _require_edit(actor)
+    Scenario.objects.filter(pk=scenario.pk).delete()

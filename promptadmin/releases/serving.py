@@ -1,0 +1,102 @@
+"""Which content an assembly is served from: a release, a label's release or the working copy.
+
+A release never changes, so its bundles are kept in process memory for as long as the
+process lives: assembling a release named explicitly costs no query and no cache round
+trip. Labels move, so they are read through the shared cache (one round trip, the label
+map), refreshed the moment a move commits. Release names and labels never collide (the
+services refuse it), so a name found in process memory is a release without asking.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from promptadmin.content.assembly import AssemblyInputError, Loader, load_content
+from promptadmin.core.cache import shared
+from promptadmin.releases.models import PRODUCTION, WORKING, Release, ReleaseLabel
+from promptadmin.releases.snapshot import Bundles, release_content
+
+LABELS_KEY = "releases:labels:v1"
+# Releases whose bundles a process keeps (10,000 segments take a few megabytes).
+LOADED_RELEASES = 8
+
+_loaded: OrderedDict[str, Bundles] = OrderedDict()
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Served:
+    """The content an assembly uses: ``name`` is a release's or ``working``."""
+
+    name: str
+    label: str | None
+    load: Loader
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"name": self.name, "label": self.label}
+
+
+def labels_from_database() -> dict[str, str]:
+    """Every label and the name of its release."""
+    return dict(ReleaseLabel.objects.values_list("name", "release__name"))
+
+
+def labels() -> dict[str, str]:
+    return shared(LABELS_KEY, labels_from_database)  # type: ignore[no-any-return]
+
+
+def _remembered(name: str) -> Bundles | None:
+    with _lock:
+        bundles = _loaded.get(name)
+        if bundles is not None:
+            _loaded.move_to_end(name)
+        return bundles
+
+
+def release_bundles(name: str) -> Bundles | None:
+    """The bundles of the release named ``name``, from process memory or loaded once."""
+    bundles = _remembered(name)
+    if bundles is not None:
+        return bundles
+    release = Release.objects.filter(name=name).first()
+    if release is None:
+        return None
+    bundles = release_content(release).bundles()
+    with _lock:
+        _loaded[name] = bundles
+        while len(_loaded) > LOADED_RELEASES:
+            _loaded.popitem(last=False)
+    return bundles
+
+
+WORKING_COPY = Served(WORKING, None, load_content)
+
+
+def resolve(requested: str | None) -> Served:
+    """What ``requested`` (a label, a release name, ``working`` or None) serves.
+
+    None serves the ``production`` label's release when that label exists, else the
+    working copy. Raises AssemblyInputError (field ``release``) for an unknown name.
+    """
+    if requested == WORKING:
+        return WORKING_COPY
+    if requested is not None:
+        bundles = _remembered(requested)
+        if bundles is not None:
+            return Served(requested, None, bundles.load)
+    label = requested or PRODUCTION
+    name = labels().get(label)
+    if name is not None:
+        bundles = release_bundles(name)
+        if bundles is not None:
+            return Served(name, label, bundles.load)
+    if requested is None:
+        return WORKING_COPY
+    bundles = release_bundles(requested)
+    if bundles is None:
+        raise AssemblyInputError(
+            {"release": f"No release or label named '{requested}' (or use 'working')."}
+        )
+    return Served(requested, None, bundles.load)

@@ -1,0 +1,259 @@
+"""Content as a whole, from the working copy or from a release, in one plain shape.
+
+A :class:`ContentSet` is what a release stores and what two versions of the content are
+compared by: the objects (catalog) and every active segment, by id. It turns into the
+assembly bundles that ``promptadmin.content.assembly`` assembles from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import assembler
+from promptadmin.content.assembly import EntryBundle, NpcBundle
+from promptadmin.content.models import (
+    NPC,
+    SEGMENT_SCOPES,
+    Entry,
+    EntryRuleset,
+    Ruleset,
+    Scope,
+    Segment,
+    World,
+)
+from promptadmin.core.tokens import tokenizer
+from promptadmin.releases.models import Release, ReleaseSegment
+
+CATALOG_KINDS = ("worlds", "rulesets", "npcs", "entries")
+
+
+def text_hash(content: str) -> str:
+    # surrogatepass: a stored text is checked on the way in, but a hash must never fail.
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class SnapSegment:
+    """An active segment as a release holds it; ``owner`` is its object's slug."""
+
+    id: int
+    scope: str
+    owner: str
+    title: str
+    content: str
+    metadata: Any
+    version: str
+    tier: int
+    sort_order: int
+    token_count: int
+    token_encoding: str
+    sha256: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.sha256:
+            object.__setattr__(self, "sha256", text_hash(self.content))
+
+    def fingerprint(self) -> list[Any]:
+        """What identifies this segment's state (the token count follows from the text)."""
+        return [
+            self.id,
+            self.scope,
+            self.owner,
+            self.sha256,
+            self.metadata,
+            self.version,
+            self.tier,
+            self.sort_order,
+        ]
+
+    def to_assembler(self) -> assembler.Segment:
+        return assembler.Segment(
+            id=self.id,
+            scope=self.scope,
+            content=self.content,
+            sort_order=self.sort_order,
+            tier=self.tier,
+            token_count=self.token_count if self.token_encoding == tokenizer().name else None,
+            title=self.title,
+        )
+
+
+@dataclass(frozen=True)
+class Bundles:
+    """A content set ready to assemble: every entry's and NPC's bundle, by slug."""
+
+    entries: Mapping[str, EntryBundle]
+    npcs: Mapping[str, NpcBundle]
+
+    def load(
+        self, entry_slug: str, npc_slugs: Sequence[str]
+    ) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
+        """A ``promptadmin.content.assembly.Loader``: no query, no cache round trip."""
+        npcs = {slug: self.npcs[slug] for slug in npc_slugs if slug in self.npcs}
+        return self.entries.get(entry_slug), npcs
+
+
+@dataclass(frozen=True)
+class ContentSet:
+    """The objects and the active segments of one version of the game content."""
+
+    catalog: Mapping[str, list[dict[str, Any]]]
+    segments: Mapping[int, SnapSegment]
+    _bundles: list[Bundles] = field(default_factory=list, repr=False, compare=False)
+
+    def content_hash(self) -> str:
+        """SHA-256 of everything a release holds, in a canonical order."""
+        body = [
+            {kind: self.catalog.get(kind, []) for kind in CATALOG_KINDS},
+            [self.segments[pk].fingerprint() for pk in sorted(self.segments)],
+        ]
+        text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def objects(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Every object by (kind, slug), without the database id (it may be reused)."""
+        return {
+            (kind, row["slug"]): {k: v for k, v in row.items() if k != "id"}
+            for kind in CATALOG_KINDS
+            for row in self.catalog.get(kind, [])
+        }
+
+    def bundles(self) -> Bundles:
+        """The assembly bundles, built once per content set."""
+        if not self._bundles:
+            self._bundles.append(_build_bundles(self))
+        return self._bundles[0]
+
+
+def _build_bundles(content: ContentSet) -> Bundles:
+    by_owner: dict[tuple[str, str], list[SnapSegment]] = {}
+    for row in content.segments.values():
+        by_owner.setdefault((row.scope, row.owner), []).append(row)
+
+    def layer(scope: str, owner: str) -> tuple[assembler.Segment, ...]:
+        rows = sorted(by_owner.get((scope, owner), ()), key=lambda r: (r.sort_order, r.id))
+        return tuple(row.to_assembler() for row in rows)
+
+    names = {row["slug"]: row["name"] for row in content.catalog.get("rulesets", [])}
+    core = layer(Scope.CORE, "")
+    entries = {
+        row["slug"]: EntryBundle(
+            entry_id=row["id"],
+            world_slug=row["world"],
+            rulesets=tuple(
+                assembler.Ruleset(
+                    slug=slug, name=names.get(slug, slug), segments=layer(Scope.RULESET, slug)
+                )
+                for slug in row["rulesets"]
+            ),
+            core=core,
+            world=layer(Scope.WORLD, row["world"]),
+            entry=layer(Scope.ENTRY, row["slug"]),
+            entry_start=layer(Scope.ENTRY_START, row["slug"]),
+        )
+        for row in content.catalog.get("entries", [])
+    }
+    npcs = {
+        row["slug"]: NpcBundle(row["slug"], row["name"], layer(Scope.NPC, row["slug"]))
+        for row in content.catalog.get("npcs", [])
+    }
+    return Bundles(entries=entries, npcs=npcs)
+
+
+_OBJECT_COLUMNS = ("id", "slug", "name", "description")
+REF_COLUMNS = ("ruleset_id", "world_id", "entry_id", "npc_id")
+
+
+def working_catalog() -> dict[str, list[dict[str, Any]]]:
+    """The working copy's objects, in five queries."""
+    catalog: dict[str, list[dict[str, Any]]] = {
+        "worlds": list(World.objects.order_by("slug").values(*_OBJECT_COLUMNS)),
+        "rulesets": list(Ruleset.objects.order_by("slug").values(*_OBJECT_COLUMNS)),
+        "npcs": list(NPC.objects.order_by("slug").values(*_OBJECT_COLUMNS)),
+    }
+    orders: dict[int, list[str]] = {}
+    for entry_id, slug in EntryRuleset.objects.order_by("entry_id", "position").values_list(
+        "entry_id", "ruleset__slug"
+    ):
+        orders.setdefault(entry_id, []).append(slug)
+    entries = Entry.objects.order_by("slug").values(*_OBJECT_COLUMNS, "world__slug")
+    catalog["entries"] = [
+        {
+            **{name: row[name] for name in _OBJECT_COLUMNS},
+            "world": row["world__slug"],
+            "rulesets": orders.get(row["id"], []),
+        }
+        for row in entries
+    ]
+    return catalog
+
+
+def working_content() -> ContentSet:
+    """The working copy: every object and active segment, in six queries."""
+    catalog = working_catalog()
+    slugs = {
+        field_name: {row["id"]: row["slug"] for row in catalog[kind]}
+        for field_name, kind in zip(
+            REF_COLUMNS, ("rulesets", "worlds", "entries", "npcs"), strict=True
+        )
+    }
+    tok = tokenizer()
+    segments: dict[int, SnapSegment] = {}
+    rows = Segment.objects.filter(active=True, scope__in=SEGMENT_SCOPES).values_list(
+        "id",
+        "scope",
+        *REF_COLUMNS,
+        "title",
+        "content",
+        "metadata",
+        "version",
+        "tier",
+        "sort_order",
+        "token_count",
+        "token_encoding",
+    )
+    for pk, scope, *refs, title, content, metadata, version, tier, order, count, encoding in rows:
+        owner = ""
+        for field_name, ref in zip(REF_COLUMNS, refs, strict=True):
+            if ref is not None:
+                owner = slugs[field_name][ref]
+        if count is None or encoding != tok.name:
+            count, encoding = tok.count(content), tok.name
+        segments[pk] = SnapSegment(
+            id=pk,
+            scope=scope,
+            owner=owner,
+            title=title.strip(),
+            content=content,
+            metadata=metadata,
+            version=version,
+            tier=tier,
+            sort_order=order,
+            token_count=count,
+            token_encoding=encoding,
+        )
+    return ContentSet(catalog=catalog, segments=segments)
+
+
+def release_content(release: Release) -> ContentSet:
+    """What ``release`` holds, in one query (texts joined)."""
+    rows = ReleaseSegment.objects.filter(release=release).values_list(
+        "segment_id",
+        "scope",
+        "owner",
+        "title",
+        "text__content",
+        "metadata",
+        "version",
+        "tier",
+        "sort_order",
+        "token_count",
+        "token_encoding",
+        "text_id",
+    )
+    segments = {row[0]: SnapSegment(*row) for row in rows}
+    return ContentSet(catalog=release.catalog, segments=segments)

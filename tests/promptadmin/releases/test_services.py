@@ -1,0 +1,255 @@
+"""Releases: immutable snapshots, deduplicated texts, labels, publish, roll back, history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.management import call_command
+
+from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from promptadmin.content.models import Segment
+from promptadmin.content.services import catalog, segments
+from promptadmin.content.services.api_keys import api_key_create
+from promptadmin.releases import services, serving
+from promptadmin.releases.models import (
+    Release,
+    ReleaseLabel,
+    ReleaseLabelMove,
+    ReleaseSegment,
+    ReleaseText,
+)
+from promptadmin.releases.snapshot import release_content, working_content
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+NPCS = (("marta-vell", 2), ("old-cobb", 1))
+PARAMS = AssembleParams(entry="drowned-bell", first_turn=True, npcs=NPCS)
+
+
+@pytest.fixture(autouse=True)
+def demo() -> None:
+    cache.clear()
+    serving._loaded.clear()
+    call_command("seed_demo")
+
+
+def admin() -> Any:
+    user = UserFactory()
+    user.groups.add(Group.objects.get(name="admin"))
+    return user
+
+
+def author() -> Any:
+    user = UserFactory()
+    user.groups.add(Group.objects.get(name="author"))
+    return user
+
+
+def from_release(name: str) -> str:
+    return assemble_prompt(PARAMS, load=serving.resolve(name).load).prompt
+
+
+def test_a_release_assembles_exactly_as_the_working_copy_did() -> None:
+    working = assemble_prompt(PARAMS)
+    release = services.release_create(actor=author(), notes="first")
+    assert release.segment_count == Segment.objects.filter(active=True).count()
+    assert from_release(release.name) == working.prompt
+
+
+def test_a_release_is_immutable_under_later_edits_and_deletes(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    before = assemble_prompt(PARAMS).prompt
+    release = services.release_create(actor=None)
+    edited = Segment.objects.get(import_key="w-iron-tone")
+    deleted = Segment.objects.filter(scope="npc", npc__slug="old-cobb").first()
+    assert deleted is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        segments.segment_update(actor=None, segment=edited, content="Fog, always fog.")
+        segments.segment_delete(actor=None, segment=deleted)
+        catalog.catalog_update(actor=None, obj=deleted.npc, name="Renamed Cobb")
+    serving._loaded.clear()  # reload from the database: the stored rows are what count
+
+    assert from_release(release.name) == before
+    assert "Fog, always fog." in assemble_prompt(PARAMS).prompt
+    assert "Fog, always fog." not in from_release(release.name)
+    assert "Renamed Cobb" in assemble_prompt(PARAMS).prompt
+    assert "Renamed Cobb" not in from_release(release.name)
+
+
+def test_release_rows_refuse_to_change() -> None:
+    release = services.release_create(actor=None)
+    release.notes = "rewritten"
+    with pytest.raises(ValidationError):
+        release.save()
+    with pytest.raises(ValidationError):
+        release.delete()
+    row = ReleaseSegment.objects.filter(release=release).first()
+    assert row is not None
+    with pytest.raises(ValidationError):
+        row.save()
+
+
+@pytest.mark.postgres
+def test_the_database_refuses_to_change_a_release_whatever_the_code_path() -> None:
+    from django.db import DatabaseError, transaction
+
+    user = admin()
+    release = services.release_create(actor=user, name="r-one", labels=["production"])
+    attempts = [
+        lambda: Release.objects.filter(pk=release.pk).update(notes="rewritten"),
+        lambda: ReleaseSegment.objects.filter(release=release).update(sort_order=9),
+        lambda: ReleaseSegment.objects.filter(release=release).delete(),
+        lambda: ReleaseText.objects.update(content="gone"),
+        lambda: ReleaseLabelMove.objects.update(note="rewritten"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(DatabaseError), transaction.atomic():
+            attempt()
+    # Deleting the person who made it only forgets who they were.
+    user.delete()
+    release.refresh_from_db()
+    assert release.created_by is None and release.notes == ""
+
+
+def test_unchanged_text_is_stored_once_across_releases() -> None:
+    services.release_create(actor=None, name="r-one")
+    texts = ReleaseText.objects.count()
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    segments.segment_update(actor=None, segment=segment, content="Fog, always fog.")
+    services.release_create(actor=None, name="r-two")
+    assert ReleaseText.objects.count() == texts + 1
+    assert ReleaseSegment.objects.count() == 2 * Segment.objects.filter(active=True).count()
+
+
+def test_the_content_hash_follows_the_content_only() -> None:
+    one = services.release_create(actor=None, name="r-one")
+    two = services.release_create(actor=None, name="r-two")
+    assert one.content_hash == two.content_hash == working_content().content_hash()
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    segments.segment_update(actor=None, segment=segment, metadata={"title": "New"})
+    three = services.release_create(actor=None, name="r-three")
+    assert three.content_hash != one.content_hash
+    assert release_content(one).content_hash() == one.content_hash
+
+
+def test_a_release_keeps_objects_and_the_rulesets_order() -> None:
+    release = services.release_create(actor=None)
+    entry = next(e for e in release.catalog["entries"] if e["slug"] == "drowned-bell")
+    assert entry["world"] == "iron-coast"
+    assert entry["rulesets"] == ["narrative-core", "mystery"]
+    assert {"worlds", "rulesets", "npcs", "entries"} <= set(release.catalog)
+
+
+def test_release_names_default_by_date_and_never_repeat() -> None:
+    one = services.release_create(actor=None)
+    two = services.release_create(actor=None)
+    assert one.name.startswith("r-") and two.name == f"{one.name}-2"
+    with pytest.raises(ValidationError) as caught:
+        services.release_create(actor=None, name=one.name)
+    assert "name" in caught.value.message_dict
+    for bad in ("working", "Bad Name", "x" * 65, "-lead", "a\x00b"):
+        with pytest.raises(ValidationError) as caught:
+            services.release_create(actor=None, name=bad)
+        assert "name" in caught.value.message_dict
+
+
+def test_publish_makes_a_release_and_moves_the_label_in_one_step() -> None:
+    user = admin()
+    release = services.release_create(actor=user, notes="launch", labels=["production", "staging"])
+    assert dict(ReleaseLabel.objects.values_list("name", "release__name")) == {
+        "production": release.name,
+        "staging": release.name,
+    }
+    move = ReleaseLabelMove.objects.get(label="production")
+    assert (move.from_release, move.to_release, move.by, move.note) == (
+        None,
+        release,
+        user,
+        "launch",
+    )
+
+
+def test_roll_back_moves_the_label_back_and_history_keeps_every_move() -> None:
+    user = admin()
+    first = services.release_create(actor=user, labels=["production"])
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    segments.segment_update(actor=None, segment=segment, content="Fog, always fog.")
+    second = services.release_create(actor=user, labels=["production"])
+    services.release_label_set(actor=user, label="production", release=first, note="bad fog")
+
+    assert ReleaseLabel.objects.get(name="production").release == first
+    history = [
+        (m.from_release, m.to_release, m.note)
+        for m in ReleaseLabelMove.objects.filter(label="production")
+    ]
+    assert history == [(second, first, "bad fog"), (first, second, ""), (None, first, "")]
+    # Moving a label where it already is records nothing.
+    assert services.release_label_set(actor=user, label="production", release=first) is None
+    assert ReleaseLabelMove.objects.filter(label="production").count() == 3
+
+
+def test_removing_a_label_is_recorded_and_serving_falls_back_to_the_working_copy(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    user = admin()
+    with django_capture_on_commit_callbacks(execute=True):
+        release = services.release_create(actor=user, labels=["production"])
+    assert serving.resolve(None).name == release.name
+    with django_capture_on_commit_callbacks(execute=True):
+        move = services.release_label_remove(actor=user, label="production", note="pause")
+    assert (move.from_release, move.to_release) == (release, None)
+    assert serving.resolve(None).name == "working"
+
+
+def test_moving_labels_needs_the_admin_role_or_an_admin_key() -> None:
+    release = services.release_create(actor=author())
+    with pytest.raises(PermissionDenied):
+        services.release_create(actor=author(), labels=["production"])
+    with pytest.raises(PermissionDenied):
+        services.release_label_set(actor=author(), label="production", release=release)
+    write_key = api_key_create(actor=None, name="pipeline", scope="write")[0]
+    with pytest.raises(PermissionDenied):
+        services.release_label_set(actor=write_key, label="production", release=release)
+    admin_key = api_key_create(actor=None, name="ops", scope="admin")[0]
+    move = services.release_label_set(actor=admin_key, label="production", release=release)
+    assert move is not None and move.via.startswith("API key 'ops'")
+
+
+def test_viewers_and_read_keys_cannot_make_releases() -> None:
+    with pytest.raises(PermissionDenied):
+        services.release_create(actor=UserFactory())
+    read_key = api_key_create(actor=None, name="game", scope="read")[0]
+    with pytest.raises(PermissionDenied):
+        services.release_create(actor=read_key)
+
+
+def test_labels_and_release_names_never_collide() -> None:
+    services.release_create(actor=None, name="r-one", labels=["staging"])
+    with pytest.raises(ValidationError):
+        services.release_create(actor=None, name="staging")
+    release = Release.objects.get(name="r-one")
+    for bad in ("r-one", "working", "Prod", "x" * 37, "a b"):
+        with pytest.raises(ValidationError) as caught:
+            services.release_label_set(actor=None, label=bad, release=release)
+        assert "label" in caught.value.message_dict
+
+
+def test_a_release_of_the_working_copy_takes_constant_queries(
+    django_assert_max_num_queries: Any,
+) -> None:
+    with django_assert_max_num_queries(16) as small:
+        services.release_create(actor=None, name="r-one")
+    for index in range(30):
+        segments.segment_create(actor=None, scope="core", content=f"Extra core rule {index}.")
+    with django_assert_max_num_queries(16) as large:
+        services.release_create(actor=None, name="r-two")
+    assert len(large.captured_queries) == len(small.captured_queries)
+    assert ReleaseSegment.objects.filter(release__name="r-two").count() == (
+        Segment.objects.filter(active=True).count()
+    )
