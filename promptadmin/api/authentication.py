@@ -24,7 +24,7 @@ from django.db import connection
 from rest_framework import authentication, exceptions, status
 from rest_framework.request import Request
 
-from promptadmin.models import ApiKey
+from promptadmin.content.models import ApiKey
 
 KEYWORD = "Api-Key"
 # Query parameters under which clients commonly send credentials.
@@ -61,6 +61,21 @@ def find_key(prefix: str) -> ApiKey | None:
     return None if row is None else ApiKey.from_db(connection.alias, columns, row)
 
 
+def verified_key(key: str) -> ApiKey:
+    """The valid, unrevoked, unexpired key ``key`` is, else AuthenticationFailed (401)."""
+    prefix, dot, _secret = key.partition(".")
+    api_key = find_key(prefix) if dot else None
+    if api_key is None or not api_key.is_valid(key):
+        raise exceptions.AuthenticationFailed("Invalid API key.")
+    if api_key.revoked:
+        raise exceptions.AuthenticationFailed(f"API key '{api_key.name}' has been revoked.")
+    if api_key.has_expired:
+        raise exceptions.AuthenticationFailed(
+            f"API key '{api_key.name}' expired at {api_key.expiry_date:%Y-%m-%d %H:%M} UTC."
+        )
+    return api_key
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     """``Authorization: Api-Key <key>``; the key becomes ``request.auth`` (an ApiKey)."""
 
@@ -70,18 +85,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         keyword, _, key = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         if keyword.lower() != KEYWORD.lower():
             return None
-        key = key.strip()
-        prefix, dot, _secret = key.partition(".")
-        api_key = find_key(prefix) if dot else None
-        if api_key is None or not api_key.is_valid(key):
-            raise exceptions.AuthenticationFailed("Invalid API key.")
-        if api_key.revoked:
-            raise exceptions.AuthenticationFailed(f"API key '{api_key.name}' has been revoked.")
-        if api_key.has_expired:
-            raise exceptions.AuthenticationFailed(
-                f"API key '{api_key.name}' expired at {api_key.expiry_date:%Y-%m-%d %H:%M} UTC."
-            )
-        return AnonymousUser(), api_key
+        return AnonymousUser(), verified_key(key.strip())
 
     def authenticate_header(self, request: Request) -> str:
         # Makes DRF answer 401 (not 403) to an unauthenticated request.

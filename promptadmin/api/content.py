@@ -23,27 +23,26 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from promptadmin.api import serializers as s
 from promptadmin.api.errors import ClientErrorResponseSerializer
+from promptadmin.api.pagination import MAX_PAGE_SIZE
 from promptadmin.api.permissions import ReadOrWrite
-from promptadmin.api.preconditions import (
-    catalog_etag,
-    expected_revision,
-    locked_for_change,
-    segment_etag,
-)
-from promptadmin.models import (
+from promptadmin.api.preconditions import etag, expected_revision
+from promptadmin.api.responses import RenderBeforeCommit
+from promptadmin.api.serializers import content as s
+from promptadmin.content.kinds import KINDS
+from promptadmin.content.models import (
     NPC,
     SCOPE_REF_FIELD,
     ApiKey,
     Entry,
+    EntryNpc,
     EntryRuleset,
     Ruleset,
     Segment,
     World,
 )
-from promptadmin.services import catalog, segments
-from promptadmin.services.common import Actor
+from promptadmin.content.services import catalog, segments
+from promptadmin.core.actors import Actor
 
 SLUG_IN_PATH = r"[a-z0-9]+(?:[-_][a-z0-9]+)*"
 # Ids beyond a 64-bit integer cannot exist; matching them would only reach the database.
@@ -69,6 +68,19 @@ ETAG = OpenApiParameter(
     response=True,
     description="Strong entity tag of the object, for If-Match.",
 )
+
+
+# What a list's pagination documents by itself, spelt out for a paginated action.
+PAGE_PARAMETERS = [
+    OpenApiParameter(
+        "page", {"type": "integer", "minimum": 1}, description="A page number within the results."
+    ),
+    OpenApiParameter(
+        "page_size",
+        {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
+        description=f"Results per page: 1 to {MAX_PAGE_SIZE} (default 50).",
+    ),
+]
 
 
 def _error(description: str) -> OpenApiResponse:
@@ -108,6 +120,19 @@ def _rulesets(slugs: list[str]) -> list[Ruleset]:
     return [found[slug] for slug in slugs]
 
 
+def _cast(rows: list[dict[str, Any]]) -> list[catalog.CastMember]:
+    # A PATCH validates partially, nested rows included: each row still needs its NPC.
+    for index, row in enumerate(rows):
+        if "npc" not in row:
+            raise ValidationError({"cast": [f"Row {index + 1} names no NPC: give its slug."]})
+    slugs = [row["npc"] for row in rows]
+    found = {npc.slug: npc for npc in NPC.objects.filter(slug__in=slugs)}
+    unknown = [slug for slug in slugs if slug not in found]
+    if unknown:
+        raise ValidationError({"cast": [f"Unknown NPC slugs: {', '.join(unknown)}."]})
+    return [catalog.CastMember(npc=found[row["npc"]], tier=row.get("tier", 0)) for row in rows]
+
+
 def catalog_schema(name: str, input_: type, output: type) -> Any:
     """The OpenAPI description of one catalog resource's six operations."""
     tags = [name]
@@ -140,7 +165,7 @@ def catalog_schema(name: str, input_: type, output: type) -> Any:
     )
 
 
-class CatalogViewSet(viewsets.GenericViewSet):
+class CatalogViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
     """Worlds, rulesets and NPCs: ``slug``, ``name``, ``description``."""
 
     model: ClassVar[type[World | Ruleset | NPC]]
@@ -154,7 +179,7 @@ class CatalogViewSet(viewsets.GenericViewSet):
         return self.model.objects.order_by("slug")
 
     def render(self, obj: Any, status_code: int = status.HTTP_200_OK) -> Response:
-        return with_etag(self.output_serializer(obj).data, catalog_etag(obj), status_code)
+        return with_etag(self.output_serializer(obj).data, etag(obj), status_code)
 
     def parse(self, request: Request, *, partial: bool = False) -> dict[str, Any]:
         serializer = self.input_serializer(data=request.data, partial=partial)
@@ -181,13 +206,17 @@ class CatalogViewSet(viewsets.GenericViewSet):
 
     def _change(self, request: Request, slug: str, *, partial: bool) -> Response:
         data = self.parse(request, partial=partial)
-        with locked_for_change(request, self.model, slug) as obj:
-            obj = catalog.catalog_update(actor=actor_of(request), obj=obj, **data)
+        obj = get_object_or_404(self.model, slug=slug)
+        expected = expected_revision(request, obj)
+        obj = catalog.catalog_update(
+            actor=actor_of(request), obj=obj, expected_revision=expected, **data
+        )
         return self.render(obj)
 
     def destroy(self, request: Request, slug: str) -> Response:
-        with locked_for_change(request, self.model, slug) as obj:
-            catalog.catalog_delete(actor=actor_of(request), obj=obj)
+        obj = get_object_or_404(self.model, slug=slug)
+        expected = expected_revision(request, obj)
+        catalog.catalog_delete(actor=actor_of(request), obj=obj, expected_revision=expected)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -208,7 +237,7 @@ class NpcViewSet(CatalogViewSet):
 
 @catalog_schema("entries", s.EntryInputSerializer, s.EntryOutputSerializer)
 class EntryViewSet(CatalogViewSet):
-    """Entries also have a ``world`` and ordered ``rulesets`` (slugs)."""
+    """Entries also have a ``world``, ordered ``rulesets`` (slugs) and a ``cast``."""
 
     model = Entry
     input_serializer = s.EntryInputSerializer
@@ -216,9 +245,12 @@ class EntryViewSet(CatalogViewSet):
 
     def get_queryset(self) -> QuerySet[Any]:
         links = EntryRuleset.objects.select_related("ruleset").order_by("position")
+        cast = EntryNpc.objects.select_related("npc").order_by("position")
         return (
             Entry.objects.select_related("world")
-            .prefetch_related(Prefetch("ruleset_links", queryset=links))
+            .prefetch_related(
+                Prefetch("ruleset_links", queryset=links), Prefetch("cast_links", queryset=cast)
+            )
             .order_by("slug")
         )
 
@@ -228,6 +260,8 @@ class EntryViewSet(CatalogViewSet):
             data["world"] = _by_slug(World, data["world"], "world")
         if "rulesets" in data:
             data["rulesets"] = _rulesets(data["rulesets"])
+        if "cast" in data:
+            data["cast"] = _cast(data["cast"])
         return data
 
     def render(self, obj: Any, status_code: int = status.HTTP_200_OK) -> Response:
@@ -240,8 +274,11 @@ class EntryViewSet(CatalogViewSet):
 
     def _change(self, request: Request, slug: str, *, partial: bool) -> Response:
         data = self.parse(request, partial=partial)
-        with locked_for_change(request, Entry, slug) as entry:
-            entry = catalog.entry_update(actor=actor_of(request), entry=entry, **data)
+        entry = get_object_or_404(Entry, slug=slug)
+        expected = expected_revision(request, entry)
+        entry = catalog.entry_update(
+            actor=actor_of(request), entry=entry, expected_revision=expected, **data
+        )
         return self.render(entry)
 
 
@@ -281,7 +318,7 @@ SEGMENT_TAGS = ["segments"]
         parameters=[IF_MATCH],
     ),
 )
-class SegmentViewSet(viewsets.GenericViewSet):
+class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
     """Segments by id; filter by scope, owner, active flag and text."""
 
     permission_classes = [ReadOrWrite]
@@ -294,7 +331,7 @@ class SegmentViewSet(viewsets.GenericViewSet):
 
     def render(self, segment: Segment, status_code: int = status.HTTP_200_OK) -> Response:
         data = s.SegmentOutputSerializer(segment, context=self.get_serializer_context()).data
-        return with_etag(data, segment_etag(segment), status_code)
+        return with_etag(data, etag(segment), status_code)
 
     def parse(self, request: Request, scope: str, *, partial: bool = False) -> dict[str, Any]:
         serializer = s.SegmentInputSerializer(data=request.data, partial=partial)
@@ -315,7 +352,7 @@ class SegmentViewSet(viewsets.GenericViewSet):
             return None
         if slug is None:
             return None  # the service says what the scope needs
-        return _by_slug(segments.REF_MODELS[field], slug, "ref")
+        return _by_slug(KINDS[field].model, slug, "ref")
 
     def list(self, request: Request) -> Response:
         # A plain dict, not the QueryDict: DRF reads a blank query value as "not given".
@@ -335,7 +372,8 @@ class SegmentViewSet(viewsets.GenericViewSet):
         if filters.get("active") is not None:
             queryset = queryset.filter(active=filters["active"])
         if filters.get("search"):
-            queryset = queryset.filter(Q(content__icontains=filters["search"]))
+            search = filters["search"]
+            queryset = queryset.filter(Q(content__icontains=search) | Q(title__icontains=search))
         return queryset
 
     def retrieve(self, request: Request, pk: str) -> Response:
@@ -369,7 +407,11 @@ class SegmentViewSet(viewsets.GenericViewSet):
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(tags=SEGMENT_TAGS, responses=s.SegmentHistoryPageSerializer)
+    @extend_schema(
+        tags=SEGMENT_TAGS,
+        responses=s.SegmentHistoryPageSerializer,
+        parameters=PAGE_PARAMETERS,
+    )
     @action(detail=True, methods=["get"])
     def history(self, request: Request, pk: str) -> Response:
         segment = get_object_or_404(Segment, pk=pk)

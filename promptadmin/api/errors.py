@@ -18,9 +18,11 @@ from rest_framework.fields import get_error_detail
 from rest_framework.settings import api_settings
 
 import assembler
-from promptadmin.assembly import AssemblyInputError
-from promptadmin.models import REF_FIELDS
-from promptadmin.services.errors import InUseError, StaleRevisionError
+from promptadmin.content.assembly import AssemblyInputError
+from promptadmin.content.models import REF_FIELDS
+from promptadmin.core.errors import InUseError, StaleRevisionError
+from promptadmin.prompts.errors import PromptLookupError, RenderInputError
+from promptadmin.releases.services import ExpectationsFailing
 
 
 class PreconditionRequired(exceptions.APIException):
@@ -69,13 +71,18 @@ def api_error(exc: Exception) -> Exception:
         return exceptions.ValidationError(_field_errors(exc))
     if isinstance(exc, AssemblyInputError):
         return exceptions.ValidationError({name: [msg] for name, msg in exc.errors.items()})
+    if isinstance(exc, RenderInputError):
+        return exceptions.ValidationError(exc.errors)
+    if isinstance(exc, PromptLookupError):
+        return exceptions.NotFound(exc.message)
     if isinstance(exc, assembler.OverBudgetError):
         return OverBudget({"token_budget": [str(exc)]})
     if isinstance(exc, StaleRevisionError):
         return PreconditionFailed(
-            f"{exc} Read the segment again (its ETag names the current revision) "
-            "and reapply your change."
+            f"{exc} Read it again (its ETag names the current revision) and reapply your change."
         )
+    if isinstance(exc, ExpectationsFailing):
+        return Conflict(str(exc), code="expectations_failing")
     if isinstance(exc, InUseError):
         return Conflict(str(exc))
     if isinstance(exc, IntegrityError):

@@ -17,6 +17,10 @@ class Text(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        # The schema's maxLength bounds what is sent, before surrounding whitespace is
+        # trimmed (Python counts some control characters as whitespace).
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
         return str(super().to_internal_value(data))
 
 

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import pagination, serializers
 from rest_framework.request import Request
 
+MAX_PAGE_SIZE = 200
+
 
 class PageSizeSerializer(serializers.Serializer):
-    page_size = serializers.IntegerField(min_value=1, max_value=200, required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_SIZE, required=False)
 
 
 class PageNumberPagination(pagination.PageNumberPagination):
@@ -15,7 +19,7 @@ class PageNumberPagination(pagination.PageNumberPagination):
     """
 
     page_size_query_param = "page_size"
-    max_page_size = 200
+    max_page_size = MAX_PAGE_SIZE
 
     def get_page_size(self, request: Request) -> int | None:
         params = request.query_params
@@ -25,3 +29,14 @@ class PageNumberPagination(pagination.PageNumberPagination):
         checked = PageSizeSerializer(data={"page_size": values[-1]})
         checked.is_valid(raise_exception=True)
         return int(checked.validated_data["page_size"])
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        """The parameters as DRF describes them, with the bounds this class enforces."""
+        parameters: list[dict[str, Any]] = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"]["minimum"] = 1
+            elif parameter["name"] == self.page_size_query_param:
+                parameter["schema"].update({"minimum": 1, "maximum": MAX_PAGE_SIZE})
+                parameter["description"] = f"Results per page: 1 to {MAX_PAGE_SIZE} (default 50)."
+        return parameters

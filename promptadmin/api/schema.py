@@ -27,7 +27,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 class StrictSerializerSchema(OpenApiSerializerExtension):
     """Input serializers refuse unknown fields; say so in the schema."""
 
-    target_class = "promptadmin.api.serializers.StrictSerializer"
+    target_class = "promptadmin.api.serializers.common.StrictSerializer"
     match_subclasses = True
 
     def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:

@@ -5,11 +5,21 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import SimpleRouter
 
-from promptadmin.api import content, schema, views
+from promptadmin.api import (
+    assembly,
+    content,
+    conversations,
+    identity,
+    langfuse,
+    legacy,
+    prompts,
+    releases,
+    schema,
+)
 
 assert schema  # imported for its side effect: registers the API-key security scheme
 
@@ -28,10 +38,110 @@ def not_found(request: HttpRequest, path: str = "") -> JsonResponse:
     return JsonResponse({"type": "client_error", "errors": [error]}, status=404)
 
 
+NAME = prompts.NAME_IN_PATH
+ADDRESS = rf"^prompts/(?P<component>{NAME})/(?P<agent>{NAME})"
+prompt_urls = [
+    path("prompts/", prompts.PromptListView.as_view(), name="api-prompts"),
+    re_path(rf"{ADDRESS}/$", prompts.PromptFetchView.as_view(), name="api-prompt"),
+    re_path(
+        rf"{ADDRESS}/versions/$", prompts.VersionCreateView.as_view(), name="api-prompt-versions"
+    ),
+    re_path(
+        rf"{ADDRESS}/labels/history$",
+        prompts.LabelHistoryView.as_view(),
+        name="api-prompt-label-history",
+    ),
+    re_path(
+        rf"{ADDRESS}/labels/(?P<label>[a-z0-9_.-]{{1,36}})$",
+        prompts.LabelView.as_view(),
+        name="api-prompt-label",
+    ),
+    re_path(rf"{ADDRESS}/render$", prompts.RenderView.as_view(), name="api-prompt-render"),
+    path("interfaces/", prompts.InterfaceListView.as_view(), name="api-interfaces"),
+    re_path(
+        rf"^interfaces/(?P<name>{NAME})$",
+        prompts.InterfaceDetailView.as_view(),
+        name="api-interface",
+    ),
+    path(
+        "adapter-instructions/",
+        prompts.AdapterInstructionListView.as_view(),
+        name="api-adapter-instructions",
+    ),
+    re_path(
+        r"^adapter-instructions/(?P<pk>[0-9]{1,18})$",
+        prompts.AdapterInstructionDetailView.as_view(),
+        name="api-adapter-instruction",
+    ),
+    path("lint", prompts.LintView.as_view(), name="api-lint"),
+]
+
 urlpatterns = [
-    path("v1/assemble", views.AssembleView.as_view(), name="api-assemble"),
-    path("v1/preview", views.PreviewView.as_view(), name="api-preview"),
-    path("v1/me", views.MeView.as_view(), name="api-me"),
+    path("v1/assemble", assembly.AssembleView.as_view(), name="api-assemble"),
+    path("v1/preview", assembly.PreviewView.as_view(), name="api-preview"),
+    path("v1/me", identity.MeView.as_view(), name="api-me"),
+    path("v1/imports/", legacy.ImportView.as_view(), name="api-imports"),
+    path(
+        "v1/deprecated-segments/",
+        legacy.DeprecatedListView.as_view(),
+        name="api-deprecated-segments",
+    ),
+    path(
+        "v1/deprecated-segments/bulk",
+        legacy.BulkView.as_view(),
+        name="api-deprecated-bulk",
+    ),
+    re_path(
+        rf"^v1/deprecated-segments/(?P<pk>{content.ID_IN_PATH})/copy$",
+        legacy.CopyView.as_view(),
+        name="api-deprecated-copy",
+    ),
+    re_path(
+        rf"^v1/deprecated-segments/(?P<pk>{content.ID_IN_PATH})/dismiss$",
+        legacy.DismissView.as_view(),
+        name="api-deprecated-dismiss",
+    ),
+    re_path(
+        rf"^v1/deprecated-segments/(?P<pk>{content.ID_IN_PATH})/undo$",
+        legacy.UndoView.as_view(),
+        name="api-deprecated-undo",
+    ),
+    path(
+        "v1/conversations/<str:key>/messages",
+        conversations.AppendMessagesView.as_view(),
+        name="api-conversation-messages",
+    ),
+    path(
+        "v1/conversations/<str:key>/history",
+        conversations.HistoryView.as_view(),
+        name="api-conversation-history",
+    ),
+    path(
+        "v1/conversations/<str:key>/summaries",
+        conversations.SummariesView.as_view(),
+        name="api-conversation-summaries",
+    ),
+    path(
+        "v1/conversations/<str:key>/summarize",
+        conversations.SummarizeView.as_view(),
+        name="api-conversation-summarize",
+    ),
+    path("v1/releases/", releases.ReleaseListView.as_view(), name="api-releases"),
+    path("v1/releases/<str:name>/", releases.ReleaseDetailView.as_view(), name="api-release"),
+    path(
+        "v1/releases/<str:before>/compare/<str:after>",
+        releases.CompareView.as_view(),
+        name="api-release-compare",
+    ),
+    path("v1/release-labels/", releases.LabelListView.as_view(), name="api-release-labels"),
+    path("v1/release-labels/<str:label>", releases.LabelView.as_view(), name="api-release-label"),
+    path(
+        "v1/release-labels/<str:label>/history",
+        releases.LabelHistoryView.as_view(),
+        name="api-release-label-history",
+    ),
+    path("v1/scenarios/", releases.ScenarioListView.as_view(), name="api-scenarios"),
+    path("v1/scenarios/<int:pk>/", releases.ScenarioDetailView.as_view(), name="api-scenario"),
     path(
         "v1/schema/",
         SpectacularAPIView.as_view(permission_classes=[AllowAny]),
@@ -39,9 +149,12 @@ urlpatterns = [
     ),
     path(
         "docs/",
-        SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[AllowAny]),
+        # Split: the page's own script is a separate file (the CSP allows no inline script).
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[AllowAny]),
         name="api-docs",
     ),
     path("v1/", include(router.urls)),
+    path("v1/", include(prompt_urls)),
+    path("public/", include(langfuse.urlpatterns)),
     re_path(r"^(?P<path>[\s\S]*)$", not_found),
 ]

@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from promptadmin.services.api_keys import api_key_create
+from promptadmin.content.services.api_keys import api_key_create
 from tests.factories import UserFactory
 
 

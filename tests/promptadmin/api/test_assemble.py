@@ -9,9 +9,9 @@ import pytest
 from django.core.cache import cache
 from django.test import override_settings
 
-from promptadmin.assembly import AssembleParams, assemble_prompt
-from promptadmin.models import Entry, Segment
-from promptadmin.services import segments
+from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from promptadmin.content.models import Entry, Segment
+from promptadmin.content.services import segments
 from tests.factories import NPCFactory, make_segment
 from tests.promptadmin.api.conftest import codes, errors
 
@@ -43,7 +43,8 @@ def test_assemble_returns_the_prompt_and_meta_the_assembler_makes(reader, demo) 
     response = assemble(reader, TURN)
     assert response.status_code == 200
     expected = assemble_prompt(PARAMS)
-    assert response.json() == {"prompt": expected.prompt, "meta": expected.meta.to_dict()}
+    meta = {**expected.meta.to_dict(), "release": {"name": "working", "label": None}}
+    assert response.json() == {"prompt": expected.prompt, "meta": meta}
 
 
 def test_the_same_request_gives_byte_identical_responses(reader, demo) -> None:  # type: ignore[no-untyped-def]
@@ -143,7 +144,7 @@ def test_preview_lists_every_segment_with_its_fate(reader, demo) -> None:  # typ
 def test_preview_shows_inactive_segments_only_when_asked_and_never_assembles_them(  # type: ignore[no-untyped-def]
     reader, demo, django_capture_on_commit_callbacks
 ) -> None:
-    segment = Segment.objects.get(metadata__demo_key="w-iron-magic")
+    segment = Segment.objects.get(import_key="w-iron-magic")
     with django_capture_on_commit_callbacks(execute=True):
         segments.segment_update(actor=None, segment=segment, active=False)
     plain = assemble(reader, TURN, "/api/v1/preview").json()
@@ -159,7 +160,8 @@ def test_assemble_takes_a_constant_number_of_queries(  # type: ignore[no-untyped
 ) -> None:
     def count_queries() -> int:
         cache.clear()
-        with django_assert_num_queries(5) as captured:  # API key, entry, rulesets, NPCs, segments
+        # API key, release labels, entry, rulesets, NPCs, segments
+        with django_assert_num_queries(6) as captured:
             assert assemble(reader, body).status_code == 200
         return len(captured)
 
@@ -195,9 +197,11 @@ def test_assemble_works_uncached_when_redis_is_down(
         }
     }
     with override_settings(CACHES=closed_port):
-        for _ in range(2):
-            # Every call reads the database: nothing could be cached.
-            with django_assert_num_queries(5):
+        # The first call reads the database; while the shared cache stays unreachable,
+        # later ones are served from this process's memory (the API key and the release
+        # labels are read each time).
+        for queries in (6, 2):
+            with django_assert_num_queries(queries):
                 response = assemble(reader, TURN)
             assert response.status_code == 200
             assert response.json() == expected

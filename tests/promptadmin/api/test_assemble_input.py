@@ -11,14 +11,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ValidationError
 
-from promptadmin.api.serializers import (
-    MAX_BUDGET,
-    MAX_TEXT,
-    MAX_TIER,
-    AssembleInputSerializer,
-    PreviewInputSerializer,
-    _well_formed,
-)
+from assembler import MAX_BUDGET
+from promptadmin.api.fastpath import well_formed as _well_formed
+from promptadmin.api.serializers.assembly import AssembleInputSerializer, PreviewInputSerializer
+from promptadmin.api.serializers.common import MAX_TEXT
+from promptadmin.content.models import MAX_TIER
 from scripts import bench_api
 from tests.promptadmin.api.test_assemble import TURN
 
@@ -40,7 +37,16 @@ valid_npc = st.one_of(
 json_objects = st.dictionaries(
     st.text(max_size=8), st.one_of(st.integers(), st.text(max_size=20), st.none()), max_size=3
 )
-valid_state_value = st.one_of(st.none(), st.text(max_size=40), json_objects)
+# What a state object may hold (core.storedjson): storable text, 64-bit integers.
+storable_text = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20
+)
+storable_objects = st.dictionaries(
+    storable_text,
+    st.one_of(st.integers(-(2**63), 2**63 - 1), storable_text, st.none()),
+    max_size=3,
+)
+valid_state_value = st.one_of(st.none(), st.text(max_size=40), storable_objects)
 valid_fraction = st.one_of(st.floats(0, 1), st.sampled_from([0, 1]))
 valid_policy = st.fixed_dictionaries(
     {},
@@ -65,6 +71,12 @@ valid_fields: dict[str, st.SearchStrategy[Any]] = {
         st.sampled_from(["game_state", "player", "rng", "input"]), valid_state_value
     ),
     "policy": valid_policy,
+    "conversation": st.one_of(
+        st.none(),
+        st.sampled_from(["npc:marta@run-7", "a", "x" * 200]),
+        st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,30}", fullmatch=True),
+    ),
+    "history_budget": st.one_of(st.none(), valid_budgets),
 }
 valid_bodies = st.fixed_dictionaries({"entry": valid_slugs}, optional=valid_fields)
 

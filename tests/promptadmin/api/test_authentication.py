@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from promptadmin.models import ApiKey
-from promptadmin.services.api_keys import api_key_create, api_key_revoke
+from promptadmin.content.models import ApiKey
+from promptadmin.content.services.api_keys import api_key_create, api_key_revoke
 from tests.promptadmin.api.conftest import codes, errors, key_client, person, session_client
 
 pytestmark = pytest.mark.django_db

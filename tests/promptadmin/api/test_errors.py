@@ -6,7 +6,7 @@ import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from promptadmin.api import views
+from promptadmin.api import assembly as views
 from tests.promptadmin.api.conftest import codes, errors
 
 pytestmark = pytest.mark.django_db
@@ -60,3 +60,14 @@ def test_nul_characters_are_refused_before_the_database(writer) -> None:  # type
         "/api/v1/segments/", {"scope": "core", "content": "a\x00"}, format="json"
     )
     assert response.status_code == 400 and "content" in errors(response)
+
+
+def test_api_answers_carrying_content_are_private_and_never_stored(reader, demo) -> None:  # type: ignore[no-untyped-def]
+    for response in (
+        reader.get("/api/v1/segments/"),
+        reader.get("/api/v1/worlds/"),
+        reader.post("/api/v1/assemble", {"entry": "drowned-bell"}, format="json"),
+        reader.get("/api/v1/nowhere"),
+    ):
+        assert response.status_code in (200, 404)
+        assert set(response["Cache-Control"].split(", ")) >= {"private", "no-store"}

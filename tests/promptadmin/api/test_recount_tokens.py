@@ -11,9 +11,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from promptadmin.assembly import AssembleParams, assemble_prompt
-from promptadmin.models import Segment
-from promptadmin.tokens import tokenizer
+from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from promptadmin.content.models import Segment
+from promptadmin.core.tokens import tokenizer
 from tests.factories import EntryFactory, make_segment
 
 pytestmark = pytest.mark.django_db

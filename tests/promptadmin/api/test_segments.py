@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models import Q
 
-from promptadmin.models import Segment
-from promptadmin.services import segments as segment_services
-from promptadmin.tokens import tokenizer
+from promptadmin.content.models import Segment
+from promptadmin.content.services import segments as segment_services
+from promptadmin.core.tokens import tokenizer
 from tests.factories import NPCFactory, WorldFactory, make_segment
 from tests.promptadmin.api.conftest import codes, errors, key_client, person
 
@@ -200,8 +201,11 @@ def test_filters_search_and_pagination(reader, demo) -> None:  # type: ignore[no
     assert ids("active=false") == set(
         Segment.objects.filter(active=False).values_list("id", flat=True)
     )
+    # The title is searched too.
     assert ids("search=TIDE-IRON") == set(
-        Segment.objects.filter(content__icontains="tide-iron").values_list("id", flat=True)
+        Segment.objects.filter(
+            Q(content__icontains="tide-iron") | Q(title__icontains="tide-iron")
+        ).values_list("id", flat=True)
     )
     page = reader.get("/api/v1/segments/?page_size=5&page=2").json()
     assert page["count"] == Segment.objects.count() and len(page["results"]) == 5
@@ -275,3 +279,66 @@ def test_a_count_made_with_another_encoding_is_not_served(reader) -> None:  # ty
     Segment.objects.filter(pk=segment.pk).update(token_count=999, token_encoding="p50k_base")
     body = reader.get(f"/api/v1/segments/{segment.pk}/").json()
     assert body["token_count"] == tokenizer().count("Counted long ago.")
+
+
+# Deprecated rows are read-only (hardening: these answered 500 with a KeyError)
+
+DEPRECATED = ["game_state", "player", "rng", "input"]
+
+
+def _legacy(scope: str) -> Segment:
+    return segment_services.segment_import_legacy(actor=None, scope=scope, content="Old text.")
+
+
+def _assert_read_only(response: Any, legacy: Segment) -> None:
+    assert response.status_code == 400
+    assert codes(response) == ["deprecated_read_only"]
+    detail = errors(response)["scope"]
+    assert f"'{legacy.scope}'" in detail and "read-only" in detail
+    unchanged = Segment.objects.get(pk=legacy.pk)
+    assert (unchanged.content, unchanged.revision, unchanged.active) == ("Old text.", 1, False)
+
+
+@pytest.mark.parametrize("scope", DEPRECATED)
+def test_putting_a_deprecated_segment_is_refused_as_read_only(writer, scope: str) -> None:  # type: ignore[no-untyped-def]
+    legacy = _legacy(scope)
+    WorldFactory(slug="coast")
+    response = writer.put(
+        f"/api/v1/segments/{legacy.pk}/",
+        {"scope": scope, "ref": "coast", "content": "New text.", "active": False},
+        format="json",
+        HTTP_IF_MATCH=f'"segment-{legacy.pk}-r1"',
+    )
+    _assert_read_only(response, legacy)
+
+
+@pytest.mark.parametrize("scope", DEPRECATED)
+@pytest.mark.parametrize("body", [{"ref": "coast"}, {"ref": None}, {"content": "New text."}])
+def test_patching_a_deprecated_segment_is_refused_as_read_only(  # type: ignore[no-untyped-def]
+    writer, scope: str, body: dict[str, Any]
+) -> None:
+    legacy = _legacy(scope)
+    WorldFactory(slug="coast")
+    response = writer.patch(
+        f"/api/v1/segments/{legacy.pk}/",
+        body,
+        format="json",
+        HTTP_IF_MATCH=f'"segment-{legacy.pk}-r1"',
+    )
+    _assert_read_only(response, legacy)
+
+
+@pytest.mark.parametrize("scope", DEPRECATED)
+def test_restoring_a_deprecated_segment_is_refused_as_read_only(writer, scope: str) -> None:  # type: ignore[no-untyped-def]
+    legacy = _legacy(scope)
+    response = writer.post(f"/api/v1/segments/{legacy.pk}/restore/", {"revision": 1}, format="json")
+    _assert_read_only(response, legacy)
+    assert legacy.history.count() == 1
+
+
+def test_deleting_a_deprecated_segment_is_refused(writer) -> None:  # type: ignore[no-untyped-def]
+    legacy = _legacy("player")
+    response = writer.delete(
+        f"/api/v1/segments/{legacy.pk}/", HTTP_IF_MATCH=f'"segment-{legacy.pk}-r1"'
+    )
+    _assert_read_only(response, legacy)

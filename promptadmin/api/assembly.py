@@ -1,4 +1,4 @@
-"""Assembly endpoints (the hot path) and the caller's identity."""
+"""Assembly endpoints: the hot path (/assemble) and the authors' view of it (/preview)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from promptadmin.api import serializers as s
 from promptadmin.api.errors import ClientErrorResponseSerializer
 from promptadmin.api.permissions import CanRead
-from promptadmin.assembly import assemble_prompt, preview_prompt
-from promptadmin.models import ApiKey
-from promptadmin.roles import can_edit, role_of
+from promptadmin.api.serializers import assembly as s
+from promptadmin.content.assembly import assemble_prompt, preview_prompt
+from promptadmin.releases.serving import resolve
 
 A_TURN = OpenApiExample(
     "A turn in the demo game",
@@ -48,10 +47,14 @@ class AssembleView(APIView):
         summary="Assemble the prompt for a turn",
     )
     def post(self, request: Request) -> Response:
-        result = assemble_prompt(s.AssembleInputSerializer.parse(request.data))
+        params = s.AssembleInputSerializer.parse(request.data)
+        served = resolve(params.release)
+        result = assemble_prompt(params, load=served.load)
         # Meta.to_dict() is the assembler's own JSON form; AssembleOutputSerializer documents
         # it, and the schema tests check that responses conform.
-        return Response({"prompt": result.prompt, "meta": result.meta.to_dict()})
+        meta = result.meta.to_dict()
+        meta["release"] = served.to_dict()
+        return Response({"prompt": result.prompt, "meta": meta})
 
 
 class PreviewView(APIView):
@@ -67,36 +70,9 @@ class PreviewView(APIView):
     )
     def post(self, request: Request) -> Response:
         params, include_inactive = s.PreviewInputSerializer.parse_preview(request.data)
-        preview = preview_prompt(params, include_inactive=include_inactive)
+        served = resolve(params.release)
+        preview = preview_prompt(params, include_inactive=include_inactive, load=served.load)
         result = preview.result
-        return Response(
-            {"prompt": result.prompt, "meta": result.meta.to_dict(), "segments": preview.segments}
-        )
-
-
-class MeView(APIView):
-    """The cheapest authenticated endpoint: who the caller is and what it may do."""
-
-    permission_classes = [CanRead]
-
-    @extend_schema(operation_id="me", tags=["auth"], responses={200: s.CallerSerializer})
-    def get(self, request: Request) -> Response:
-        key = request.auth if isinstance(request.auth, ApiKey) else None
-        if key is not None:
-            caller = {
-                "kind": "api_key",
-                "name": key.name,
-                "scope": key.scope,
-                "role": None,
-                "can_write": key.can_write,
-            }
-        else:
-            role = role_of(request.user)
-            caller = {
-                "kind": "user",
-                "name": request.user.get_username(),
-                "scope": None,
-                "role": role.label if role else None,
-                "can_write": can_edit(request.user),
-            }
-        return Response(s.CallerSerializer(caller).data)
+        meta = result.meta.to_dict()
+        meta["release"] = served.to_dict()
+        return Response({"prompt": result.prompt, "meta": meta, "segments": preview.segments})

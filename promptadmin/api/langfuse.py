@@ -1,0 +1,382 @@
+"""The Langfuse-compatible prompt API under ``/api/public/``: point the official Langfuse SDK
+at promptadmin (``base_url`` and keys changed, nothing else).
+
+- Authentication is HTTP Basic: the public key is a promptadmin API key's prefix and the
+  secret key is the whole API key; its scope applies as everywhere.
+- A registered prompt's name is ``component/agent/task_type``, or ``component/agent``
+  for the default; the SDK sends ``/`` as ``%2F``, which the server decodes, so a name
+  with ``/`` never 404s for that reason.
+- A version with a system text, or user templates other than ``default``, is a ``chat``
+  prompt: the system message, then the ``default`` user template as a user message. A
+  version with only a ``default`` template and no system text is a ``text`` prompt.
+  ``config`` is the version's config plus ``user_templates`` (all of them). Templates in
+  the ``format`` syntax are served converted to ``{{ }}``, so the SDK's ``compile()``
+  fills them.
+- Errors answer ``{"error": ..., "message": ...}`` as Langfuse does.
+
+These endpoints are left out of the OpenAPI schema: their contract is Langfuse's.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.db import transaction
+from django.db.models import Max, Prefetch
+from django.urls import path, re_path
+from django.utils.cache import parse_etags
+from drf_spectacular.utils import extend_schema
+from rest_framework import authentication, exceptions, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from assembler.templates import TemplateConversionError, to_curly
+from promptadmin.api.authentication import verified_key
+from promptadmin.api.content import actor_of
+from promptadmin.api.permissions import CanRead, ReadOrWrite
+from promptadmin.content.models import ApiKey
+from promptadmin.prompts.errors import PromptLookupError
+from promptadmin.prompts.models import (
+    DEFAULT_TEMPLATE,
+    LABEL_HELP,
+    LABEL_RE,
+    LATEST,
+    NAME_RE,
+    Label,
+    Prompt,
+)
+from promptadmin.prompts.selectors import ResolvedPrompt, fetch_prompt
+from promptadmin.prompts.services import prompts as prompt_services
+
+PROJECT = {
+    "id": "promptadmin",
+    "name": "promptadmin",
+    "organization": {"id": "promptadmin", "name": "promptadmin"},
+    "metadata": {},
+}
+MAX_LIMIT = 100
+_VERSION_PATH = re.compile(r"^(?P<name>.+)/versions/(?P<version>[0-9]{1,9})$")
+
+
+class BasicKeyAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Basic base64(public:secret)`` with public = key prefix, secret = key."""
+
+    def authenticate(self, request: Request) -> tuple[Any, ApiKey] | None:
+        keyword, _, encoded = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if keyword.lower() != "basic":
+            return None
+        try:
+            decoded = base64.b64decode(encoded.strip(), validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            raise exceptions.AuthenticationFailed("Malformed Basic credentials.") from None
+        public, _, secret = decoded.partition(":")
+        if not secret or secret.partition(".")[0] != public:
+            raise exceptions.AuthenticationFailed(
+                "Invalid keys: the public key is the API key's prefix (before the '.'), the "
+                "secret key is the whole API key."
+            )
+        return AnonymousUser(), verified_key(secret)
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Basic realm="promptadmin"'
+
+
+class LangfuseView(APIView):
+    authentication_classes = [BasicKeyAuthentication]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        data = response.data
+        if isinstance(data, dict) and "errors" in data:
+            messages = [
+                f"{error['attr']}: {error['detail']}" if error.get("attr") else error["detail"]
+                for error in data["errors"]
+            ]
+            kind = {
+                401: "UnauthorizedError",
+                403: "AccessDeniedError",
+                404: "LangfuseNotFoundError",
+            }.get(response.status_code, "InvalidRequestError")
+            response.data = {"error": kind, "message": " ".join(messages)}
+        return response
+
+
+def parse_name(name: str) -> tuple[str, str, str | None] | None:
+    """(component, agent, task type or None) of ``component/agent[/task_type]``."""
+    parts = name.split("/")
+    if len(parts) not in (2, 3) or not all(NAME_RE.fullmatch(part) for part in parts):
+        return None
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
+
+
+NAME_RULE = (
+    "A prompt name is 'component/agent' or 'component/agent/task_type', each part "
+    "lowercase letters, digits, '_', '.' or '-'."
+)
+
+
+def langfuse_prompt(resolved: ResolvedPrompt) -> dict[str, Any]:
+    """A fetched version in the wire format the Langfuse SDK validates."""
+    try:
+        system = to_curly(resolved.system, resolved.syntax)
+        templates = {
+            name: to_curly(text, resolved.syntax) for name, text in resolved.user_templates.items()
+        }
+    except TemplateConversionError as error:
+        raise exceptions.APIException(
+            f"Version {resolved.version} of {resolved.langfuse_name} cannot be served in "
+            f"Langfuse's {{{{ }}}} syntax: {error}. Use the native API (/api/v1/prompts/).",
+            code="not_curly_convertible",
+        ) from None
+    body: dict[str, Any] = {
+        "name": resolved.langfuse_name,
+        "version": resolved.version,
+        "config": {**resolved.config, "user_templates": templates},
+        "labels": list(resolved.labels),
+        "tags": [],
+        "commitMessage": resolved.commit_message or None,
+    }
+    if not system and set(templates) == {DEFAULT_TEMPLATE}:
+        return {"type": "text", "prompt": templates[DEFAULT_TEMPLATE], **body}
+    messages = [{"role": "system", "content": system}] if system else []
+    if DEFAULT_TEMPLATE in templates:
+        messages.append({"role": "user", "content": templates[DEFAULT_TEMPLATE]})
+    return {"type": "chat", "prompt": messages, **body}
+
+
+def _one(params: Any, name: str) -> str | None:
+    value = params.get(name)
+    return value if value not in (None, "") else None
+
+
+def _fetch(name: str, label: str | None, version: int | None) -> ResolvedPrompt:
+    address = parse_name(name)
+    if address is None:
+        raise exceptions.NotFound(f"No prompt named '{name}'. {NAME_RULE}")
+    component, agent, task_type = address
+    if label is not None and version is not None:
+        raise exceptions.ValidationError("Give a label or a version, not both.")
+    if label is not None and not LABEL_RE.fullmatch(label):
+        raise exceptions.NotFound(f"No label {label!r}: {LABEL_HELP}")
+    try:
+        return fetch_prompt(
+            component=component,
+            agent=agent,
+            task_type=task_type,
+            label=label if version is not None or label else "production",
+            version=version,
+        )
+    except PromptLookupError as error:
+        raise exceptions.NotFound(error.message) from None
+
+
+class ProjectsView(LangfuseView):
+    permission_classes = [CanRead]
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        return Response({"data": [PROJECT]})
+
+
+class PromptsView(LangfuseView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        page = _positive(params.get("page"), "page", 1)
+        limit = min(_positive(params.get("limit"), "limit", 50), MAX_LIMIT)
+        prompts = Prompt.objects.annotate(newest=Max("versions__number")).filter(
+            newest__isnull=False
+        )
+        name = _one(params, "name")
+        if name is not None:
+            address = parse_name(name)
+            if address is None:
+                prompts = prompts.none()
+            else:
+                prompts = prompts.filter(
+                    component=address[0], agent=address[1], task_type=address[2] or ""
+                )
+        label = _one(params, "label")
+        if label is not None and not LABEL_RE.fullmatch(label):
+            prompts = prompts.none()
+        elif label is not None and label != LATEST:
+            prompts = prompts.filter(labels__name=label)
+        if _one(params, "tag") is not None:
+            prompts = prompts.none()  # promptadmin keeps no tags
+        total = prompts.count()
+        rows = prompts.order_by("component", "agent", "task_type").prefetch_related(
+            Prefetch("labels", queryset=Label.objects.order_by("name")),
+            "versions",
+        )[(page - 1) * limit : page * limit]
+        data = []
+        for prompt in rows:
+            versions = sorted((v for v in prompt.versions.all()), key=lambda v: v.number)
+            newest = versions[-1]
+            data.append(
+                {
+                    "name": prompt.langfuse_name,
+                    "type": "chat"
+                    if newest.system or set(newest.user_templates) != {"default"}
+                    else "text",
+                    "versions": [v.number for v in versions],
+                    "labels": sorted({label.name for label in prompt.labels.all()} | {LATEST}),
+                    "tags": [],
+                    "lastUpdatedAt": newest.created_at.isoformat().replace("+00:00", "Z"),
+                    "lastConfig": newest.config,
+                }
+            )
+        meta = {
+            "page": page,
+            "limit": limit,
+            "totalItems": total,
+            "totalPages": math.ceil(total / limit),
+        }
+        return Response({"data": data, "meta": meta})
+
+    @extend_schema(exclude=True)
+    def post(self, request: Request) -> Response:
+        data = request.data if isinstance(request.data, dict) else None
+        if data is None:
+            raise exceptions.ValidationError("Expected a JSON object.")
+        name = data.get("name")
+        address = parse_name(name) if isinstance(name, str) else None
+        if address is None:
+            raise exceptions.ValidationError({"name": [NAME_RULE]})
+        system, templates = _templates(data)
+        config = data.get("config") or {}
+        if not isinstance(config, dict):
+            raise exceptions.ValidationError({"config": ["Expected a JSON object."]})
+        config = dict(config)
+        extra = config.pop("user_templates", None)
+        if extra is not None:
+            if not isinstance(extra, dict):
+                raise exceptions.ValidationError(
+                    {"config.user_templates": ["Expected an object of name to template."]}
+                )
+            templates = {**extra, **templates}
+        labels = data.get("labels") or []
+        if not isinstance(labels, list):
+            raise exceptions.ValidationError({"labels": ["Expected a list of label names."]})
+        if data.get("tags"):
+            raise exceptions.ValidationError({"tags": ["promptadmin keeps no tags; send none."]})
+        commit = data.get("commitMessage") or ""
+        actor = actor_of(request)
+        component, agent, task_type = address
+        with transaction.atomic():
+            prompt = Prompt.objects.filter(
+                component=component, agent=agent, task_type=task_type or ""
+            ).first() or prompt_services.prompt_create(
+                actor=actor, component=component, agent=agent, task_type=task_type
+            )
+            version = prompt_services.prompt_version_create(
+                actor=actor,
+                prompt=prompt,
+                syntax="curly",
+                system=system,
+                user_templates=templates,
+                config=config,
+                commit_message=commit,
+                labels=[label for label in labels if label != LATEST],
+            )
+        resolved = _fetch(name, None, version.number)
+        return Response(langfuse_prompt(resolved), status=status.HTTP_201_CREATED)
+
+
+def _templates(data: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """The system text and user templates of a Langfuse create request."""
+    prompt = data.get("prompt")
+    if data.get("type", "text") == "text" or isinstance(prompt, str):
+        if not isinstance(prompt, str):
+            raise exceptions.ValidationError({"prompt": ["A text prompt is a string."]})
+        return "", {DEFAULT_TEMPLATE: prompt}
+    if data.get("type") != "chat" or not isinstance(prompt, list):
+        raise exceptions.ValidationError({"type": ["Expected 'text' or 'chat'."]})
+    system = ""
+    templates: dict[str, str] = {}
+    for index, message in enumerate(prompt):
+        role = message.get("role") if isinstance(message, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if role == "system" and index == 0 and isinstance(content, str):
+            system = content
+        elif role == "user" and not templates and isinstance(content, str):
+            templates[DEFAULT_TEMPLATE] = content
+        else:
+            raise exceptions.ValidationError(
+                {
+                    f"prompt.{index}": [
+                        "A registered prompt is an optional first system message and at most "
+                        "one user message (the 'default' template; others go in "
+                        "config.user_templates); placeholders are not supported."
+                    ]
+                }
+            )
+    return system, templates
+
+
+def _positive(value: str | None, name: str, default: int) -> int:
+    if value in (None, ""):
+        return default
+    if not value.isdigit() or len(value) > 9 or int(value) < 1:
+        raise exceptions.ValidationError({name: ["Expected a positive integer."]})
+    return int(value)
+
+
+class PromptView(LangfuseView):
+    """``GET v2/prompts/{name}`` and ``PATCH v2/prompts/{name}/versions/{version}``: one
+    view, so a name can never be mistaken for a version path."""
+
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, rest: str) -> Response:
+        params = request.query_params
+        version = _one(params, "version")
+        number = None if version is None else _positive(version, "version", 1)
+        resolved = _fetch(rest, _one(params, "label"), number)
+        # Its own tag: the same version has another body here than on the native API.
+        etag = f'"lf-{resolved.etag.strip(chr(34))}"'
+        if etag in parse_etags(request.headers.get("If-None-Match", "")):
+            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
+        return Response(langfuse_prompt(resolved), headers={"ETag": etag})
+
+    @extend_schema(exclude=True)
+    def patch(self, request: Request, rest: str) -> Response:
+        match = _VERSION_PATH.match(rest)
+        if match is None:
+            raise exceptions.NotFound("PATCH /api/public/v2/prompts/{name}/versions/{version}.")
+        name, number = match["name"], int(match["version"])
+        address = parse_name(name)
+        if address is None:
+            raise exceptions.NotFound(f"No prompt named '{name}'. {NAME_RULE}")
+        data = request.data if isinstance(request.data, dict) else {}
+        labels = data.get("newLabels")
+        if not isinstance(labels, list):
+            raise exceptions.ValidationError({"newLabels": ["Expected a list of label names."]})
+        component, agent, task_type = address
+        prompt = Prompt.objects.filter(
+            component=component, agent=agent, task_type=task_type or ""
+        ).first()
+        if prompt is None:
+            raise exceptions.NotFound(f"No prompt named '{name}'.")
+        actor = actor_of(request)
+        with transaction.atomic():
+            for label in dict.fromkeys(labels):
+                prompt_services.prompt_label_set(
+                    actor=actor, prompt=prompt, name=label, version=number
+                )
+        return Response(langfuse_prompt(_fetch(name, None, number)))
+
+
+urlpatterns = [
+    path("projects", ProjectsView.as_view(), name="langfuse-projects"),
+    path("v2/prompts", PromptsView.as_view(), name="langfuse-prompts"),
+    re_path(r"^v2/prompts/(?P<rest>.+)$", PromptView.as_view(), name="langfuse-prompt"),
+]

@@ -1,0 +1,34 @@
+"""The JSON request parser: every body it cannot take is a 400, never a server error.
+
+DRF's parser lets ``1e400`` through as infinity (which PostgreSQL and the renderer then
+refuse) and lets a body nested a thousand levels deep raise ``RecursionError``. This one
+refuses both, and ``NaN`` / ``Infinity`` (not JSON), with a ParseError that says why.
+Integers are kept exact (the standard library, unlike orjson, never turns ``2**64`` into
+a float); whether they fit where they go is the serializers' concern.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from django.conf import settings
+from rest_framework import parsers
+from rest_framework.exceptions import ParseError
+
+from promptadmin.core.storedjson import loads
+
+
+class JSONParser(parsers.JSONParser):
+    def parse(
+        self,
+        stream: IO[bytes],
+        media_type: str | None = None,
+        parser_context: dict[str, Any] | None = None,
+    ) -> Any:
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            return loads(stream.read().decode(encoding))
+        except RecursionError:
+            raise ParseError("JSON parse error - objects or arrays nest too deeply.") from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, ours, int digits
+            raise ParseError(f"JSON parse error - {exc}") from None

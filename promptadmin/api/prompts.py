@@ -1,0 +1,568 @@
+"""Registered prompts: fetch by label or version, render, create versions, move labels;
+interfaces, adapter instructions and the format lint.
+
+Reads (fetch, render, lint) need the read scope; changes need a write key or the author
+role. Every change calls one service of :mod:`promptadmin.prompts.services`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Max, Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils.cache import parse_etags
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from assembler.format_lint import lint_prompt
+from promptadmin.api.content import ETAG, IF_MATCH, PRECONDITION_ERRORS, actor_of
+from promptadmin.api.errors import ClientErrorResponseSerializer, PreconditionFailed
+from promptadmin.api.permissions import CanRead, ReadOrWrite
+from promptadmin.api.preconditions import if_match, updated_at_etag
+from promptadmin.api.serializers import prompts as s
+from promptadmin.prompts.models import (
+    DEFAULT_LABEL,
+    LABEL_HELP,
+    LABEL_RE,
+    NAME_HELP,
+    NAME_RE,
+    AdapterInstruction,
+    Interface,
+    Label,
+    LabelEvent,
+    Prompt,
+)
+from promptadmin.prompts.selectors import ResolvedPrompt, fetch_prompt, render_prompt
+from promptadmin.prompts.services import interfaces as interface_services
+from promptadmin.prompts.services import prompts as prompt_services
+
+NAME_IN_PATH = r"[a-z0-9][a-z0-9_.-]{0,63}"
+TAGS = ["prompts"]
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ClientErrorResponseSerializer, description=description)
+
+
+NOT_FOUND = {404: _error("No such prompt, label, version or object; the error names it.")}
+TASK_TYPE = OpenApiParameter(
+    "task_type",
+    OpenApiTypes.STR,
+    description="The task type; empty or absent: the default prompt of (component, agent).",
+)
+
+
+def query_name(request: Request, field: str) -> str | None:
+    """A component, agent or task type from the query: None when absent or empty, 400
+    when it could not name anything."""
+    value = request.query_params.get(field, "")
+    if value and not NAME_RE.fullmatch(value):
+        raise ValidationError({field: [NAME_HELP]})
+    return value or None
+
+
+def query_task_type(request: Request, data: dict[str, Any] | None = None) -> str | None:
+    """The task type from the body (``null``/``""``: default) or else the query."""
+    if data is not None and data.get("task_type") is not None:
+        value = data["task_type"]
+        if value and (not isinstance(value, str) or not NAME_RE.fullmatch(value)):
+            raise ValidationError({"task_type": [NAME_HELP]})
+        return value or None
+    return query_name(request, "task_type")
+
+
+def prompt_at(component: str, agent: str, task_type: str | None) -> Prompt:
+    """The prompt at exactly this address (no fallback), or 404 naming it."""
+    prompt = Prompt.objects.filter(
+        component=component, agent=agent, task_type=task_type or ""
+    ).first()
+    if prompt is None:
+        raise NotFound(
+            f"No prompt for component '{component}', agent '{agent}' and "
+            f"{'task type ' + repr(task_type) if task_type else 'the default task type'}."
+        )
+    return prompt
+
+
+def selection(params: Any) -> tuple[str | None, int | None]:
+    """``label`` or ``version`` from query parameters or a parsed body (400 when both or
+    when malformed)."""
+    label = params.get("label")
+    version = params.get("version")
+    if label is not None and version is not None:
+        raise ValidationError({"version": ["Give a label or a version, not both."]})
+    if label is not None and not LABEL_RE.fullmatch(str(label)):
+        raise ValidationError({"label": [LABEL_HELP]})
+    if version is not None and not isinstance(version, int):
+        if not (isinstance(version, str) and version.isdigit() and len(version) <= 9):
+            raise ValidationError({"version": ["Expected a version number (1 or more)."]})
+        version = int(version)
+    if version is not None and version < 1:
+        raise ValidationError({"version": ["Expected a version number (1 or more)."]})
+    return label, version
+
+
+def fetched(resolved: ResolvedPrompt, request: Request) -> Response:
+    """The prompt with its strong ETag; 304 when the client already holds it."""
+    tags = parse_etags(request.headers.get("If-None-Match", ""))
+    if resolved.etag in tags or tags == ["*"]:
+        return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": resolved.etag})
+    return Response(resolved.to_dict(), headers={"ETag": resolved.etag})
+
+
+class PromptListView(generics.GenericAPIView):
+    permission_classes = [ReadOrWrite]
+
+    def get_queryset(self) -> QuerySet[Prompt]:
+        labels = Label.objects.select_related("version").order_by("name")
+        prompts = (
+            Prompt.objects.annotate(latest_version=Max("versions__number"))
+            .prefetch_related(Prefetch("labels", queryset=labels))
+            .order_by("component", "agent", "task_type")
+        )
+        params = self.request.query_params
+        for field in ("component", "agent"):
+            value = query_name(self.request, field)
+            if value:
+                prompts = prompts.filter(**{field: value})
+        if "task_type" in params:
+            prompts = prompts.filter(task_type=query_name(self.request, "task_type") or "")
+        if params.get("label"):
+            if not LABEL_RE.fullmatch(params["label"]):
+                raise ValidationError({"label": [LABEL_HELP]})
+            prompts = prompts.filter(labels__name=params["label"]).distinct()
+        return prompts
+
+    @extend_schema(
+        operation_id="prompts_list",
+        tags=TAGS,
+        parameters=[
+            OpenApiParameter("component", OpenApiTypes.STR),
+            OpenApiParameter("agent", OpenApiTypes.STR),
+            OpenApiParameter("task_type", OpenApiTypes.STR, description="Empty: default prompts."),
+            OpenApiParameter("label", OpenApiTypes.STR, description="Prompts with this label."),
+        ],
+        responses=s.PromptSummarySerializer(many=True),
+        summary="List registered prompts with their labels",
+    )
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([summary(p) for p in page or []])
+
+    @extend_schema(
+        operation_id="prompts_create",
+        tags=TAGS,
+        request=s.PromptCreateSerializer,
+        responses={201: s.PromptSummarySerializer},
+        summary="Create a prompt at (component, agent, task type or default)",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = s.PromptCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        data["task_type"] = data["task_type"] or None
+        prompt = prompt_services.prompt_create(actor=actor_of(request), **data)
+        return Response(summary(prompt, labels={}, latest=None), status=status.HTTP_201_CREATED)
+
+
+def summary(
+    prompt: Prompt, labels: dict[str, int] | None = None, latest: Any = ...
+) -> dict[str, Any]:
+    if labels is None:
+        labels = {label.name: label.version.number for label in prompt.labels.all()}
+    return {
+        "component": prompt.component,
+        "agent": prompt.agent,
+        "task_type": prompt.task_type_or_none,
+        "description": prompt.description,
+        "expected_system": prompt.expected_system,
+        "latest_version": getattr(prompt, "latest_version", None) if latest is ... else latest,
+        "labels": labels,
+    }
+
+
+class PromptFetchView(APIView):
+    permission_classes = [CanRead]
+
+    @extend_schema(
+        operation_id="prompts_fetch",
+        tags=TAGS,
+        parameters=[
+            TASK_TYPE,
+            OpenApiParameter("label", OpenApiTypes.STR, description="Default: production."),
+            OpenApiParameter("version", OpenApiTypes.INT),
+            OpenApiParameter("If-None-Match", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            ETAG,
+        ],
+        responses={200: s.FetchedPromptSerializer, 304: None, **NOT_FOUND},
+        summary="Fetch a prompt version by label (default production) or version",
+    )
+    def get(self, request: Request, component: str, agent: str) -> Response:
+        label, version = selection(request.query_params)
+        resolved = fetch_prompt(
+            component=component,
+            agent=agent,
+            task_type=query_task_type(request),
+            label=label or (None if version is not None else DEFAULT_LABEL),
+            version=version,
+        )
+        return fetched(resolved, request)
+
+
+class VersionCreateView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="prompts_versions_create",
+        tags=TAGS,
+        request=s.VersionCreateSerializer,
+        responses={201: s.VersionCreatedSerializer, **NOT_FOUND},
+        summary="Create the next version (optionally setting labels on it)",
+    )
+    def post(self, request: Request, component: str, agent: str) -> Response:
+        serializer = s.VersionCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        prompt = prompt_at(component, agent, data.pop("task_type") or None)
+        version = prompt_services.prompt_version_create(
+            actor=actor_of(request), prompt=prompt, **data
+        )
+        resolved = fetch_prompt(
+            component=component, agent=agent, task_type=prompt.task_type_or_none,
+            version=version.number,
+        )  # fmt: skip
+        findings = lint_prompt(
+            syntax=version.syntax,
+            system=version.system,
+            user_templates=version.user_templates,
+            variables=version.variables,
+            expected_system=prompt.expected_system,
+        )
+        body = {**resolved.to_dict(), "findings": [finding.to_dict() for finding in findings]}
+        return Response(body, status=status.HTTP_201_CREATED, headers={"ETag": resolved.etag})
+
+
+class LabelView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="prompts_labels_set",
+        tags=TAGS,
+        request=s.LabelSetSerializer,
+        responses={200: s.LabelSerializer, **NOT_FOUND},
+        summary="Set a label on a version, or move it there (audited)",
+    )
+    def put(self, request: Request, component: str, agent: str, label: str) -> Response:
+        body = request.data.dict() if hasattr(request.data, "dict") else request.data
+        if not isinstance(body, dict):
+            raise ValidationError({"non_field_errors": ["Expected a JSON object."]})
+        # task_type and version may come in the query instead; any other field is refused.
+        merged = dict(body)
+        merged.setdefault("task_type", request.query_params.get("task_type") or None)
+        if "version" in request.query_params:
+            merged.setdefault("version", _int_or_raw(request.query_params["version"]))
+        serializer = s.LabelSetSerializer(data=merged)
+        serializer.is_valid(raise_exception=True)
+        prompt = prompt_at(component, agent, serializer.validated_data["task_type"] or None)
+        row = prompt_services.prompt_label_set(
+            actor=actor_of(request),
+            prompt=prompt,
+            name=label,
+            version=serializer.validated_data["version"],
+        )
+        return Response({"label": row.name, "version": row.version.number})
+
+    @extend_schema(
+        operation_id="prompts_labels_remove",
+        tags=TAGS,
+        parameters=[TASK_TYPE],
+        responses={204: None, **NOT_FOUND},
+        summary="Remove a label (audited)",
+    )
+    def delete(self, request: Request, component: str, agent: str, label: str) -> Response:
+        data = request.data if isinstance(request.data, dict) else {}
+        prompt = prompt_at(component, agent, query_task_type(request, data))
+        prompt_services.prompt_label_remove(actor=actor_of(request), prompt=prompt, name=label)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _int_or_raw(value: str | None) -> Any:
+    if value is not None and value.isdigit() and len(value) <= 9:
+        return int(value)
+    return value
+
+
+class LabelHistoryView(generics.GenericAPIView):
+    permission_classes = [CanRead]
+
+    @extend_schema(
+        operation_id="prompts_labels_history",
+        tags=TAGS,
+        parameters=[TASK_TYPE],
+        responses={200: s.LabelEventSerializer(many=True), **NOT_FOUND},
+        summary="Every label set, move and removal, newest first",
+    )
+    def get(self, request: Request, component: str, agent: str) -> Response:
+        prompt = prompt_at(component, agent, query_task_type(request))
+        events = LabelEvent.objects.filter(prompt=prompt).select_related("user")
+        page = self.paginate_queryset(events)
+        return self.get_paginated_response([label_event(event) for event in page or []])
+
+
+def label_event(event: LabelEvent) -> dict[str, Any]:
+    return {
+        "label": event.label,
+        "action": event.action,
+        "from_version": event.from_version,
+        "to_version": event.to_version,
+        "actor": event.user.get_username() if event.user else (event.actor_label or "a script"),
+        "created_at": event.created_at,
+    }
+
+
+class RenderView(APIView):
+    permission_classes = [CanRead]
+
+    @extend_schema(
+        operation_id="prompts_render",
+        tags=TAGS,
+        request=s.RenderSerializer,
+        responses={200: s.RenderedSerializer, **NOT_FOUND},
+        summary="Render a version with variables and an interface's adapter instructions",
+    )
+    def post(self, request: Request, component: str, agent: str) -> Response:
+        serializer = s.RenderSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        resolved = fetch_prompt(
+            component=component,
+            agent=agent,
+            task_type=data["task_type"] or None,
+            label=data.get("label") or (None if "version" in data else DEFAULT_LABEL),
+            version=data.get("version"),
+        )
+        rendered = render_prompt(
+            resolved,
+            template=data["template"],
+            variables=data["variables"],
+            interface=data["interface"],
+            user_instructions=data["user_instructions"],
+            instruction_context=data["instruction_context"],
+        )
+        body: dict[str, Any] = {
+            "version": resolved.version,
+            "task_type_used": resolved.task_type_used,
+        }
+        if data["format"] == "text":
+            body.update(system=rendered.system, user=rendered.user, tokens=rendered.tokens)
+        else:
+            body["messages"] = list(rendered.messages)
+        body["unused_variables"] = list(rendered.unused_variables)
+        return Response(body)
+
+
+class LintView(APIView):
+    permission_classes = [CanRead]
+
+    @extend_schema(
+        operation_id="prompts_lint",
+        tags=TAGS,
+        request=s.LintSerializer,
+        responses={200: s.LintResultSerializer},
+        summary="Lint a template, a version's templates or a whole version",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = s.LintSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        findings = lint_prompt(
+            syntax=data["syntax"],
+            system=data["system"],
+            user_templates=data["user_templates"],
+            variables=data["variables"],
+            expected_system=data["expected_system"],
+        )
+        return Response({"findings": [finding.to_dict() for finding in findings]})
+
+
+# -- interfaces and adapter instructions ----------------------------------------------------
+
+
+def _checked_etag(request: Request, obj: Any) -> None:
+    if updated_at_etag(obj) not in if_match(request):
+        raise PreconditionFailed(
+            f"The {obj._meta.verbose_name} changed since you read it (its ETag is now "
+            f"{updated_at_etag(obj)}): read it again and reapply your change."
+        )
+
+
+def _with_etag(data: Any, obj: Any, status_code: int = status.HTTP_200_OK) -> Response:
+    return Response(data, status=status_code, headers={"ETag": updated_at_etag(obj)})
+
+
+class InterfaceListView(generics.GenericAPIView):
+    permission_classes = [ReadOrWrite]
+    queryset = Interface.objects.order_by("name")
+
+    @extend_schema(
+        operation_id="interfaces_list", tags=["interfaces"],
+        responses=s.InterfaceOutputSerializer(many=True),
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(s.InterfaceOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="interfaces_create", tags=["interfaces"],
+        request=s.InterfaceSerializer, responses={201: s.InterfaceOutputSerializer},
+        parameters=[ETAG],
+    )  # fmt: skip
+    def post(self, request: Request) -> Response:
+        serializer = s.InterfaceSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        obj = interface_services.interface_create(
+            actor=actor_of(request), **serializer.validated_data
+        )
+        return _with_etag(s.InterfaceOutputSerializer(obj).data, obj, status.HTTP_201_CREATED)
+
+
+class InterfaceDetailView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="interfaces_retrieve", tags=["interfaces"],
+        responses={200: s.InterfaceOutputSerializer, **NOT_FOUND}, parameters=[ETAG],
+    )  # fmt: skip
+    def get(self, request: Request, name: str) -> Response:
+        obj = get_object_or_404(Interface, name=name)
+        return _with_etag(s.InterfaceOutputSerializer(obj).data, obj)
+
+    @extend_schema(
+        operation_id="interfaces_update", tags=["interfaces"],
+        request=s.InterfaceSerializer(partial=True),
+        responses={200: s.InterfaceOutputSerializer, **NOT_FOUND, **PRECONDITION_ERRORS},
+        parameters=[IF_MATCH, ETAG],
+    )  # fmt: skip
+    def patch(self, request: Request, name: str) -> Response:
+        serializer = s.InterfaceSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        obj = get_object_or_404(Interface, name=name)
+        _checked_etag(request, obj)
+        obj = interface_services.interface_update(
+            actor=actor_of(request), interface=obj, **serializer.validated_data
+        )
+        return _with_etag(s.InterfaceOutputSerializer(obj).data, obj)
+
+    @extend_schema(
+        operation_id="interfaces_destroy", tags=["interfaces"],
+        responses={
+            204: None, **NOT_FOUND, **PRECONDITION_ERRORS,
+            409: _error("Adapter instructions still use the interface."),
+        },
+        parameters=[IF_MATCH],
+    )  # fmt: skip
+    def delete(self, request: Request, name: str) -> Response:
+        obj = get_object_or_404(Interface, name=name)
+        _checked_etag(request, obj)
+        interface_services.interface_delete(actor=actor_of(request), interface=obj)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _interface_named(name: str) -> Interface:
+    interface = Interface.objects.filter(name=name).first()
+    if interface is None:
+        raise ValidationError({"interface": [f"No interface named '{name}'."]})
+    return interface
+
+
+def _adapter_input(request: Request, *, partial: bool) -> dict[str, Any]:
+    serializer = s.AdapterInstructionSerializer(data=request.data, partial=partial)
+    serializer.is_valid(raise_exception=True)
+    data = dict(serializer.validated_data)
+    if "interface" in data:
+        data["interface"] = _interface_named(data["interface"])
+    return data
+
+
+ADAPTERS = AdapterInstruction.objects.select_related("interface").order_by(
+    "interface__name", "task", "order", "id"
+)
+
+
+class AdapterInstructionListView(generics.GenericAPIView):
+    permission_classes = [ReadOrWrite]
+    queryset = ADAPTERS
+
+    @extend_schema(
+        operation_id="adapter_instructions_list", tags=["interfaces"],
+        parameters=[OpenApiParameter("interface", OpenApiTypes.STR),
+                    OpenApiParameter("task", OpenApiTypes.STR)],
+        responses=s.AdapterInstructionOutputSerializer(many=True),
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        rows = self.get_queryset()
+        interface, task = query_name(request, "interface"), query_name(request, "task")
+        if interface:
+            rows = rows.filter(interface__name=interface)
+        if task:
+            rows = rows.filter(task=task)
+        page = self.paginate_queryset(rows)
+        data = s.AdapterInstructionOutputSerializer(page, many=True).data
+        return self.get_paginated_response(data)
+
+    @extend_schema(
+        operation_id="adapter_instructions_create", tags=["interfaces"],
+        request=s.AdapterInstructionSerializer,
+        responses={201: s.AdapterInstructionOutputSerializer}, parameters=[ETAG],
+    )  # fmt: skip
+    def post(self, request: Request) -> Response:
+        obj = interface_services.adapter_instruction_create(
+            actor=actor_of(request), **_adapter_input(request, partial=False)
+        )
+        data = s.AdapterInstructionOutputSerializer(obj).data
+        return _with_etag(data, obj, status.HTTP_201_CREATED)
+
+
+class AdapterInstructionDetailView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="adapter_instructions_retrieve", tags=["interfaces"],
+        responses={200: s.AdapterInstructionOutputSerializer, **NOT_FOUND}, parameters=[ETAG],
+    )  # fmt: skip
+    def get(self, request: Request, pk: int) -> Response:
+        obj = get_object_or_404(ADAPTERS, pk=pk)
+        return _with_etag(s.AdapterInstructionOutputSerializer(obj).data, obj)
+
+    @extend_schema(
+        operation_id="adapter_instructions_update", tags=["interfaces"],
+        request=s.AdapterInstructionSerializer(partial=True),
+        responses={200: s.AdapterInstructionOutputSerializer, **NOT_FOUND, **PRECONDITION_ERRORS},
+        parameters=[IF_MATCH, ETAG],
+    )  # fmt: skip
+    def patch(self, request: Request, pk: int) -> Response:
+        data = _adapter_input(request, partial=True)
+        obj = get_object_or_404(ADAPTERS, pk=pk)
+        _checked_etag(request, obj)
+        obj = interface_services.adapter_instruction_update(
+            actor=actor_of(request), instruction=obj, **data
+        )
+        return _with_etag(s.AdapterInstructionOutputSerializer(obj).data, obj)
+
+    @extend_schema(
+        operation_id="adapter_instructions_destroy", tags=["interfaces"],
+        responses={204: None, **NOT_FOUND, **PRECONDITION_ERRORS,
+                   409: _error("Never: nothing points at an adapter instruction.")},
+        parameters=[IF_MATCH],
+    )  # fmt: skip
+    def delete(self, request: Request, pk: int) -> Response:
+        obj = get_object_or_404(ADAPTERS, pk=pk)
+        _checked_etag(request, obj)
+        interface_services.adapter_instruction_delete(actor=actor_of(request), instruction=obj)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,414 @@
+"""Release endpoints: releases, labels and their history, scenarios, and comparisons.
+
+Making a release needs the author role or a write key; moving a label (publish, roll
+back) needs the admin role or an admin key. Every change calls one service.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from promptadmin.api.content import ETAG, IF_MATCH, PRECONDITION_ERRORS, actor_of
+from promptadmin.api.errors import ClientErrorResponseSerializer, PreconditionFailed
+from promptadmin.api.permissions import ReadOrAdmin, ReadOrWrite
+from promptadmin.api.preconditions import if_match
+from promptadmin.api.serializers import releases as s
+from promptadmin.releases import selectors, services
+from promptadmin.releases.models import (
+    ReleaseLabel,
+    ReleaseLabelMove,
+    Scenario,
+    label_validator,
+)
+
+CONFIRM = {
+    409: OpenApiResponse(
+        ClientErrorResponseSerializer,
+        description="`expectations_failing`: expectations fail on the release; the error "
+        "lists them. Send `confirm: true` to move the label anyway (recorded).",
+    )
+}
+NOT_FOUND = {404: OpenApiResponse(ClientErrorResponseSerializer, description="No such name.")}
+
+
+def label_etag(label: str, release: str | None) -> str:
+    """A label's state: the release it points at ("none" while it does not exist)."""
+    return f'"label-{label}-{release or "none"}"'
+
+
+def scenario_etag(scenario: Scenario) -> str:
+    return f'"scenario-{scenario.pk}-r{scenario.revision}"'
+
+
+def _check_label(request: Request, label: str) -> None:
+    """Lock the label (inside the caller's transaction) and check If-Match against it."""
+    try:
+        label_validator(label)
+    except DjangoValidationError as exc:
+        raise ValidationError({"label": exc.messages}) from None
+    current = (
+        ReleaseLabel.objects.select_for_update()
+        .filter(name=label)
+        .values_list("release__name", flat=True)
+        .first()
+    )
+    etag = label_etag(label, current)
+    if etag not in if_match(request):
+        raise PreconditionFailed(
+            f"Label '{label}' is not where you last saw it (its ETag is now {etag}): read it "
+            "again and decide."
+        )
+
+
+def _locked_scenario(request: Request, pk: int) -> Scenario:
+    scenario = Scenario.objects.select_for_update().filter(pk=pk).first()
+    if scenario is None:
+        raise NotFound(f"No scenario {pk}.")
+    if scenario_etag(scenario) not in if_match(request):
+        raise PreconditionFailed(
+            f"Scenario {pk} changed since you read it (its ETag is now "
+            f"{scenario_etag(scenario)}): read it again and reapply your change."
+        )
+    return scenario
+
+
+def _valid(serializer_class: type[Any], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def _named(name: str) -> Any:
+    try:
+        return selectors.release_named(name)
+    except ObjectDoesNotExist as exc:
+        raise NotFound(str(exc)) from None
+
+
+class ReleaseListView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="releases_list",
+        tags=["releases"],
+        responses={200: s.ReleaseSerializer(many=True)},
+        summary="Releases, newest first, with their labels",
+    )
+    def get(self, request: Request) -> Response:
+        return Response([s.ReleaseSerializer.of(r) for r in selectors.releases()])
+
+    @extend_schema(
+        operation_id="releases_create",
+        tags=["releases"],
+        request=s.ReleaseInputSerializer,
+        responses={201: s.ReleaseSerializer, **CONFIRM},
+        examples=[
+            OpenApiExample(
+                "Publish the working copy to production",
+                request_only=True,
+                value={
+                    "name": "r-2026-11-22",
+                    "notes": "Marta's new lines",
+                    "labels": ["production"],
+                },
+            )
+        ],
+        summary="Snapshot the working copy as a release; with labels, publish it",
+    )
+    def post(self, request: Request) -> Response:
+        data = _valid(s.ReleaseInputSerializer, request.data)
+        release = services.release_create(
+            actor=actor_of(request),
+            name=data.get("name") or None,
+            notes=data["notes"],
+            labels=data["labels"],
+            confirm=data["confirm"],
+        )
+        body = s.ReleaseSerializer.of(selectors.releases().get(pk=release.pk))
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class ReleaseDetailView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="releases_retrieve",
+        tags=["releases"],
+        responses={200: s.ReleaseSerializer, **NOT_FOUND},
+        summary="A release, by name or by one of its labels",
+    )
+    def get(self, request: Request, name: str) -> Response:
+        return Response(s.ReleaseSerializer.of(_named(name)))
+
+
+class CompareView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="releases_compare",
+        tags=["releases"],
+        responses={200: s.CompareSerializer, **NOT_FOUND},
+        summary="The impact of going from release a to release b",
+        description="Either side may be a release name, a label or `working`. Lists the "
+        "objects and segments added, changed (with text diffs) and removed, and for every "
+        "scenario (saved ones, then each entry's first and later turn) the tokens before "
+        "and after, the cuts that appear or disappear and the expectations that start or "
+        "stop failing.",
+    )
+    def get(self, request: Request, before: str, after: str) -> Response:
+        try:
+            return Response(selectors.compare_report(before, after))
+        except ObjectDoesNotExist as exc:
+            raise NotFound(str(exc)) from None
+
+
+class LabelListView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="release_labels_list",
+        tags=["releases"],
+        responses={200: s.ReleaseLabelSerializer(many=True)},
+        summary="Every label and its release",
+    )
+    def get(self, request: Request) -> Response:
+        labels = ReleaseLabel.objects.select_related("release")
+        return Response(
+            [{"label": x.name, "release": x.release.name, "moved_at": x.moved_at} for x in labels]
+        )
+
+
+class LabelView(APIView):
+    permission_classes = [ReadOrAdmin]
+
+    @extend_schema(
+        operation_id="release_labels_retrieve",
+        tags=["releases"],
+        responses={200: s.ReleaseLabelSerializer, **NOT_FOUND},
+        parameters=[ETAG],
+        summary="A label and its release",
+    )
+    def get(self, request: Request, label: str) -> Response:
+        found = ReleaseLabel.objects.select_related("release").filter(name=label).first()
+        if found is None:
+            raise NotFound(
+                f"No label '{label}'. To create it, PUT with If-Match: {label_etag(label, None)}."
+            )
+        return Response(
+            {"label": found.name, "release": found.release.name, "moved_at": found.moved_at},
+            headers={"ETag": label_etag(label, found.release.name)},
+        )
+
+    @extend_schema(
+        operation_id="release_labels_set",
+        tags=["releases"],
+        request=s.LabelInputSerializer,
+        responses={200: s.LabelMoveSerializer, **CONFIRM, **PRECONDITION_ERRORS, **NOT_FOUND},
+        parameters=[IF_MATCH],
+        examples=[
+            OpenApiExample(
+                "Roll production back",
+                request_only=True,
+                value={"release": "r-2026-11-21", "note": "Marta's lines broke the intro"},
+            )
+        ],
+        summary="Point a label at a release (set, move, roll back)",
+        description="Answers the move recorded, or the label's latest move when it already "
+        "pointed there (nothing recorded). If-Match: the label's ETag from GET, or "
+        '`"label-<label>-none"` to create it.',
+    )
+    def put(self, request: Request, label: str) -> Response:
+        data = _valid(s.LabelInputSerializer, request.data)
+        with transaction.atomic():
+            _check_label(request, label)
+            release = selectors.releases().filter(name=data["release"]).first()
+            if release is None:
+                raise ValidationError({"release": [f"No release named '{data['release']}'."]})
+            move = services.release_label_set(
+                actor=actor_of(request),
+                label=label,
+                release=release,
+                note=data["note"],
+                confirm=data["confirm"],
+            )
+        if move is None:
+            move = (
+                ReleaseLabelMove.objects.filter(label=label)
+                .select_related("from_release", "to_release", "by")
+                .first()
+            )
+        return Response(s.LabelMoveSerializer.of(move) if move else None)
+
+    @extend_schema(
+        operation_id="release_labels_remove",
+        tags=["releases"],
+        request=s.LabelRemoveSerializer,
+        responses={200: s.LabelMoveSerializer, **PRECONDITION_ERRORS, **NOT_FOUND, 409: None},
+        parameters=[IF_MATCH],
+        summary="Remove a label (recorded)",
+    )
+    def delete(self, request: Request, label: str) -> Response:
+        data = _valid(s.LabelRemoveSerializer, request.data or {})
+        with transaction.atomic():
+            _check_label(request, label)
+            move = services.release_label_remove(
+                actor=actor_of(request), label=label, note=data["note"]
+            )
+        return Response(s.LabelMoveSerializer.of(move))
+
+
+class LabelHistoryView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="release_labels_history",
+        tags=["releases"],
+        responses={200: s.LabelMoveSerializer(many=True)},
+        summary="Every move of a label, newest first: who, when, from, to, note",
+    )
+    def get(self, request: Request, label: str) -> Response:
+        moves = ReleaseLabelMove.objects.filter(label=label).select_related(
+            "from_release", "to_release", "by"
+        )
+        return Response([s.LabelMoveSerializer.of(move) for move in moves])
+
+
+SCENARIO_EXAMPLE = OpenApiExample(
+    "The bell scene fits",
+    request_only=True,
+    value={
+        "name": "bell scene, Marta at tier 2",
+        "entry": "drowned-bell",
+        "first_turn": True,
+        "npcs": [{"npc": "marta-vell", "tier": 2}],
+        "state": {"input": "I ring the bell."},
+        "token_budget": 2000,
+        "npc_budget": 600,
+        "expectations": [{"kind": "fits"}, {"kind": "contains", "text": "bell"}],
+    },
+)
+
+
+class ScenarioListView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="scenarios_list",
+        tags=["releases"],
+        responses={200: s.ScenarioSerializer(many=True)},
+        summary="Saved scenarios, by name",
+    )
+    def get(self, request: Request) -> Response:
+        return Response([s.ScenarioSerializer.of(x) for x in Scenario.objects.order_by("name")])
+
+    @extend_schema(
+        operation_id="scenarios_create",
+        tags=["releases"],
+        request=s.ScenarioInputSerializer,
+        responses={201: s.ScenarioSerializer},
+        examples=[SCENARIO_EXAMPLE],
+        summary="Save a preview configuration as a scenario, with expectations",
+    )
+    def post(self, request: Request) -> Response:
+        values = _scenario_input(request.data, partial=False)
+        scenario = _scenario_change(services.scenario_create, actor=actor_of(request), **values)
+        return Response(s.ScenarioSerializer.of(scenario), status=status.HTTP_201_CREATED)
+
+
+def _scenario_input(data: Any, *, partial: bool) -> dict[str, Any]:
+    serializer = s.ScenarioInputSerializer(data=data, partial=partial)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated()
+
+
+def _scenario_change(change: Any, **arguments: Any) -> Scenario:
+    """Call a scenario service; its errors name the scenario's own fields (``entry`` is
+    the scenario's entry here, not a segment's owner as the shared mapping would say)."""
+    try:
+        return change(**arguments)  # type: ignore[no-any-return]
+    except DjangoValidationError as exc:
+        raise ValidationError(exc.message_dict) from None
+
+
+def _scenario(pk: int) -> Scenario:
+    scenario = Scenario.objects.filter(pk=pk).first()
+    if scenario is None:
+        raise NotFound(f"No scenario {pk}.")
+    return scenario
+
+
+class ScenarioDetailView(APIView):
+    permission_classes = [ReadOrWrite]
+
+    @extend_schema(
+        operation_id="scenarios_retrieve",
+        tags=["releases"],
+        responses={200: s.ScenarioSerializer, **NOT_FOUND},
+        parameters=[ETAG],
+        summary="A scenario",
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        scenario = _scenario(pk)
+        return Response(
+            s.ScenarioSerializer.of(scenario), headers={"ETag": scenario_etag(scenario)}
+        )
+
+    @extend_schema(
+        operation_id="scenarios_update",
+        tags=["releases"],
+        request=s.ScenarioInputSerializer,
+        responses={200: s.ScenarioSerializer, **NOT_FOUND, **PRECONDITION_ERRORS},
+        parameters=[IF_MATCH],
+        examples=[SCENARIO_EXAMPLE],
+        summary="Replace a scenario's fields",
+    )
+    def put(self, request: Request, pk: int) -> Response:
+        # A malformed body is a 400 whatever the If-Match; then the precondition; then what
+        # the names refer to (the services).
+        values = _scenario_input(request.data, partial=request.method == "PATCH")
+        _scenario(pk)
+        with transaction.atomic():
+            scenario = _scenario_change(
+                services.scenario_update,
+                actor=actor_of(request),
+                scenario=_locked_scenario(request, pk),
+                **values,
+            )
+        return Response(
+            s.ScenarioSerializer.of(scenario), headers={"ETag": scenario_etag(scenario)}
+        )
+
+    @extend_schema(
+        operation_id="scenarios_partial_update",
+        tags=["releases"],
+        request=s.ScenarioInputSerializer,
+        responses={200: s.ScenarioSerializer, **NOT_FOUND, **PRECONDITION_ERRORS},
+        parameters=[IF_MATCH],
+        summary="Change some of a scenario's fields",
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        return self.put(request, pk)
+
+    @extend_schema(
+        operation_id="scenarios_destroy",
+        tags=["releases"],
+        responses={204: None, **NOT_FOUND, **PRECONDITION_ERRORS, 409: None},
+        parameters=[IF_MATCH],
+        summary="Delete a scenario",
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        with transaction.atomic():
+            services.scenario_delete(
+                actor=actor_of(request), scenario=_locked_scenario(request, pk)
+            )
+        return Response(status=status.HTTP_204_NO_CONTENT)

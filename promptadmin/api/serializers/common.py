@@ -1,0 +1,81 @@
+"""What every area's serializers share: strict input, text that can be stored and sent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail, ValidationError
+
+from promptadmin.api import fields as f
+from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+
+MAX_TEXT = 200_000
+INT32 = 2**31 - 1
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses unknown fields (the schema says ``additionalProperties: false``), read-only
+    ones included: a client sends only what it may change."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        errors: dict[str, Any] = {}
+        if isinstance(data, Mapping) and data.keys() - self.fields.keys():
+            allowed = ", ".join(self.fields)
+            for name in sorted(data.keys() - self.fields.keys()):
+                errors[name] = [
+                    ErrorDetail(f"Unknown field; the fields are: {allowed}.", code="unknown_field")
+                ]
+        try:
+            value = super().to_internal_value(data)
+        except ValidationError as exc:
+            if not isinstance(exc.detail, dict):
+                raise
+            errors.update(exc.detail)
+        if errors:
+            raise ValidationError(errors)
+        return value
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (U+D800 to U+DFFF).
+
+    JSON can carry one (``"\\ud800"``), but it cannot be encoded as UTF-8: not stored, not
+    counted by the tokenizer, not sent back.
+    """
+    if text.isascii():
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def utf8_text(text: str) -> None:
+    """Refuse lone surrogates in a text, with a clear message."""
+    if has_lone_surrogate(text):
+        raise ValidationError(
+            "Text may not contain lone surrogates (U+D800 to U+DFFF): they are not UTF-8.",
+            code="surrogate_characters_not_allowed",
+        )
+
+
+def storable_json(value: Any) -> None:
+    """Refuse a JSON value that cannot be stored and sent back (see core.storedjson): the
+    error is on the field and says where inside it (``At tags.3: ...``)."""
+    try:
+        check_stored_json(value)
+    except StoredJsonError as error:
+        raise ValidationError(error.explanation, code="unstorable_json") from None
+
+
+def slug_field(**kwargs: Any) -> serializers.CharField:
+    return f.Text(max_length=64, **kwargs)
+
+
+# What ``release`` may be on /assemble and /preview: a release name, a label or "working"
+# (the union of both patterns in promptadmin.releases.models; unknown names are refused
+# when resolved, naming the field).
+RELEASE_PATTERN = r"[a-z0-9_.-]{1,64}"

@@ -1,0 +1,106 @@
+"""Serializers of the conversation endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from assembler.request import MAX_BUDGET
+from promptadmin.api import fields as f
+from promptadmin.api.serializers.common import StrictSerializer
+from promptadmin.conversations.models import (
+    MAX_MESSAGE_CHARS,
+    MAX_MESSAGES_PER_APPEND,
+    Role,
+    SummaryStatus,
+)
+
+
+class MessageInputSerializer(StrictSerializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+    content = f.Text(max_length=MAX_MESSAGE_CHARS, trim_whitespace=False)
+
+
+class AppendInputSerializer(StrictSerializer):
+    messages = serializers.ListField(
+        child=MessageInputSerializer(),
+        min_length=1,
+        max_length=MAX_MESSAGES_PER_APPEND,
+        allow_empty=False,
+        help_text=f"1 to {MAX_MESSAGES_PER_APPEND} messages, oldest first.",
+    )
+    history_budget = f.Integer(
+        required=False,
+        min_value=1,
+        max_value=MAX_BUDGET,
+        help_text="Tokens the history block may take (set on creation, or changed).",
+    )
+
+
+class AppendOutputSerializer(serializers.Serializer):
+    conversation = serializers.CharField(help_text="The conversation's key.")
+    positions = serializers.ListField(child=serializers.IntegerField())
+    summary_pending = serializers.BooleanField()
+
+
+class HistoryQuerySerializer(StrictSerializer):
+    budget = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_BUDGET,
+        help_text="Token budget of the block; default: the conversation's history budget.",
+    )
+
+
+class SummaryRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    covers_through = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=SummaryStatus.choices)
+
+
+class HistoryOutputSerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=["full", "summary_and_recent", "recent_only"])
+    text = serializers.CharField()
+    tokens = serializers.IntegerField()
+    summary = SummaryRefSerializer(allow_null=True)
+    messages = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Positions of the messages shown."
+    )
+    summary_pending = serializers.BooleanField()
+
+
+class SummaryOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    covers_through = serializers.IntegerField(allow_null=True)
+    builds_on = serializers.IntegerField(allow_null=True, source="builds_on_id")
+    status = serializers.ChoiceField(choices=SummaryStatus.choices)
+    backend = serializers.CharField()
+    model = serializers.CharField()
+    tokens = serializers.IntegerField(allow_null=True, source="token_count")
+    attempts = serializers.IntegerField()
+    error = serializers.CharField()
+    created = serializers.DateTimeField(source="created_at")
+    finished = serializers.DateTimeField(allow_null=True, source="finished_at")
+
+
+class SummarizeOutputSerializer(serializers.Serializer):
+    summary = serializers.IntegerField(
+        allow_null=True, help_text="The pending summary; null while one is already running."
+    )
+    summary_pending = serializers.BooleanField()
+
+
+def history_data(history: Any) -> dict[str, Any]:
+    summary = history.summary
+    fit = history.fit
+    return {
+        "mode": fit.mode,
+        "text": fit.text,
+        "tokens": fit.tokens,
+        "summary": None
+        if summary is None
+        else {"id": summary.pk, "covers_through": summary.covers_through, "status": summary.status},
+        "messages": list(fit.positions),
+        "summary_pending": history.summary_pending,
+    }

@@ -1,0 +1,152 @@
+"""Serializers of the legacy import and the review of deprecated segments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from promptadmin.api import fields as f
+from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, slug_field
+from promptadmin.api.serializers.content import ScopeField
+from promptadmin.content.legacy import FORMATS
+from promptadmin.content.models import DEPRECATED_SCOPES
+from promptadmin.content.services.deprecated import BULK_LIMIT, MAX_REASON, Status, status_of
+
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+
+
+class ImportInputSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="The export: a JSON array or CSV with a header.")
+    format = serializers.ChoiceField(
+        choices=FORMATS, required=False, help_text="Default: from the file name."
+    )
+    dry_run = serializers.BooleanField(default=False)
+    skip_invalid = serializers.BooleanField(default=False)
+
+    def validate_file(self, value: Any) -> Any:
+        if value.size > MAX_UPLOAD_BYTES:
+            raise serializers.ValidationError(
+                f"The file is {value.size} bytes; at most {MAX_UPLOAD_BYTES} bytes."
+            )
+        return value
+
+
+class ImportProblemSerializer(serializers.Serializer):
+    line = f.Integer(allow_null=True, help_text="Line of the file the row starts on.")
+    id = f.Text(allow_null=True, help_text="The row's legacy id, when it could be read.")
+    reason = f.Text()
+
+
+class ImportReportSerializer(serializers.Serializer):
+    dry_run = f.Flag()
+    refused = f.Flag(help_text="An invalid row and no skip_invalid: nothing was written.")
+    rows = f.Integer(help_text="Rows read from the file.")
+    created = serializers.DictField(
+        child=f.Integer(), help_text="Rows created (or that would be) per scope."
+    )
+    unchanged = f.Integer(help_text="Rows already imported as they are.")
+    unchanged_by_scope = serializers.DictField(child=f.Integer())
+    conflicts = ImportProblemSerializer(
+        many=True, help_text="Rows already imported that differ now: kept as stored."
+    )
+    errors = ImportProblemSerializer(many=True, help_text="Rows not imported, and why.")
+
+
+class DeprecatedFilterSerializer(serializers.Serializer):
+    scope = serializers.ChoiceField(choices=DEPRECATED_SCOPES, required=False)
+    status = serializers.ChoiceField(choices=Status.ALL, required=False)
+    search = serializers.CharField(
+        required=False, max_length=200, help_text="Words the content contains (any case)."
+    )
+
+
+class SuggestionSerializer(serializers.Serializer):
+    scope = f.Text()
+    ref = f.Text(source="slug")
+
+
+class DeprecatedSegmentSerializer(serializers.Serializer):
+    id = f.Integer()
+    scope = f.Text()
+    content = f.Text(allow_blank=True)
+    metadata = serializers.DictField()
+    original_id = serializers.SerializerMethodField()
+    original_ref = serializers.SerializerMethodField()
+    status = serializers.SerializerMethodField()
+    copies = serializers.SerializerMethodField()
+    reason = serializers.SerializerMethodField()
+    suggested = serializers.SerializerMethodField(
+        help_text="Where the text obviously belongs, when one object is named; else null."
+    )
+
+    def _meta(self, segment: Any, key: str) -> Any:
+        return segment.metadata.get(key) if isinstance(segment.metadata, dict) else None
+
+    def get_original_id(self, segment: Any) -> str:
+        value = self._meta(segment, "original_id")
+        return str(value) if value is not None else segment.legacy_id or str(segment.pk)
+
+    def get_original_ref(self, segment: Any) -> str | None:
+        value = self._meta(segment, "original_ref")
+        return value if isinstance(value, str) else None
+
+    def get_status(self, segment: Any) -> str:
+        return status_of(segment)
+
+    def get_copies(self, segment: Any) -> list[int]:
+        value = self._meta(segment, "copies")
+        return [v for v in value if isinstance(v, int)] if isinstance(value, list) else []
+
+    def get_reason(self, segment: Any) -> str | None:
+        value = self._meta(segment, "review_reason")
+        return value if isinstance(value, str) else None
+
+    def get_suggested(self, segment: Any) -> dict[str, str] | None:
+        hint = self.context.get("suggestions", {}).get(segment.pk)
+        return {"scope": hint.scope, "ref": hint.slug} if hint else None
+
+
+class DeprecatedPageSerializer(serializers.Serializer):
+    count = f.Integer()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = DeprecatedSegmentSerializer(many=True)
+
+
+class CopyInputSerializer(StrictSerializer):
+    scope = ScopeField(max_length=20, help_text="An allowed scope.")
+    ref = slug_field(allow_null=True, default=None, help_text="Slug of the object; null for core.")
+    content = f.Text(
+        max_length=MAX_TEXT,
+        trim_whitespace=False,
+        required=False,
+        help_text="The text, edited; default: the deprecated segment's text.",
+    )
+    active = f.Flag(default=False, help_text="Create the copy active (assembled) or not.")
+
+
+class DismissInputSerializer(StrictSerializer):
+    reason = f.Text(max_length=MAX_REASON, help_text="Why this text is not kept.")
+
+
+class BulkInputSerializer(StrictSerializer):
+    action = serializers.ChoiceField(choices=["copy", "dismiss"])
+    ids = serializers.ListField(
+        child=f.Integer(min_value=1, max_value=2**63 - 1), min_length=1, max_length=BULK_LIMIT
+    )
+    reason = f.Text(max_length=MAX_REASON, required=False, help_text="For dismiss.")
+    scope = ScopeField(
+        max_length=20, required=False, help_text="For copy; default: each row's suggestion."
+    )
+    ref = slug_field(allow_null=True, required=False, help_text="For copy, with scope.")
+    active = f.Flag(default=False, help_text="For copy.")
+
+
+class BulkOutputSerializer(serializers.Serializer):
+    action = f.Text()
+    count = f.Integer()
+    results = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="copy: the new segments; dismiss: the dismissed deprecated segments.",
+    )

@@ -1,0 +1,218 @@
+"""Serializers of the registered-prompt endpoints (field names are part of the contract).
+
+They check JSON types; the prompt services check everything else (names, templates,
+lint errors, stored JSON) and name the field that was wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+
+from assembler.templates import SYNTAXES
+from promptadmin.api import fields as f
+from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, storable_json
+from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.prompts.selectors import RENDER_FORMATS
+
+NAME = {"max_length": 64}
+
+
+def stored_json(value: Any) -> None:
+    try:
+        check_stored_json(value)
+    except StoredJsonError as error:
+        raise ValidationError(
+            f"{error.path}: {error.message}" if error.path else error.message
+        ) from None
+
+
+class PromptCreateSerializer(StrictSerializer):
+    component = f.Text(**NAME)
+    agent = f.Text(**NAME)
+    task_type = f.Text(**NAME, allow_null=True, allow_blank=True, default=None)
+    description = f.Text(allow_blank=True, default="", max_length=MAX_TEXT)
+    expected_system = f.Text(allow_null=True, allow_blank=True, default=None, max_length=MAX_TEXT)
+
+
+class LabelsField(serializers.ListField):
+    child = f.Text(max_length=64)
+
+
+class VersionCreateSerializer(StrictSerializer):
+    task_type = f.Text(**NAME, allow_null=True, allow_blank=True, default=None)
+    syntax = serializers.ChoiceField(choices=list(SYNTAXES), default="curly")
+    system = f.Text(allow_blank=True, default="", trim_whitespace=False, max_length=MAX_TEXT)
+    user_templates = serializers.DictField(
+        child=f.Text(allow_blank=True, trim_whitespace=False, max_length=MAX_TEXT),
+        help_text="Template name -> template text; served sorted by name.",
+    )
+    variables = serializers.ListField(
+        child=f.Text(max_length=64),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Declared variables; omitted or null: exactly those the templates use.",
+    )
+    task = f.Text(allow_blank=True, default="", max_length=64)
+    config = serializers.DictField(default=dict, validators=[stored_json])
+    commit_message = f.Text(allow_blank=True, default="", max_length=10_000)
+    labels = serializers.ListField(child=f.Text(max_length=64), default=list, max_length=50)
+
+
+class LabelSetSerializer(StrictSerializer):
+    task_type = f.Text(**NAME, allow_null=True, allow_blank=True, default=None)
+    version = f.Integer(min_value=1, max_value=2**31 - 1)
+
+
+class RenderSerializer(StrictSerializer):
+    task_type = f.Text(**NAME, allow_null=True, allow_blank=True, default=None)
+    label = f.Text(max_length=64, required=False)
+    version = f.Integer(min_value=1, max_value=2**31 - 1, required=False)
+    template = f.Text(max_length=64, default="default")
+    # stored_json also refuses NUL and lone surrogates.
+    variables = serializers.DictField(default=dict, validators=[stored_json])
+    interface = f.Text(max_length=64, required=False, allow_null=True, default=None)
+    user_instructions = f.Text(
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        trim_whitespace=False,
+        max_length=MAX_TEXT,
+        validators=[storable_json],
+    )
+    instruction_context = serializers.DictField(default=dict, validators=[stored_json])
+    format = serializers.ChoiceField(choices=list(RENDER_FORMATS), default="messages")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "label" in attrs and "version" in attrs:
+            raise ValidationError(
+                {"version": ["Give a label or a version, not both."]}, code="label_and_version"
+            )
+        return attrs
+
+
+class LintSerializer(StrictSerializer):
+    syntax = serializers.ChoiceField(choices=list(SYNTAXES), default="curly")
+    system = f.Text(allow_blank=True, default="", trim_whitespace=False, max_length=MAX_TEXT)
+    user_templates = serializers.DictField(
+        child=f.Text(allow_blank=True, trim_whitespace=False, max_length=MAX_TEXT),
+        default=dict,
+    )
+    variables = serializers.ListField(
+        child=f.Text(max_length=64), required=False, allow_null=True, default=None
+    )
+    expected_system = f.Text(
+        allow_blank=True, allow_null=True, default=None, trim_whitespace=False, max_length=MAX_TEXT
+    )
+
+
+class InterfaceSerializer(StrictSerializer):
+    name = f.Text(**NAME)
+    supports_system_prompt = f.Flag(default=True)
+    supports_structured_output = f.Flag(default=False)
+
+
+class InterfaceOutputSerializer(serializers.Serializer):
+    name = f.Text()
+    supports_system_prompt = f.Flag()
+    supports_structured_output = f.Flag()
+    updated_at = serializers.DateTimeField()
+
+
+class AdapterInstructionSerializer(StrictSerializer):
+    interface = f.Text(**NAME)
+    task = f.Text(**NAME)
+    order = f.Integer(min_value=-(2**31 - 1), max_value=2**31 - 1, default=0)
+    system_addition = f.Text(allow_blank=True, default="", trim_whitespace=False, max_length=50_000)
+    user_addition = f.Text(allow_blank=True, default="", trim_whitespace=False, max_length=50_000)
+    active = f.Flag(default=True)
+
+
+class AdapterInstructionOutputSerializer(serializers.Serializer):
+    id = f.Integer()
+    interface = f.Text(source="interface.name")
+    task = f.Text()
+    order = f.Integer()
+    system_addition = f.Text()
+    user_addition = f.Text()
+    active = f.Flag()
+    updated_at = serializers.DateTimeField()
+
+
+# Outputs (documented in the schema; the views build plain dicts).
+
+
+class PromptSummarySerializer(serializers.Serializer):
+    component = f.Text()
+    agent = f.Text()
+    task_type = f.Text(allow_null=True)
+    description = f.Text()
+    expected_system = f.Text(allow_null=True)
+    latest_version = f.Integer(allow_null=True)
+    labels = serializers.DictField(child=f.Integer(), help_text="Label -> version number.")
+
+
+class FetchedPromptSerializer(serializers.Serializer):
+    component = f.Text()
+    agent = f.Text()
+    task_type_used = f.Text(allow_null=True)
+    version = f.Integer()
+    labels = serializers.ListField(child=f.Text())
+    syntax = f.Text()
+    system = f.Text()
+    user_templates = serializers.DictField(child=f.Text())
+    variables = serializers.ListField(child=f.Text())
+    task = f.Text()
+    config = serializers.DictField()
+    content_hash = f.Text()
+    commit_message = f.Text()
+    created_at = serializers.DateTimeField()
+
+
+class FindingSerializer(serializers.Serializer):
+    code = f.Text()
+    level = f.Text()
+    message = f.Text()
+    template = f.Text(allow_null=True)
+    position = serializers.DictField(child=f.Integer(), allow_null=True)
+
+
+class VersionCreatedSerializer(FetchedPromptSerializer):
+    findings = FindingSerializer(many=True)
+
+
+class LabelSerializer(serializers.Serializer):
+    label = f.Text()
+    version = f.Integer()
+
+
+class LabelEventSerializer(serializers.Serializer):
+    label = f.Text()
+    action = f.Text()
+    from_version = f.Integer(allow_null=True)
+    to_version = f.Integer(allow_null=True)
+    actor = f.Text()
+    created_at = serializers.DateTimeField()
+
+
+class MessageSerializer(serializers.Serializer):
+    role = f.Text()
+    content = f.Text()
+    tokens = f.Integer()
+
+
+class RenderedSerializer(serializers.Serializer):
+    version = f.Integer()
+    task_type_used = f.Text(allow_null=True)
+    messages = MessageSerializer(many=True, required=False)
+    system = f.Text(required=False)
+    user = f.Text(required=False)
+    tokens = serializers.DictField(child=f.Integer(), required=False)
+    unused_variables = serializers.ListField(child=f.Text())
+
+
+class LintResultSerializer(serializers.Serializer):
+    findings = FindingSerializer(many=True)

@@ -1,0 +1,249 @@
+"""Serializers of releases, labels, scenarios and the impact report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+import assembler
+from assembler.impact import EXPECTATION_KINDS
+from promptadmin.api import fields as f
+from promptadmin.api.serializers.assembly import NpcRequestField, StateSerializer
+from promptadmin.api.serializers.common import StrictSerializer, utf8_text
+from promptadmin.releases.models import Release, ReleaseLabelMove, Scenario
+
+
+class ReleaseInputSerializer(StrictSerializer):
+    name = f.Text(
+        required=False,
+        allow_blank=True,
+        max_length=64,
+        help_text="Default: r-YYYY-MM-DD (with -2, -3... when taken).",
+    )
+    notes = f.Text(required=False, allow_blank=True, default="", max_length=10_000)
+    labels = serializers.ListField(
+        child=f.Text(max_length=36),
+        required=False,
+        default=list,
+        max_length=20,
+        help_text="Labels to move to the new release (publish); needs the admin role or an "
+        "admin key.",
+    )
+    confirm = f.Flag(
+        default=False,
+        help_text="Move the labels even though expectations fail (recorded with the move).",
+    )
+
+    def validate_notes(self, value: str) -> str:
+        utf8_text(value)
+        return value
+
+
+class ReleaseSerializer(serializers.Serializer):
+    name = f.Text()
+    notes = f.Text(allow_blank=True)
+    labels = serializers.ListField(child=f.Text())
+    created = serializers.DateTimeField()
+    created_by = f.Text(help_text="Username, API key, or 'system'.")
+    content_hash = f.Text()
+    segments = f.Integer(help_text="Number of segments in the release.")
+
+    @staticmethod
+    def of(release: Release) -> dict[str, Any]:
+        return {
+            "name": release.name,
+            "notes": release.notes,
+            "labels": sorted(label.name for label in release.labels.all()),
+            "created": release.created_at,
+            "created_by": release.author,
+            "content_hash": release.content_hash,
+            "segments": release.segment_count,
+        }
+
+
+class LabelInputSerializer(StrictSerializer):
+    release = f.Text(max_length=64, help_text="The release's name.")
+    note = f.Text(required=False, allow_blank=True, default="", max_length=10_000)
+    confirm = f.Flag(default=False, help_text="Move even though expectations fail.")
+
+    def validate_note(self, value: str) -> str:
+        utf8_text(value)
+        return value
+
+
+class LabelRemoveSerializer(StrictSerializer):
+    note = f.Text(required=False, allow_blank=True, default="", max_length=10_000)
+
+
+class ReleaseLabelSerializer(serializers.Serializer):
+    label = f.Text()
+    release = f.Text()
+    moved_at = serializers.DateTimeField()
+
+
+class FailureSerializer(serializers.Serializer):
+    scenario = f.Text()
+    expectation = f.Text()
+    reason = f.Text()
+
+
+class LabelMoveSerializer(serializers.Serializer):
+    label = f.Text()
+    from_release = f.Text(allow_null=True)
+    to_release = f.Text(allow_null=True, help_text="null: the label was removed.")
+    at = serializers.DateTimeField()
+    by = f.Text(help_text="Username, API key, or 'system'.")
+    note = f.Text(allow_blank=True)
+    confirmed_failures = FailureSerializer(many=True)
+
+    @staticmethod
+    def of(move: ReleaseLabelMove) -> dict[str, Any]:
+        return {
+            "label": move.label,
+            "from_release": move.from_release.name if move.from_release else None,
+            "to_release": move.to_release.name if move.to_release else None,
+            "at": move.at,
+            "by": move.actor,
+            "note": move.note,
+            "confirmed_failures": move.confirmed_failures,
+        }
+
+
+class ExpectationSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(choices=EXPECTATION_KINDS)
+    segment = f.Integer(required=False, min_value=1, help_text="keeps_segment: the segment's id.")
+    text = f.Text(required=False, max_length=2000, help_text="contains: the text to find.")
+    tokens = f.Integer(
+        required=False,
+        min_value=1,
+        max_value=assembler.MAX_BUDGET,
+        help_text="max_tokens: the most tokens allowed.",
+    )
+
+
+class ScenarioInputSerializer(StrictSerializer):
+    """The shape of a scenario write; what the names refer to (the entry, the NPCs) is
+    checked by the scenario services, after the If-Match precondition."""
+
+    name = f.Text(max_length=100)
+    entry = f.Text(max_length=64, help_text="Entry slug.")
+    first_turn = f.Flag(required=False)
+    npcs = serializers.ListField(
+        child=NpcRequestField(), required=False, max_length=50, help_text="Most important first."
+    )
+    state = StateSerializer(required=False)
+    token_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
+    npc_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
+    expectations = serializers.ListField(
+        child=ExpectationSerializer(), required=False, max_length=50
+    )
+
+    def validated(self) -> dict[str, Any]:
+        """The fields sent, in the services' terms (NPCs as ``{"npc", "tier"}``)."""
+        values = {name: self.initial_data[name] for name in self.validated_data}
+        if "npcs" in self.validated_data:
+            values["npcs"] = [{"npc": n, "tier": t} for n, t in self.validated_data["npcs"]]
+        return values
+
+
+class ScenarioSerializer(serializers.Serializer):
+    """A saved scenario, as read."""
+
+    id = f.Integer(read_only=True)
+    name = f.Text(max_length=100)
+    entry = f.Text(max_length=64, help_text="Entry slug.")
+    first_turn = f.Flag(required=False)
+    npcs = serializers.ListField(child=serializers.DictField(), required=False)
+    state = serializers.DictField(required=False)
+    token_budget = f.Integer(required=False, default=assembler.DEFAULT_TOKEN_BUDGET)
+    npc_budget = f.Integer(required=False, default=assembler.DEFAULT_NPC_BUDGET)
+    expectations = ExpectationSerializer(many=True, required=False)
+    revision = f.Integer(read_only=True)
+
+    @staticmethod
+    def of(scenario: Scenario) -> dict[str, Any]:
+        return {
+            "id": scenario.pk,
+            "name": scenario.name,
+            "entry": scenario.entry,
+            "first_turn": scenario.first_turn,
+            "npcs": scenario.npcs,
+            "state": scenario.state,
+            "token_budget": scenario.token_budget,
+            "npc_budget": scenario.npc_budget,
+            "expectations": scenario.expectations,
+            "revision": scenario.revision,
+        }
+
+
+class SegmentSummarySerializer(serializers.Serializer):
+    id = f.Integer()
+    scope = f.Text()
+    owner = f.Text(allow_null=True)
+    title = f.Text(allow_blank=True)
+    tokens = f.Integer()
+
+
+class SegmentChangeSerializer(SegmentSummarySerializer):
+    fields = serializers.ListField(child=f.Text())
+    tokens_before = f.Integer()
+    diff = f.Text(allow_blank=True, help_text="Unified diff of the content ('' if unchanged).")
+
+
+class SegmentChangesSerializer(serializers.Serializer):
+    added = SegmentSummarySerializer(many=True)
+    changed = SegmentChangeSerializer(many=True)
+    removed = SegmentSummarySerializer(many=True)
+
+
+class ObjectSummarySerializer(serializers.Serializer):
+    kind = f.Text(help_text="worlds, rulesets, npcs or entries.")
+    slug = f.Text()
+    name = f.Text()
+
+
+class ObjectChangeSerializer(ObjectSummarySerializer):
+    fields = serializers.ListField(child=f.Text())
+
+
+class ObjectChangesSerializer(serializers.Serializer):
+    added = ObjectSummarySerializer(many=True)
+    changed = ObjectChangeSerializer(many=True)
+    removed = ObjectSummarySerializer(many=True)
+
+
+class ExpectationResultSerializer(serializers.Serializer):
+    expectation = f.Text()
+    reason = f.Text()
+
+
+class ScenarioImpactSerializer(serializers.Serializer):
+    scenario = f.Text()
+    saved = f.Flag(help_text="false: an entry's implicit scenario.")
+    entry = f.Text()
+    first_turn = f.Flag()
+    tokens_before = f.Integer(allow_null=True)
+    tokens_after = f.Integer(allow_null=True)
+    cuts_added = serializers.ListField(child=f.Text())
+    cuts_removed = serializers.ListField(child=f.Text())
+    expectations_failing = ExpectationResultSerializer(many=True)
+    expectations_fixed = ExpectationResultSerializer(many=True)
+    expectations_still_failing = ExpectationResultSerializer(many=True)
+    error_before = f.Text(allow_null=True)
+    error_after = f.Text(allow_null=True)
+    changed = f.Flag(help_text="Whether the prompt differs.")
+    preview_query = f.Text(help_text="The studio preview's query string for this scenario.")
+
+
+class SideSerializer(serializers.Serializer):
+    name = f.Text()
+    label = f.Text(allow_null=True)
+
+
+class CompareSerializer(serializers.Serializer):
+    before = SideSerializer()
+    after = SideSerializer()
+    segments = SegmentChangesSerializer()
+    objects = ObjectChangesSerializer()
+    scenarios = ScenarioImpactSerializer(many=True)

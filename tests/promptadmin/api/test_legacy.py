@@ -1,0 +1,228 @@
+"""The API of legacy imports and deprecated segments: contract, permissions, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from promptadmin.content.models import Segment
+from promptadmin.content.services import segments
+from promptadmin.content.services.api_keys import api_key_create
+from tests import legacy_exports as ex
+from tests.factories import EntryFactory, NPCFactory, RulesetFactory, WorldFactory
+from tests.promptadmin.api.conftest import codes, errors, key_client, person, session_client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def game() -> None:
+    world = WorldFactory(slug="iron-coast")
+    EntryFactory(slug="drowned-bell", world=world)
+    NPCFactory(slug="marta-vell")
+    RulesetFactory(slug="mystery")
+
+
+@pytest.fixture
+def admin_key(db: Any) -> str:
+    return api_key_create(actor=None, name="migrations", scope="admin")[1]
+
+
+@pytest.fixture
+def migrator(admin_key: str) -> APIClient:
+    return key_client(admin_key)
+
+
+def upload(client: APIClient, data: bytes, name: str, **fields: Any) -> Any:
+    body = {"file": SimpleUploadedFile(name, data), **fields}
+    return client.post("/api/v1/imports/", body, format="multipart")
+
+
+def legacy(scope: str = "player", ref: str | None = None) -> Segment:
+    return segments.segment_import_legacy(
+        actor=None,
+        scope=scope,
+        content="Old text.",
+        metadata={"original_ref": ref, "original_id": "L1"} if ref else {},
+    )
+
+
+@pytest.mark.usefixtures("game")
+def test_import_dry_run_then_real_run_then_again(migrator: APIClient) -> None:
+    data = ex.as_csv(ex.VALID)
+    dry = upload(migrator, data, "segments.csv", dry_run="true")
+    assert dry.status_code == 200
+    assert dry.json()["dry_run"] is True and not Segment.objects.exists()
+    real = upload(migrator, data, "segments.csv")
+    assert real.status_code == 201
+    body = real.json()
+    assert {"dry_run", "created", "unchanged", "conflicts", "errors"} <= set(body)
+    assert body["created"] == ex.CREATED and body["unchanged"] == 0
+    again = upload(migrator, data, "segments.csv").json()
+    assert (again["created"], again["unchanged"], again["conflicts"]) == ({}, 10, [])
+
+
+@pytest.mark.usefixtures("game")
+def test_an_invalid_row_is_a_400_with_the_whole_report(migrator: APIClient) -> None:
+    rows = [*ex.VALID, *(row for row, _ in ex.DIRTY)]
+    response = upload(migrator, ex.as_json(rows), "export.json")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["refused"] is True and len(body["errors"]) == len(ex.DIRTY)
+    assert set(body["errors"][0]) == {"line", "id", "reason"}
+    assert not Segment.objects.exists()
+    skipped = upload(migrator, ex.as_json(rows), "export.json", skip_invalid="true")
+    assert skipped.status_code == 201 and Segment.objects.count() == len(ex.VALID)
+
+
+def test_an_unreadable_file_or_format_is_named(migrator: APIClient) -> None:
+    response = upload(migrator, b"[{", "export.json")
+    assert response.status_code == 400 and "not valid JSON" in errors(response)["file"]
+    response = upload(migrator, b"[]", "export.txt")
+    assert "json or csv" in errors(response)["format"]
+    response = migrator.post("/api/v1/imports/", {}, format="multipart")
+    assert "file" in errors(response)
+
+
+@pytest.mark.parametrize("who", ["viewer", "author", "read", "write", None])
+def test_only_admins_and_admin_keys_may_migrate(who: str | None) -> None:
+    source = legacy()
+    if who in ("read", "write"):
+        client = key_client(api_key_create(actor=None, name="k", scope=who)[1])
+    elif who is None:
+        client = APIClient()
+    else:
+        client = session_client(person(who))
+    calls = [
+        client.get("/api/v1/deprecated-segments/"),
+        client.post(f"/api/v1/deprecated-segments/{source.pk}/dismiss", {"reason": "x"}),
+        client.post(f"/api/v1/deprecated-segments/{source.pk}/copy", {"scope": "core"}),
+        client.post(f"/api/v1/deprecated-segments/{source.pk}/undo"),
+        client.post("/api/v1/deprecated-segments/bulk", {"action": "dismiss", "ids": [1]}),
+        upload(client, b"[]", "x.json"),
+    ]
+    expected = 401 if who is None else 403
+    assert [r.status_code for r in calls] == [expected] * len(calls)
+    if who in ("write", "author"):
+        assert "admin" in calls[0].json()["errors"][0]["detail"]
+    assert Segment.objects.get(pk=source.pk).metadata == {}
+
+
+def test_admins_signed_in_may_migrate() -> None:
+    source = legacy()
+    client = session_client(person("admin"))
+    response = client.post(
+        f"/api/v1/deprecated-segments/{source.pk}/dismiss", {"reason": "Gone."}, format="json"
+    )
+    assert response.status_code == 200 and response.json()["status"] == "dismissed"
+
+
+def test_the_list_has_the_documented_fields_and_filters(
+    migrator: APIClient, django_assert_max_num_queries: Any
+) -> None:
+    EntryFactory(slug="drowned-bell")
+    rows = [legacy(ref="drowned-bell"), legacy(scope="rng"), legacy(scope="input")]
+    with django_assert_max_num_queries(9):
+        response = migrator.get("/api/v1/deprecated-segments/")
+    body = response.json()
+    assert body["count"] == 3
+    first = body["results"][0]
+    assert set(first) == {
+        "id",
+        "scope",
+        "content",
+        "metadata",
+        "original_id",
+        "original_ref",
+        "status",
+        "copies",
+        "reason",
+        "suggested",
+    }
+    assert (first["original_id"], first["original_ref"], first["status"], first["copies"]) == (
+        "L1",
+        "drowned-bell",
+        "pending",
+        [],
+    )
+    assert first["suggested"] == {"scope": "entry", "ref": "drowned-bell"}
+    rng = migrator.get("/api/v1/deprecated-segments/", {"scope": "rng"}).json()["results"]
+    assert [r["id"] for r in rng] == [rows[1].pk]
+    bad = migrator.get("/api/v1/deprecated-segments/", {"status": "gone"})
+    assert bad.status_code == 400 and "status" in errors(bad)
+
+
+def test_copy_dismiss_undo_and_bulk(migrator: APIClient) -> None:
+    WorldFactory(slug="iron-coast")
+    source = legacy()
+    url = f"/api/v1/deprecated-segments/{source.pk}"
+    copy = migrator.post(
+        f"{url}/copy",
+        {"scope": "world", "ref": "iron-coast", "content": "Edited.", "active": True},
+        format="json",
+    )
+    assert copy.status_code == 201
+    new = copy.json()
+    assert (new["scope"], new["ref"], new["content"], new["active"]) == (
+        "world",
+        "iron-coast",
+        "Edited.",
+        True,
+    )
+    assert new["metadata"]["copied_from"] == source.pk
+    listed = migrator.get("/api/v1/deprecated-segments/", {"status": "copied"}).json()
+    assert listed["results"][0]["copies"] == [new["id"]]
+    refused = migrator.post(f"{url}/dismiss", {"reason": "x"}, format="json")
+    assert refused.status_code == 400 and "undo the copy" in errors(refused)["id"]
+    undone = migrator.post(f"{url}/undo")
+    assert undone.status_code == 200 and undone.json()["status"] == "pending"
+    assert not Segment.objects.get(pk=new["id"]).active
+    bulk = migrator.post(
+        "/api/v1/deprecated-segments/bulk",
+        {"action": "dismiss", "ids": [source.pk], "reason": "Caller supplies it."},
+        format="json",
+    )
+    assert bulk.status_code == 200
+    assert [(r["status"], r["reason"]) for r in bulk.json()["results"]] == [
+        ("dismissed", "Caller supplies it.")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "attr"),
+    [
+        ({"scope": "rng"}, "scope"),
+        ({"scope": "world", "ref": "nowhere"}, "ref"),
+        ({"scope": "core", "content": "bad \x00"}, "content"),
+        ({"scope": "core", "content": "x" * 200_001}, "content"),
+        ({"scope": "core", "extra": 1}, "extra"),
+        ({"scope": "core", "active": "yes"}, "active"),
+    ],
+)
+def test_a_bad_copy_names_the_field(migrator: APIClient, body: dict[str, Any], attr: str) -> None:
+    source = legacy()
+    response = migrator.post(f"/api/v1/deprecated-segments/{source.pk}/copy", body, format="json")
+    assert response.status_code == 400, response.json()
+    assert attr in errors(response)
+    assert Segment.objects.count() == 1
+
+
+def test_actions_on_a_segment_that_is_not_deprecated_are_404(migrator: APIClient) -> None:
+    segment = segments.segment_create(actor=None, scope="core", content="Now.")
+    response = migrator.post(f"/api/v1/deprecated-segments/{segment.pk}/undo")
+    assert response.status_code == 404 and codes(response) == ["not_found"]
+
+
+def test_bulk_input_is_checked(migrator: APIClient) -> None:
+    for body, attr in (
+        ({"action": "burn", "ids": [1]}, "action"),
+        ({"action": "dismiss", "ids": []}, "ids"),
+        ({"action": "dismiss", "ids": [1]}, "reason"),
+        ({"action": "dismiss", "ids": [2**70], "reason": "x"}, "ids.0"),
+        ({"action": "copy", "ids": [1], "ref": "x"}, "scope"),
+    ):
+        response = migrator.post("/api/v1/deprecated-segments/bulk", body, format="json")
+        assert response.status_code == 400 and attr in errors(response), (body, response.json())

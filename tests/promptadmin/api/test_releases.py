@@ -1,0 +1,397 @@
+"""The releases API: serving by release, labels and their history, scenarios, compare."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+from promptadmin.content.models import Segment
+from promptadmin.content.services import segments
+from promptadmin.content.services.api_keys import api_key_create
+from promptadmin.core import cache as core_cache
+from promptadmin.releases import serving
+from promptadmin.releases.models import ReleaseLabel, ReleaseLabelMove
+from tests.promptadmin.api.conftest import codes, errors, key_client, person, session_client
+
+pytestmark = pytest.mark.django_db
+
+BODY: dict[str, Any] = {
+    "entry": "drowned-bell",
+    "first_turn": True,
+    "npcs": [{"npc": "marta-vell", "tier": 2}],
+    "state": {"input": "I ring the bell."},
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_process() -> None:
+    serving._loaded.clear()
+
+
+@pytest.fixture
+def admin_client(db: Any) -> Any:
+    return key_client(api_key_create(actor=None, name="ops", scope="admin")[1])
+
+
+def edit_tone(content: str, capture: Any) -> None:
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    with capture(execute=True):
+        segments.segment_update(actor=None, segment=segment, content=content)
+
+
+def publish(client: Any, capture: Any, **body: Any) -> Any:
+    with capture(execute=True):
+        return client.post("/api/v1/releases/", body, format="json")
+
+
+def put_label(client: Any, label: str, current: str | None, **body: Any) -> Any:
+    etag = f'"label-{label}-{current or "none"}"'
+    return client.put(f"/api/v1/release-labels/{label}", body, format="json", HTTP_IF_MATCH=etag)
+
+
+def remove_label(client: Any, label: str, current: str, **body: Any) -> Any:
+    etag = f'"label-{label}-{current}"'
+    return client.delete(f"/api/v1/release-labels/{label}", body, format="json", HTTP_IF_MATCH=etag)
+
+
+def assemble(client: Any, **extra: Any) -> Any:
+    response = client.post("/api/v1/assemble", {**BODY, **extra}, format="json")
+    assert response.status_code == 200, response.json()
+    return response.json()
+
+
+def test_create_a_release_answers_the_documented_fields(  # type: ignore[no-untyped-def]
+    writer, demo
+) -> None:
+    response = writer.post(
+        "/api/v1/releases/", {"name": "r-2026-11-22", "notes": "first"}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert set(body) == {
+        "name",
+        "notes",
+        "labels",
+        "created",
+        "created_by",
+        "content_hash",
+        "segments",
+    }
+    assert body["name"] == "r-2026-11-22" and body["labels"] == []
+    assert body["segments"] == Segment.objects.filter(active=True).count()
+    assert body["created_by"].startswith("API key 'content-pipeline'")
+    assert writer.get("/api/v1/releases/r-2026-11-22/").json() == body
+    assert [r["name"] for r in writer.get("/api/v1/releases/").json()] == ["r-2026-11-22"]
+
+
+def test_without_release_the_working_copy_is_served_until_production_exists(  # type: ignore[no-untyped-def]
+    reader, admin_client, demo, django_capture_on_commit_callbacks
+) -> None:
+    meta = assemble(reader)["meta"]
+    assert meta["release"] == {"name": "working", "label": None}
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-one", labels=["production"])
+    edit_tone("Fog, always fog.", django_capture_on_commit_callbacks)
+
+    served = assemble(reader)
+    assert served["meta"]["release"] == {"name": "r-one", "label": "production"}
+    assert "Fog, always fog." not in served["prompt"]
+    working = assemble(reader, release="working")
+    assert working["meta"]["release"] == {"name": "working", "label": None}
+    assert "Fog, always fog." in working["prompt"]
+    by_name = assemble(reader, release="r-one")
+    assert by_name["meta"]["release"] == {"name": "r-one", "label": None}
+    assert by_name["prompt"] == served["prompt"]
+    by_label = assemble(reader, release="production")
+    assert by_label["meta"]["release"] == {"name": "r-one", "label": "production"}
+
+
+def test_a_label_move_is_seen_by_the_very_next_request(  # type: ignore[no-untyped-def]
+    reader, admin_client, demo, django_capture_on_commit_callbacks
+) -> None:
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-one", labels=["production"])
+    assert assemble(reader)["meta"]["release"]["name"] == "r-one"  # the label is now cached
+    edit_tone("Fog, always fog.", django_capture_on_commit_callbacks)
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-two", labels=["production"])
+    served = assemble(reader)
+    assert served["meta"]["release"]["name"] == "r-two"
+    assert "Fog, always fog." in served["prompt"]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = put_label(
+            admin_client, "production", "r-two", release="r-one", note="fog broke the intro"
+        )
+    assert response.status_code == 200, response.json()
+    served = assemble(reader)
+    assert served["meta"]["release"]["name"] == "r-one"
+    assert "Fog, always fog." not in served["prompt"]
+
+
+def test_a_release_named_explicitly_costs_no_query_once_loaded(  # type: ignore[no-untyped-def]
+    reader, writer, demo, django_assert_num_queries
+) -> None:
+    writer.post("/api/v1/releases/", {"name": "r-one"}, format="json")
+    assemble(reader, release="r-one")
+    with django_assert_num_queries(1):  # the API key
+        assemble(reader, release="r-one")
+
+
+def test_a_release_named_explicitly_makes_no_cache_round_trip(  # type: ignore[no-untyped-def]
+    reader, writer, demo, monkeypatch
+) -> None:
+    writer.post("/api/v1/releases/", {"name": "r-one"}, format="json")
+    assemble(reader, release="r-one")
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(cache, name)
+
+    monkeypatch.setattr(core_cache, "cache", Counting())
+    assemble(reader, release="r-one")
+    assert calls == []
+    assemble(reader, release="working")
+    assert calls  # the working copy does read the content generation
+
+
+def test_preview_serves_releases_too(  # type: ignore[no-untyped-def]
+    reader, writer, demo, django_capture_on_commit_callbacks
+) -> None:
+    writer.post("/api/v1/releases/", {"name": "r-one"}, format="json")
+    edit_tone("Fog, always fog.", django_capture_on_commit_callbacks)
+    response = reader.post("/api/v1/preview", {**BODY, "release": "r-one"}, format="json")
+    assert response.status_code == 200
+    assert response.json()["meta"]["release"] == {"name": "r-one", "label": None}
+    assert "Fog, always fog." not in response.json()["prompt"]
+
+
+@pytest.mark.parametrize(
+    "value", ["nope", "Production", "", "x" * 65, "a\x00b", 5, ["production"], {}]
+)
+def test_an_unknown_or_malformed_release_is_a_clear_error(  # type: ignore[no-untyped-def]
+    reader, demo, value
+) -> None:
+    response = reader.post("/api/v1/assemble", {**BODY, "release": value}, format="json")
+    assert response.status_code == 400
+    assert "release" in errors(response)
+
+
+def test_a_lone_surrogate_release_is_refused(reader, demo) -> None:  # type: ignore[no-untyped-def]
+    body = '{"entry": "drowned-bell", "release": "\\ud800"}'
+    response = reader.post("/api/v1/assemble", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "release" in errors(response)
+
+
+def test_labels_move_only_for_admins_and_admin_keys(  # type: ignore[no-untyped-def]
+    writer, reader, admin_client, demo
+) -> None:
+    assert writer.post("/api/v1/releases/", {"name": "r-one"}, format="json").status_code == 201
+    published = writer.post(
+        "/api/v1/releases/", {"name": "r-two", "labels": ["production"]}, format="json"
+    )
+    assert published.status_code == 403
+    assert put_label(writer, "production", None, release="r-one").status_code == 403
+    assert put_label(reader, "production", None, release="r-one").status_code == 403
+    author = session_client(person("author"))
+    assert put_label(author, "production", None, release="r-one").status_code == 403
+    admin = session_client(person("admin"))
+    assert put_label(admin, "production", None, release="r-one").status_code == 200
+    assert reader.post("/api/v1/releases/", {}, format="json").status_code == 403
+    assert remove_label(writer, "production", "r-one").status_code == 403
+    assert remove_label(admin_client, "production", "r-one").status_code == 200
+
+
+def test_a_label_moves_only_from_where_the_mover_last_saw_it(  # type: ignore[no-untyped-def]
+    admin_client, demo
+) -> None:
+    admin_client.post("/api/v1/releases/", {"name": "r-one", "labels": ["staging"]}, format="json")
+    admin_client.post("/api/v1/releases/", {"name": "r-two"}, format="json")
+    label = admin_client.get("/api/v1/release-labels/staging")
+    assert label.headers["ETag"] == '"label-staging-r-one"'
+    no_header = admin_client.put(
+        "/api/v1/release-labels/staging", {"release": "r-two"}, format="json"
+    )
+    assert no_header.status_code == 428
+    assert put_label(admin_client, "staging", None, release="r-two").status_code == 412
+    assert put_label(admin_client, "staging", "r-one", release="r-two").status_code == 200
+    assert put_label(admin_client, "staging", "r-one", release="r-one").status_code == 412
+    removed = admin_client.delete("/api/v1/release-labels/staging")
+    assert removed.status_code == 428
+    assert remove_label(admin_client, "staging", "r-one").status_code == 412
+    assert ReleaseLabel.objects.get(name="staging").release.name == "r-two"
+
+
+def test_label_history_says_who_when_from_to_and_why(  # type: ignore[no-untyped-def]
+    admin_client, demo
+) -> None:
+    admin_client.post("/api/v1/releases/", {"name": "r-one", "labels": ["staging"]}, format="json")
+    admin_client.post("/api/v1/releases/", {"name": "r-two"}, format="json")
+    assert (
+        put_label(admin_client, "staging", "r-one", release="r-two", note="try").status_code == 200
+    )
+    assert remove_label(admin_client, "staging", "r-two", note="done").status_code == 200
+    history = admin_client.get("/api/v1/release-labels/staging/history").json()
+    assert [(m["from_release"], m["to_release"], m["note"]) for m in history] == [
+        ("r-two", None, "done"),
+        ("r-one", "r-two", "try"),
+        (None, "r-one", ""),
+    ]
+    assert all(m["by"].startswith("API key 'ops'") and m["at"] for m in history)
+
+
+def test_compare_names_the_new_cut_and_the_failing_expectation(  # type: ignore[no-untyped-def]
+    admin_client, demo, django_capture_on_commit_callbacks
+) -> None:
+    tone = Segment.objects.get(import_key="w-iron-tone")
+    response = admin_client.post(
+        "/api/v1/scenarios/",
+        {
+            "name": "bell, tight budget",
+            "entry": "drowned-bell",
+            "first_turn": True,
+            "token_budget": 900,
+            "expectations": [{"kind": "fits"}, {"kind": "keeps_segment", "segment": tone.pk}],
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-one", labels=["production"])
+    # The crafted change: the world's tone segment grows past the budget.
+    edit_tone("The iron coast is grey and cold. " * 150, django_capture_on_commit_callbacks)
+
+    report = admin_client.get("/api/v1/releases/production/compare/working").json()
+    assert report["before"] == {"name": "r-one", "label": "production"}
+    assert report["after"] == {"name": "working", "label": None}
+    changed = report["segments"]["changed"]
+    assert [c["id"] for c in changed] == [tone.pk]
+    assert changed[0]["fields"] == ["content"] and "+The iron coast" in changed[0]["diff"]
+    scenario = next(s for s in report["scenarios"] if s["scenario"] == "bell, tight budget")
+    assert scenario["tokens_before"] != scenario["tokens_after"] <= 900
+    assert any(f"#{tone.pk}" in cut and "left out" in cut for cut in scenario["cuts_added"])
+    failing = {e["expectation"]: e["reason"] for e in scenario["expectations_failing"]}
+    assert set(failing) == {"fits without cuts", f"keeps segment #{tone.pk}"}
+    assert "left out" in failing[f"keeps segment #{tone.pk}"]
+    implicit = [s["scenario"] for s in report["scenarios"] if not s["saved"]]
+    assert "drowned-bell: first turn" in implicit and "drowned-bell: later turn" in implicit
+
+    # The other way round, the same cut disappears and the expectations are fixed.
+    back = admin_client.get("/api/v1/releases/working/compare/r-one").json()
+    scenario = next(s for s in back["scenarios"] if s["scenario"] == "bell, tight budget")
+    assert scenario["cuts_removed"] and not scenario["cuts_added"]
+    assert len(scenario["expectations_fixed"]) == 2
+
+    # Publishing it asks for confirmation, and records it.
+    refused = admin_client.post(
+        "/api/v1/releases/", {"name": "r-two", "labels": ["production"]}, format="json"
+    )
+    assert refused.status_code == 409 and codes(refused) == ["expectations_failing"]
+    assert "keeps segment" in refused.json()["errors"][0]["detail"]
+    confirmed = admin_client.post(
+        "/api/v1/releases/",
+        {"name": "r-two", "labels": ["production"], "confirm": True},
+        format="json",
+    )
+    assert confirmed.status_code == 201
+    move = ReleaseLabelMove.objects.filter(label="production").first()
+    assert move is not None and len(move.confirmed_failures) == 2
+
+
+def test_compare_unknown_side_is_404(reader, demo) -> None:  # type: ignore[no-untyped-def]
+    response = reader.get("/api/v1/releases/nope/compare/working")
+    assert response.status_code == 404
+    assert errors(response) == {None: "No release or label named 'nope'."}
+
+
+def test_a_bad_label_in_a_publish_is_named_by_position(  # type: ignore[no-untyped-def]
+    admin_client, demo
+) -> None:
+    response = admin_client.post(
+        "/api/v1/releases/", {"labels": ["staging", "Bad Label"]}, format="json"
+    )
+    assert response.status_code == 400 and "labels.1" in errors(response)
+
+
+def test_scenarios_crud_with_field_errors(writer, reader, demo) -> None:  # type: ignore[no-untyped-def]
+    body = {
+        "name": "bell",
+        "entry": "drowned-bell",
+        "npcs": [{"npc": "marta-vell", "tier": 2}],
+        "state": {"input": "hi"},
+        "expectations": [{"kind": "contains", "text": "bell"}],
+    }
+    created = writer.post("/api/v1/scenarios/", body, format="json")
+    assert created.status_code == 201, created.json()
+    pk = created.json()["id"]
+    assert reader.get(f"/api/v1/scenarios/{pk}/").json()["npcs"] == body["npcs"]
+    assert reader.post("/api/v1/scenarios/", body, format="json").status_code == 403
+    etag = reader.get(f"/api/v1/scenarios/{pk}/").headers["ETag"]
+    updated = writer.patch(
+        f"/api/v1/scenarios/{pk}/", {"token_budget": 500}, format="json", HTTP_IF_MATCH=etag
+    )
+    assert updated.json()["token_budget"] == 500 and updated.json()["revision"] == 2
+    stale = writer.patch(
+        f"/api/v1/scenarios/{pk}/", {"token_budget": 400}, format="json", HTTP_IF_MATCH=etag
+    )
+    assert stale.status_code == 412
+    bad = writer.patch(
+        f"/api/v1/scenarios/{pk}/", {"token_budget": -4}, format="json", HTTP_IF_MATCH=etag
+    )
+    assert bad.status_code == 400 and "token_budget" in errors(bad)
+    malformed = writer.post(
+        "/api/v1/scenarios/",
+        {**body, "token_budget": -1, "state": {"a": "x"}, "expectations": [{"kind": "guess"}]},
+        format="json",
+    )
+    assert malformed.status_code == 400
+    assert set(errors(malformed)) == {"token_budget", "state.a", "expectations.0.kind"}
+    unknown = writer.post(
+        "/api/v1/scenarios/",
+        {
+            "name": "x",
+            "entry": "nope",
+            "npcs": ["ghost"],
+            "expectations": [{"kind": "max_tokens"}],
+        },
+        format="json",
+    )
+    assert unknown.status_code == 400
+    assert set(errors(unknown)) == {"entry", "npcs", "expectations.0.tokens"}
+    etag = updated.headers["ETag"]
+    assert writer.delete(f"/api/v1/scenarios/{pk}/", HTTP_IF_MATCH=etag).status_code == 204
+    for hostile, field in (
+        ({"name": "a\x00b"}, "name"),
+        ({"npcs": "marta-vell"}, "npcs"),
+        ({"npcs": [{"npc": {"x": 1}}]}, "npcs.0.npc"),
+        ({"npcs": [5]}, "npcs.0"),
+        ({"npcs": [{"npc": "marta-vell", "tier": 1e9}]}, "npcs.0.tier"),
+        ({"first_turn": "yes"}, "first_turn"),
+        ({"state": {"weather": "rain"}}, "state.weather"),
+        ({"state": {"input": 5}}, "state.input"),
+        ({"expectations": {"kind": "fits"}}, "expectations"),
+        ({"expectations": [{"kind": "contains", "text": "x" * 5000}]}, "expectations.0.text"),
+        ({"token_budget": True}, "token_budget"),
+    ):
+        response = writer.post("/api/v1/scenarios/", {**body, **hostile}, format="json")
+        assert response.status_code == 400, (hostile, response.json())
+        assert field in errors(response), (hostile, errors(response))
+    assert reader.get(f"/api/v1/scenarios/{pk}/").status_code == 404
+    cache.clear()
+
+
+def test_listing_releases_and_labels_takes_constant_queries(  # type: ignore[no-untyped-def]
+    admin_client, demo, django_assert_max_num_queries
+) -> None:
+    for index in range(6):
+        admin_client.post(
+            "/api/v1/releases/", {"name": f"r-{index}", "labels": [f"l{index}"]}, format="json"
+        )
+    with django_assert_max_num_queries(3):  # API key, releases with authors, labels
+        response = admin_client.get("/api/v1/releases/")
+    assert [r["labels"] for r in response.json()][:2] == [["l5"], ["l4"]]
+    with django_assert_max_num_queries(2):
+        assert len(admin_client.get("/api/v1/release-labels/").json()) == 6
+    with django_assert_max_num_queries(2):
+        assert len(admin_client.get("/api/v1/release-labels/l1/history").json()) == 1
