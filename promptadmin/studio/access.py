@@ -15,7 +15,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
-from promptadmin.roles import Role, role_of
+from promptadmin.core.roles import Role, role_of
+from promptadmin.releases.models import PRODUCTION
+from promptadmin.releases.serving import labels
 
 View = Callable[..., HttpResponse]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -50,12 +52,16 @@ def _to_login(request: HttpRequest) -> HttpResponse:
 
 
 def studio_context(request: HttpRequest) -> dict[str, Any]:
-    """What the layout needs on every page: the user's role and what it allows."""
+    """What the layout needs on every page: the user's role and what it allows, and the
+    release game servers read (so edit pages can say edits are not live until published)."""
     role = role_of(request.user)
+    can_edit = role is not None and role >= Role.AUTHOR
     return {
         "role": role,
-        "can_edit": role is not None and role >= Role.AUTHOR,
+        "can_edit": can_edit,
         "is_admin": role is not None and role >= Role.ADMIN,
+        # Through the shared cache: no query on a warm page.
+        "live_release": labels().get(PRODUCTION) if can_edit else None,
     }
 
 

@@ -24,6 +24,7 @@ from django.utils.safestring import SafeString, mark_safe
 CONTEXT_LINES = 3
 # A segment's fields besides its text, as compared between two versions, with their labels.
 SEGMENT_FIELDS = {
+    "title": "Title",
     "object": "Belongs to",
     "tier": "Tier",
     "metadata": "Metadata",
@@ -145,3 +146,50 @@ def field_changes(
         for name, label in labels.items()
         if show(old.get(name)) != show(new.get(name))
     ]
+
+
+@dataclass(frozen=True)
+class Merge:
+    """A three-way merge of two edits of one object made from the same base.
+
+    ``values`` holds, per field, the other author's value where only they changed it, this
+    author's where only they did (or both made the same change), and this author's for the
+    fields in ``conflicts``: changed by both, differently, so a person must decide.
+    ``theirs_only`` and ``mine_only`` name the fields each side alone changed.
+    """
+
+    values: dict[str, Any]
+    conflicts: list[str]
+    theirs_only: list[str]
+    mine_only: list[str]
+
+
+def three_way(
+    base: dict[str, Any] | None, mine: dict[str, Any], theirs: dict[str, Any], names: list[str]
+) -> Merge:
+    """Merge ``mine`` and ``theirs``, both edited from ``base`` (None: base unknown).
+
+    >>> m = three_way({"t": "a", "n": 0}, {"t": "b", "n": 0}, {"t": "a", "n": 2}, ["t", "n"])
+    >>> m.values, m.conflicts, m.theirs_only, m.mine_only
+    ({'t': 'b', 'n': 2}, [], ['n'], ['t'])
+    >>> three_way({"t": "a"}, {"t": "b"}, {"t": "c"}, ["t"]).conflicts
+    ['t']
+    """
+    values: dict[str, Any] = {}
+    conflicts: list[str] = []
+    theirs_only: list[str] = []
+    mine_only: list[str] = []
+    for name in names:
+        ours, their = mine.get(name), theirs.get(name)
+        if show(ours) == show(their):
+            values[name] = ours
+        elif base is not None and show(ours) == show(base.get(name)):
+            values[name] = their
+            theirs_only.append(name)
+        elif base is not None and show(their) == show(base.get(name)):
+            values[name] = ours
+            mine_only.append(name)
+        else:
+            values[name] = ours
+            conflicts.append(name)
+    return Merge(values, conflicts, theirs_only, mine_only)

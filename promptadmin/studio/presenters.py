@@ -10,18 +10,12 @@ from typing import Any
 
 from django.urls import reverse
 
+from assembler.explain import LAYER_STATUS_WORDS, explain_result
 from assembler.render import LAYER_TITLES
-from promptadmin.assembly import Preview
+from promptadmin.content.assembly import Preview
 
 # The studio lists all of an entry's rulesets under one heading.
 LAYER_LABELS = {**LAYER_TITLES, "ruleset": "Rulesets"}
-STATUS_WORDS = {
-    "included": "included",
-    "trimmed": "cut short",
-    "dropped": "dropped",
-    "empty": "empty",
-    "skipped": "skipped (not a first turn)",
-}
 
 
 def percent(part: int, whole: int) -> float:
@@ -39,12 +33,13 @@ class Layer:
     tokens: int
     percent: float  # of the token budget
     share: float = 0.0  # of the bar's width (the budget, or the prompt when it is over)
+    offset: float = 0.0  # where the layer starts on that bar, as a share of its width
     text: str = ""
     segments: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def status_words(self) -> str:
-        return STATUS_WORDS.get(self.status, self.status)
+        return LAYER_STATUS_WORDS.get(self.status, self.status)  # type: ignore[call-overload]
 
 
 @dataclass
@@ -53,6 +48,8 @@ class Step:
     scope: str
     action: str
     reason: str
+    # The cut in an author's words, from the assembler (one place for the API and us).
+    explanation: str
     tokens_before: int
     tokens_after: int
     segment_url: str | None
@@ -75,6 +72,7 @@ class PreviewPage:
     npcs: list[dict[str, Any]]
     lints: list[dict[str, str]]
     segments: list[dict[str, Any]]
+    summary: str
 
     @property
     def used_percent(self) -> float:
@@ -82,7 +80,21 @@ class PreviewPage:
 
     @property
     def empty_layers(self) -> list[str]:
-        return [layer.label for layer in self.layers if not layer.tokens]
+        """Layers with nothing to show; a layer left out to fit the budget is not empty."""
+        return [layer.label for layer in self.layers if layer.status == "empty"]
+
+    @property
+    def cuts(self) -> list[Step]:
+        return [step for step in self.steps if step.action != "restored"]
+
+    @property
+    def put_back(self) -> list[Step]:
+        return [step for step in self.steps if step.action == "restored"]
+
+    @property
+    def announcement(self) -> str:
+        """What a screen reader hears after each update: a summary, never the prompt."""
+        return f"Preview updated: {self.summary}."
 
 
 def segment_url(segment_id: int) -> str:
@@ -118,8 +130,11 @@ def present(preview: Preview, npc_names: dict[str, str] | None = None) -> Previe
             )
         )
     scale = max(meta.token_budget, sum(layer.tokens for layer in layers))
+    start = 0.0
     for layer in layers:
         layer.share = percent(layer.tokens, scale)
+        layer.offset = start
+        start += layer.share
     by_scope = {layer.scope: layer for layer in layers}
     blocks = []
     for block in result.blocks:
@@ -132,6 +147,7 @@ def present(preview: Preview, npc_names: dict[str, str] | None = None) -> Previe
             scope=step.scope,
             action=step.action,
             reason=step.reason,
+            explanation=step.explanation,
             tokens_before=step.tokens_before,
             tokens_after=step.tokens_after,
             segment_url=segment_url(step.segment_id) if step.segment_id else None,
@@ -163,4 +179,5 @@ def present(preview: Preview, npc_names: dict[str, str] | None = None) -> Previe
         npcs=npcs,
         lints=[lint.to_dict() for lint in meta.lints],
         segments=segments,
+        summary=explain_result(meta),
     )

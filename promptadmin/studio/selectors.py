@@ -9,10 +9,12 @@ from typing import Any
 from django.db.models import Count, Model, Prefetch, Q, QuerySet
 from django.urls import reverse
 
-from promptadmin.assembly import AssembleParams, AssemblyInputError, assemble_prompt
-from promptadmin.models import (
+import assembler
+from assembler.explain import segment_name
+from promptadmin.content.assembly import AssembleParams, all_entries, request_for
+from promptadmin.content.kinds import KINDS, kind_of
+from promptadmin.content.models import (
     DEPRECATED_SCOPES,
-    NPC,
     SEGMENT_SCOPES,
     Entry,
     EntryRuleset,
@@ -20,21 +22,17 @@ from promptadmin.models import (
     Scope,
     Segment,
     World,
+    segment_title,
 )
-
-CATALOG_KINDS: dict[str, type[World | Ruleset | NPC]] = {
-    "world": World,
-    "ruleset": Ruleset,
-    "npc": NPC,
-}
+from promptadmin.core import cache as content_cache
+from promptadmin.core.tokens import tokenizer
 
 
 def object_url(obj: Model | None) -> str | None:
     """The studio page of a world, ruleset, entry or NPC."""
     if obj is None:
         return None
-    kind = type(obj).__name__.lower()
-    return reverse(f"studio:{kind}_edit", args=[obj.slug])  # type: ignore[attr-defined]
+    return reverse(f"studio:{kind_of(obj).key}_edit", args=[obj.slug])  # type: ignore[attr-defined]
 
 
 def segment_list(
@@ -54,7 +52,7 @@ def segment_list(
     if active is not None:
         segments = segments.filter(active=active)
     for word in q.split():
-        matches = Q(content__icontains=word) | Q(metadata__title__icontains=word)
+        matches = Q(content__icontains=word) | Q(title__icontains=word)
         for ref in ("world", "ruleset", "entry", "npc"):
             matches |= Q(**{f"{ref}__name__icontains": word})
         if word.startswith("#") and word[1:].isdigit():
@@ -93,28 +91,96 @@ def scope_counts() -> list[ScopeCount]:
 
 
 @dataclass(frozen=True)
+class EntryRef:
+    slug: str
+    name: str
+
+
+@dataclass(frozen=True)
+class TurnLoss:
+    """What one turn of an entry loses at the default budgets, and the likely cause."""
+
+    turn: str  # "First turn" or "Later turn"
+    lost: list[str]  # in plain words: segments left out, NPCs dropped or lowered
+    cause: str  # the largest segment considered, named as authors know it
+
+
+@dataclass(frozen=True)
 class EntryLints:
-    entry: Entry
+    entry: EntryRef
     errors: list[str]
     warnings: list[str]
+    losses: list[TurnLoss] = field(default_factory=list)
+
+
+def _turn_loss(
+    turn: str, result: assembler.AssemblyResult, npc_names: dict[str, str]
+) -> TurnLoss | None:
+    lost = [
+        segment_name(fate.scope, fate.id, fate.title)
+        for fate in result.segments
+        if fate.fate == "dropped"
+    ]
+    for npc in result.meta.npcs:
+        name = npc_names.get(npc.npc, npc.npc)
+        if npc.status == "dropped":
+            lost.append(f"NPC {name} (dropped)")
+        elif npc.status == "lowered":
+            lost.append(f"NPC {name} (tier {npc.requested_tier} lowered to {npc.tier})")
+    if not lost:
+        return None
+    largest = max(result.segments, key=lambda fate: fate.tokens)
+    cause = (
+        f"{segment_name(largest.scope, largest.id, largest.title)} "
+        f"({largest.tokens} tokens) is the largest"
+    )
+    return TurnLoss(turn, lost, cause)
+
+
+def _lint_every_entry() -> list[EntryLints]:
+    """Each entry at the default budgets: a first turn and a later turn, with its cast."""
+    tokenizer_ = tokenizer()
+    found = []
+    for item in all_entries():
+        entry = item.entry
+        npc_names = {slug: bundle.name for slug, bundle in item.npcs.items()}
+        losses = []
+        lints: list[assembler.Lint] = []
+        for turn, first_turn in (("First turn", True), ("Later turn", False)):
+            params = AssembleParams(entry=entry.slug, first_turn=first_turn, npcs=item.cast)
+            result = assembler.assemble(request_for(item.bundle, item.npcs, params), tokenizer_)
+            lints += [lint for lint in result.meta.lints if lint not in lints]
+            loss = _turn_loss(turn, result, npc_names)
+            if loss is not None:
+                losses.append(loss)
+        found.append(
+            EntryLints(
+                EntryRef(entry.slug, entry.name),
+                [lint.message for lint in lints if lint.level == "error"],
+                [lint.message for lint in lints if lint.level == "warning"],
+                losses,
+            )
+        )
+    return found
+
+
+def blank_active_segments() -> list[Segment]:
+    """Active segments with no text (saved before the services refused them): one query."""
+    return list(Segment.objects.filter(active=True, content__regex=r"^\s*$").order_by("id")[:50])
 
 
 def entry_lints() -> list[EntryLints]:
-    """The lint findings of every entry, assembled as a first turn with no NPCs."""
-    found = []
-    for entry in Entry.objects.order_by("name"):
-        try:
-            lints = assemble_prompt(AssembleParams(entry=entry.slug, first_turn=True)).meta.lints
-        except AssemblyInputError as exc:  # deleted between the two queries
-            found.append(EntryLints(entry, list(exc.errors.values()), []))
-            continue
-        found.append(
-            EntryLints(
-                entry,
-                [lint.message for lint in lints if lint.level == "error"],
-                [lint.message for lint in lints if lint.level == "warning"],
-            )
-        )
+    """The lint findings and losses of every entry at the default budgets (first turn and
+    a later turn, with its cast).
+
+    Worked out once per content change (the content cache's generation), in a constant
+    number of queries however many entries there are.
+    """
+    key = content_cache.key(content_cache.generation(), "dashboard", "entry-health")
+    found: list[EntryLints] | None = content_cache.get_many([key]).get(key)
+    if found is None:
+        found = _lint_every_entry()
+        content_cache.set_many({key: found})
     return found
 
 
@@ -143,17 +209,19 @@ def recent_changes(limit: int = 12) -> list[Change]:
                 who=record.history_user or record.history_change_reason,
                 action=ACTIONS[record.history_type],
                 kind=f"{SCOPE_WORDS.get(record.scope, record.scope.replace('_', ' '))} segment",
-                label=f"#{record.id} {record.instance.title} (revision {record.revision})",
+                label=f"#{record.id} {segment_title(record.title, record.content)} "
+                f"(revision {record.revision})",
                 url=None if deleted else reverse("studio:segment_history", args=[record.id]),
             )
         )
-    for model in (World, Ruleset, Entry, NPC):
+    for spec in KINDS.values():
+        model = spec.model
         kind = str(model._meta.verbose_name)
         records = model.history.select_related("history_user").order_by("-history_id")[:limit]  # type: ignore[attr-defined]
         for record in records:
             url = None
             if record.history_type != "-":
-                url = reverse(f"studio:{model.__name__.lower()}_edit", args=[record.slug])
+                url = reverse(f"studio:{spec.key}_edit", args=[record.slug])
             changes.append(
                 Change(
                     when=record.history_date,
@@ -170,7 +238,7 @@ def recent_changes(limit: int = 12) -> list[Change]:
 
 def catalog_list(kind: str) -> QuerySet[Any]:
     """Worlds, rulesets or NPCs with how much content uses each."""
-    model = CATALOG_KINDS[kind]
+    model = KINDS[kind].model
     objects = model.objects.annotate(segment_count=Count("segments", distinct=True))
     if model is World:
         objects = objects.annotate(entry_count=Count("entries", distinct=True))
@@ -198,7 +266,7 @@ def entry_list() -> QuerySet[Entry]:
 
 def segments_of(obj: Model) -> QuerySet[Segment]:
     """The segments that belong to ``obj``, in assembly order."""
-    return Segment.objects.filter(**{type(obj).__name__.lower(): obj}).order_by(
+    return Segment.objects.filter(**{kind_of(obj).key: obj}).order_by(
         "scope", "tier", "sort_order", "id"
     )
 
@@ -216,6 +284,7 @@ class Revision:
 
 
 HISTORY_FIELDS = {
+    "title": "title",
     "content": "text",
     "metadata": "metadata",
     "version": "version label",
@@ -245,3 +314,10 @@ def segment_revisions(segment: Segment) -> list[Revision]:
                     changed.append(label)
         revisions.append(Revision(record, changed))
     return revisions
+
+
+def revision_record(obj: Model, revision: int) -> Any | None:
+    """The history record of ``obj`` (a segment, world, ruleset, NPC or entry) as it was
+    at ``revision``: the base of a three-way merge. None when history does not have it."""
+    history = obj.history  # type: ignore[attr-defined]
+    return history.filter(revision=revision).order_by("-history_id").first()

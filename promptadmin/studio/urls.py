@@ -5,7 +5,19 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
-from promptadmin.studio.views import catalog, dashboard, entries, history, preview, segments
+from promptadmin.content.kinds import CATALOG_KINDS, KINDS
+from promptadmin.studio.views import (
+    catalog,
+    conversations,
+    dashboard,
+    deprecated,
+    entries,
+    history,
+    preview,
+    prompts,
+    releases,
+    segments,
+)
 
 studio_patterns: list[URLPattern | URLResolver] = [
     path("", dashboard.dashboard, name="dashboard"),
@@ -19,6 +31,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("entries/new/", entries.entry_create, name="entry_create"),
     path("entries/<slug:slug>/", entries.entry_edit, name="entry_edit"),
     path("entries/<slug:slug>/rulesets/", entries.entry_rulesets, name="entry_rulesets"),
+    path("entries/<slug:slug>/cast/", entries.entry_cast, name="entry_cast"),
     path(
         "entries/<slug:slug>/delete/",
         catalog.catalog_delete,
@@ -26,9 +39,49 @@ studio_patterns: list[URLPattern | URLResolver] = [
         name="entry_delete",
     ),
     path("preview/", preview.preview, name="preview"),
+    path("deprecated/", deprecated.deprecated_review, name="deprecated_review"),
+    path("deprecated/import/", deprecated.legacy_import_page, name="legacy_import"),
+    path("deprecated/bulk/", deprecated.deprecated_bulk, name="deprecated_bulk"),
+    path("deprecated/<int:pk>/copy/", deprecated.deprecated_copy, name="deprecated_copy"),
+    path("deprecated/<int:pk>/dismiss/", deprecated.deprecated_dismiss, name="deprecated_dismiss"),
+    path("deprecated/<int:pk>/undo/", deprecated.deprecated_undo, name="deprecated_undo"),
+    path("prompts/", prompts.prompt_list, name="prompt_list"),
+    path("prompts/new/", prompts.prompt_create, name="prompt_create"),
+    path("prompts/<int:pk>/", prompts.prompt_detail, name="prompt_detail"),
+    path(
+        "prompts/<int:pk>/versions/new/",
+        prompts.prompt_version_create,
+        name="prompt_version_create",
+    ),
+    path(
+        "prompts/<int:pk>/versions/check/",
+        prompts.prompt_version_check,
+        name="prompt_version_check",
+    ),
+    path("prompts/<int:pk>/labels/", prompts.prompt_label_set, name="prompt_label_set"),
+    path(
+        "prompts/<int:pk>/labels/remove/", prompts.prompt_label_remove, name="prompt_label_remove"
+    ),
+    path("prompts/<int:pk>/playground/", prompts.prompt_playground, name="prompt_playground"),
+    path("conversations/", conversations.conversation_list, name="conversation_list"),
+    path(
+        "conversations/<str:key>/",
+        conversations.conversation_detail,
+        name="conversation_detail",
+    ),
+    path(
+        "conversations/<str:key>/summarize/",
+        conversations.conversation_summarize,
+        name="conversation_summarize",
+    ),
+    path("releases/", releases.release_list, name="release_list"),
+    path("releases/publish/", releases.release_publish, name="release_publish"),
+    path("releases/labels/move/", releases.release_label_move, name="release_label_move"),
+    path("releases/compare/", releases.release_compare, name="release_compare"),
+    path("releases/prompts/", releases.release_prompts, name="release_prompts"),
 ]
-for kind in ("world", "ruleset", "npc"):
-    prefix = catalog.KINDS[kind].section
+for kind in CATALOG_KINDS:
+    prefix = KINDS[kind].section
     studio_patterns += [
         path(f"{prefix}/", catalog.catalog_list, {"kind": kind}, name=f"{kind}_list"),
         path(f"{prefix}/new/", catalog.catalog_create, {"kind": kind}, name=f"{kind}_create"),

@@ -1,18 +1,223 @@
 // Small enhancements; every page works without this file.
 
-// Ask before leaving a form with unsaved changes ("no edit is ever lost").
-document.addEventListener("DOMContentLoaded", () => {
-  let dirty = null;
-  for (const form of document.querySelectorAll("form[data-guard-unsaved]")) {
-    form.addEventListener("input", () => { dirty = form; });
-    form.addEventListener("submit", () => { dirty = null; });
+// Ask before leaving a form with unsaved changes ("no edit is ever lost"). A form the
+// server sent back (a failed save, a conflict: data-dirty) holds unsaved work from the
+// start, so the guard is armed at once.
+let dirtyForm = null;
+
+function markDirty(form) {
+  dirtyForm = form;
+}
+
+window.addEventListener("beforeunload", (event) => {
+  if (dirtyForm) {
+    event.preventDefault();
+    event.returnValue = "";
   }
-  window.addEventListener("beforeunload", (event) => {
-    if (dirty) {
-      event.preventDefault();
-      event.returnValue = "";
+});
+
+// Drafts: the editor keeps what the author typed in local storage, per object and the
+// revision it was loaded at, until a save succeeds. Opening the page again offers it back.
+const DRAFT_PREFIX = "promptadmin:draft:";
+
+function draftFields(form) {
+  return [...form.elements].filter(
+    (el) => el.name && !el.disabled && el.type !== "hidden" && el.type !== "submit"
+      && el.type !== "button" && el.type !== "radio" && el.name !== "csrfmiddlewaretoken",
+  );
+}
+
+function readDraft(key) {
+  try {
+    return JSON.parse(window.localStorage.getItem(DRAFT_PREFIX + key) || "null");
+  } catch {
+    return null;
+  }
+}
+
+function saveDraft(form) {
+  const key = form.dataset.draftKey;
+  if (!key) return;
+  const values = {};
+  for (const el of draftFields(form)) {
+    values[el.name] = el.type === "checkbox" ? el.checked : el.value;
+  }
+  try {
+    window.localStorage.setItem(DRAFT_PREFIX + key, JSON.stringify({ values, at: Date.now() }));
+  } catch {
+    // Storage full or disabled: the unsaved-changes guard still protects the work.
+  }
+}
+
+function clearDrafts(prefix) {
+  try {
+    for (const name of Object.keys(window.localStorage)) {
+      if (name.startsWith(DRAFT_PREFIX + prefix)) window.localStorage.removeItem(name);
     }
+  } catch {
+    // Nothing to clear.
+  }
+}
+
+function differsFromForm(form, values) {
+  return draftFields(form).some((el) => {
+    if (!(el.name in values)) return false;
+    const now = el.type === "checkbox" ? el.checked : el.value;
+    return now !== values[el.name];
   });
+}
+
+// The newest draft of this object (any revision) that differs from the form; drafts that
+// equal what the form now shows were saved, and are dropped.
+function findDraft(form) {
+  const key = form.dataset.draftKey;
+  if (!key) return null;
+  const prefix = key.slice(0, key.lastIndexOf(":") + 1);
+  let best = null;
+  try {
+    for (const name of Object.keys(window.localStorage)) {
+      if (!name.startsWith(DRAFT_PREFIX + prefix)) continue;
+      const draft = readDraft(name.slice(DRAFT_PREFIX.length));
+      if (!draft || !differsFromForm(form, draft.values)) {
+        window.localStorage.removeItem(name);
+      } else if (!best || draft.at > best.at) {
+        best = { ...draft, key: name.slice(DRAFT_PREFIX.length) };
+      }
+    }
+  } catch {
+    return null;
+  }
+  return best;
+}
+
+function offerDraft(form) {
+  const draft = findDraft(form);
+  if (!draft) return;
+  const key = draft.key;
+  const box = document.createElement("div");
+  box.className = "draft-offer";
+  box.setAttribute("role", "region");
+  box.setAttribute("aria-label", "Unsaved draft");
+  box.tabIndex = -1;
+  const when = new Date(draft.at).toLocaleString();
+  const text = document.createElement("p");
+  const older = key !== form.dataset.draftKey
+    ? " They were made on an older version: compare before you save." : "";
+  text.textContent = `You have unsaved changes to this form from ${when}.${older}`;
+  const restore = document.createElement("button");
+  restore.type = "button";
+  restore.className = "btn btn-primary";
+  restore.textContent = "Restore my unsaved changes";
+  const discard = document.createElement("button");
+  discard.type = "button";
+  discard.className = "btn";
+  discard.textContent = "Discard them";
+  box.append(text, restore, " ", discard);
+  form.before(box);
+  restore.addEventListener("click", () => {
+    for (const el of draftFields(form)) {
+      if (!(el.name in draft.values)) continue;
+      if (el.type === "checkbox") el.checked = draft.values[el.name];
+      else el.value = draft.values[el.name];
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+    markDirty(form);
+    box.remove();
+    const first = draftFields(form)[0];
+    if (first) first.focus();
+  });
+  discard.addEventListener("click", () => {
+    if (!window.confirm("Discard your unsaved changes for good?")) return;
+    window.localStorage.removeItem(DRAFT_PREFIX + key);
+    box.remove();
+    form.focus();
+  });
+  box.focus();
+}
+
+const PENDING = "promptadmin:submitted-draft";
+
+// The form submitted last: unless the server sent it back (a failed save, a conflict),
+// the save succeeded and its draft is done with.
+function settleSubmitted(root) {
+  const submitted = window.sessionStorage.getItem(PENDING);
+  if (!submitted) return;
+  window.sessionStorage.removeItem(PENDING);
+  const back = root.querySelector(`form[data-dirty][data-draft-key="${CSS.escape(submitted)}"]`);
+  if (!back) window.localStorage.removeItem(DRAFT_PREFIX + submitted);
+}
+
+// Forms on a page, or swapped in (the editor beside the preview), get the same care.
+function initForms(root) {
+  settleSubmitted(root);
+  for (const form of root.querySelectorAll("form[data-guard-unsaved]")) {
+    if (form.hasAttribute("data-dirty")) {
+      markDirty(form);
+      saveDraft(form);
+    } else {
+      offerDraft(form);
+    }
+  }
+  // After a failed save, or a conflict, focus goes to what the author must read first.
+  const first = root.querySelector("#error-summary") || root.querySelector("#conflict");
+  if (first) {
+    first.scrollIntoView({ block: "start" });
+    first.focus();
+  }
+}
+
+document.addEventListener("input", (event) => {
+  const form = event.target.closest && event.target.closest("form[data-guard-unsaved]");
+  if (!form) return;
+  markDirty(form);
+  saveDraft(form);
+});
+document.addEventListener("change", (event) => {
+  const form = event.target.closest && event.target.closest("form[data-guard-unsaved]");
+  if (form) saveDraft(form);
+});
+document.addEventListener("submit", (event) => {
+  const form = event.target.closest && event.target.closest("form[data-guard-unsaved]");
+  if (!form) return;
+  dirtyForm = null;
+  if (form.dataset.draftKey) {
+    saveDraft(form);
+    window.sessionStorage.setItem(PENDING, form.dataset.draftKey);
+  }
+});
+
+document.addEventListener("DOMContentLoaded", () => initForms(document));
+
+// The editor beside the preview: opened by a segment's link, closed by its button.
+document.addEventListener("htmx:afterSwap", (event) => {
+  const target = event.detail.target;
+  if (!target || target.id !== "preview-editor") return;
+  initForms(target);
+  if (!target.querySelector("#error-summary, #conflict")) target.focus();
+});
+document.addEventListener("click", (event) => {
+  const close = event.target.closest && event.target.closest("[data-close-panel]");
+  if (!close) return;
+  const panel = close.closest("#preview-editor");
+  if (dirtyForm && panel.contains(dirtyForm)
+      && !window.confirm("Close the editor? Your unsaved changes stay as a draft.")) return;
+  if (panel.contains(dirtyForm)) dirtyForm = null;
+  panel.replaceChildren();
+  const chip = document.querySelector("#preview-result .chip");
+  if (chip) chip.focus();
+});
+
+// Destructive choices ask first (they are also behind a disclosure without JavaScript).
+document.addEventListener("click", (event) => {
+  const link = event.target.closest("[data-confirm]");
+  if (link && !window.confirm(link.dataset.confirm)) {
+    event.preventDefault();
+    return;
+  }
+  if (link && link.hasAttribute("data-discard-draft")) {
+    dirtyForm = null;
+    clearDrafts(link.dataset.discardDraft);
+  }
 });
 
 // Keep shared addresses short: htmx GET requests (whose URL goes into the address bar)
@@ -26,3 +231,58 @@ document.addEventListener("htmx:configRequest", (event) => {
     if (values.length === 1 && values[0] === "") formData.delete(name);
   }
 });
+
+// After an in-place update: the entry's other forms learn its new revision (the change
+// was the author's own), and focus returns to the control the author used.
+document.addEventListener("htmx:afterSwap", (event) => {
+  // An outerHTML swap replaces the target: find its successor by id.
+  const old = event.detail.target;
+  const swapped = old && (old.isConnected ? old : old.id && document.getElementById(old.id));
+  if (!swapped) return;
+  const revision = swapped.querySelector("[data-entry-revision]");
+  if (revision) {
+    for (const input of document.querySelectorAll('input[name="expected_revision"]')) {
+      input.value = revision.value;
+    }
+  }
+  const focusForm = swapped.querySelector("form[data-focus]");
+  const action = focusForm && focusForm.dataset.focus;
+  if (action) {
+    // The button used, or (moved to an end of the list) its other arrow, or the message.
+    const [verb, slug] = action.split(":");
+    const other = { up: "down", down: "up" }[verb];
+    const button = (value) => focusForm.querySelector(
+      `button[value="${CSS.escape(value)}"]:not([disabled])`,
+    );
+    const target = swapped.querySelector("[role=alert]")
+      || button(action)
+      || (other && button(`${other}:${slug}`))
+      || swapped.querySelector("h2");
+    if (target) {
+      if (!target.matches("button, a, input, select, textarea")) target.tabIndex = -1;
+      target.focus();
+    }
+  }
+});
+
+// Fields whose error box holds an error are marked invalid for assistive technology.
+function markInvalidFields() {
+  for (const box of document.querySelectorAll("[data-errors-for]")) {
+    const field = document.getElementById(box.dataset.errorsFor);
+    if (!field) continue;
+    if (box.textContent.trim()) {
+      field.setAttribute("aria-invalid", "true");
+      field.setAttribute("aria-errormessage", box.id);
+    } else {
+      field.removeAttribute("aria-invalid");
+      field.removeAttribute("aria-errormessage");
+    }
+  }
+  const result = document.getElementById("preview-result");
+  const stale = document.getElementById("preview-stale");
+  if (result && stale) result.classList.toggle("is-stale", !stale.hidden);
+}
+
+document.addEventListener("DOMContentLoaded", markInvalidFields);
+document.addEventListener("htmx:afterSettle", markInvalidFields);
+document.addEventListener("htmx:oobAfterSwap", markInvalidFields);

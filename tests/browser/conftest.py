@@ -18,7 +18,7 @@ from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.core.management import call_command
 
-from promptadmin.roles import ROLE_GROUPS
+from promptadmin.core.roles import ROLE_GROUPS
 from tests.factories import UserFactory
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from promptadmin.models import Segment
-from promptadmin.services import segments
+from promptadmin.content.models import Segment
+from promptadmin.content.services import segments
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
 
@@ -18,7 +18,7 @@ def test_an_author_compares_revisions_and_restores_an_old_one(
     page: Any, make_user: Any, sign_in: Any, screenshot: Any
 ) -> None:
     author = make_user("ada", "author")
-    segment = Segment.objects.get(metadata__demo_key="w-iron-history")
+    segment = Segment.objects.get(import_key="w-iron-history")
     original = segment.content
     segment = segments.segment_update(
         actor=author, segment=segment, content="The wars? Nobody remembers."

@@ -26,22 +26,23 @@ def test_lowering_the_budget_changes_the_explanation_in_place(
     budget = page.get_by_label("Token budget")
     budget.fill("300")
     expect(page.locator(".summary-figures")).to_contain_text("of 300 tokens")
-    expect(cuts).to_contain_text("'Opening' dropped: prompt")
+    expect(cuts).to_contain_text("'Opening' (")
+    expect(cuts).to_contain_text("left out: the prompt was")
     expect(page).to_have_url(re.compile(r"[?&]token_budget=300&"))
     assert "game_state=" not in page.url  # empty fields stay out of the shared address
-    assert "'Old wars' dropped" not in cuts.inner_text()
+    assert "'Old wars' (" not in cuts.inner_text()
     assert int(page.get_by_test_id("prompt-tokens").inner_text()) <= 300
     screenshot(page, "10-preview-truncated")
 
     budget.fill("200")
     expect(page.locator(".summary-figures")).to_contain_text("of 200 tokens")
-    expect(cuts).to_contain_text("'Old wars' dropped: prompt")
+    expect(cuts).to_contain_text("'Old wars' (")
     assert int(page.get_by_test_id("prompt-tokens").inner_text()) <= 200
     assert page.evaluate("window.loadedOnce") is True  # all in place
 
     page.goto(page.url)  # the address is the preview
     expect(page.get_by_label("Token budget")).to_have_value("200")
-    expect(cuts).to_contain_text("'Old wars' dropped: prompt")
+    expect(cuts).to_contain_text("'Old wars' (")
 
 
 def test_npcs_and_state_are_part_of_the_preview(
@@ -56,7 +57,7 @@ def test_npcs_and_state_are_part_of_the_preview(
     page.get_by_label("NPC budget").fill("80")
     page.get_by_label("Game state").fill('{"tide": "low"}')
     cuts = page.get_by_test_id("truncation")
-    expect(cuts).to_contain_text("lowered from tier 2 to tier")
+    expect(cuts).to_contain_text("shown at tier")
     expect(page.locator(".block.layer-npc")).to_contain_text("[NPC: Marta Vell]")
     expect(page.locator(".block.layer-game_state")).to_contain_text("tide: low")
     screenshot(page, "11-preview-npcs")

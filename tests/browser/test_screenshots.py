@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from promptadmin.models import Segment
+from promptadmin.content.models import Segment
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
 
@@ -48,7 +48,7 @@ def test_a_viewer_sees_pages_read_only(
     page: Any, make_user: Any, sign_in: Any, screenshot: Any
 ) -> None:
     make_user("vic", "viewer")
-    segment = Segment.objects.get(metadata__demo_key="npc-cobb-2")
+    segment = Segment.objects.get(import_key="npc-cobb-2")
     sign_in(page, "vic", f"/segments/{segment.pk}/")
     expect(page.get_by_label("Content")).to_be_disabled()
     expect(page.get_by_role("button", name="Save")).to_have_count(0)

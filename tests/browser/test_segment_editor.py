@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from promptadmin.models import Segment
+from promptadmin.content.models import Segment
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
 
 
 def tone() -> Segment:
-    return Segment.objects.get(metadata__demo_key="w-iron-tone")
+    return Segment.objects.get(import_key="w-iron-tone")
 
 
 def test_typing_updates_the_token_count_and_lints_then_saving_makes_a_revision(
@@ -44,7 +44,7 @@ def test_typing_updates_the_token_count_and_lints_then_saving_makes_a_revision(
     assert "Gulls scream" in tone().content
 
 
-def test_a_stale_edit_shows_both_versions_and_keeping_mine_saves_over_theirs(
+def test_a_stale_edit_shows_only_what_both_changed_and_keeping_mine_saves_the_merge(
     new_page: Any, make_user: Any, sign_in: Any, screenshot: Any
 ) -> None:
     make_user("ada", "author")
@@ -55,6 +55,7 @@ def test_a_stale_edit_shows_both_versions_and_keeping_mine_saves_over_theirs(
     sign_in(bo, "bo", url)
 
     bo.get_by_label("Content").fill("Bo's coast: fog and tar.")
+    bo.get_by_label("Sort order").fill("7")
     bo.get_by_role("button", name="Save").click()
     expect(bo.locator(".msg-success")).to_have_text("Saved revision 2.")
 
@@ -62,27 +63,60 @@ def test_a_stale_edit_shows_both_versions_and_keeping_mine_saves_over_theirs(
     ada.get_by_label("Version label").fill("1.1.0")
     ada.get_by_role("button", name="Save").click()
     conflict = ada.locator(".conflict")
-    expect(conflict).to_contain_text("Someone else saved this segment while you were editing")
-    # Left: what Ada typed; right: what Bo saved; the differing words marked.
-    expect(conflict.locator("td.d-changed").first).to_have_text("Ada's coast: rust and rain.")
-    expect(conflict.locator("td.d-changed").nth(1)).to_have_text("Bo's coast: fog and tar.")
-    expect(conflict.locator("del").first).to_have_text("Ada")
-    expect(conflict.locator("ins").first).to_have_text("Bo")
-    expect(conflict.locator(".field-changes")).to_contain_text("Version label")
+    expect(conflict).to_contain_text("bo saved this segment while you were editing")
+    expect(conflict).to_contain_text("Their change to sort order is kept.")
+    expect(conflict).to_contain_text("Your change to version label is in the form below.")
+    # Only the text needs a decision: each side's change against where both started.
+    expect(conflict.locator(".conflict-field")).to_have_count(1)
+    expect(conflict.locator(".conflict-field legend")).to_have_text("Text")
+    diffs = conflict.locator("table.diff")
+    expect(diffs.first.locator("td.d-changed").nth(1)).to_have_text("Ada's coast: rust and rain.")
+    expect(diffs.nth(1).locator("td.d-changed").nth(1)).to_have_text("Bo's coast: fog and tar.")
+    # Focus goes to the conflict, which is what the author must read first.
+    assert ada.evaluate("document.activeElement.id") == "conflict"
     screenshot(ada, "06-stale-edit-conflict")
     assert tone().content == "Bo's coast: fog and tar."  # nothing overwritten
 
-    conflict.get_by_role("button", name="Keep mine (save over revision 2)").click()
+    conflict.get_by_role("button", name="Save with these choices").click()
     expect(ada.locator(".msg-success")).to_have_text("Saved revision 3.")
     saved = tone()
-    assert (saved.content, saved.version, saved.revision) == (
+    assert (saved.content, saved.version, saved.sort_order, saved.revision) == (
         "Ada's coast: rust and rain.",
         "1.1.0",
+        7,
         3,
     )
 
 
-def test_after_a_stale_edit_taking_theirs_loads_their_version(
+def test_keep_mine_never_reverts_fields_the_author_did_not_touch(
+    new_page: Any, make_user: Any, sign_in: Any
+) -> None:
+    # What was seen (2): Bo raised the tier 0 -> 2 and retitled; Ada changed only the text.
+    make_user("ada", "author")
+    make_user("bo", "author")
+    marta = Segment.objects.get(import_key="npc-marta-0")
+    url = f"/segments/{marta.pk}/"
+    ada, bo = new_page(), new_page()
+    sign_in(ada, "ada", url)
+    sign_in(bo, "bo", url)
+    bo.get_by_label("Tier").fill("2")
+    bo.get_by_label("Title").fill("Marta, the harbourmaster")
+    bo.get_by_role("button", name="Save").click()
+    expect(bo.locator(".msg-success")).to_have_text("Saved revision 2.")
+
+    ada.get_by_label("Content").fill("Marta Vell: tired of bells.")
+    ada.get_by_role("button", name="Save").click()
+    expect(ada.locator(".msg-success")).to_contain_text("their changes (title, tier) were kept")
+    marta.refresh_from_db()
+    assert (marta.content, marta.tier, marta.title, marta.revision) == (
+        "Marta Vell: tired of bells.",
+        2,
+        "Marta, the harbourmaster",
+        3,
+    )
+
+
+def test_after_a_stale_edit_discarding_mine_asks_then_loads_their_version(
     new_page: Any, make_user: Any, sign_in: Any
 ) -> None:
     make_user("ada", "author")
@@ -97,9 +131,21 @@ def test_after_a_stale_edit_taking_theirs_loads_their_version(
 
     ada.get_by_label("Content").fill("Ada's coast: rust and rain.")
     ada.get_by_role("button", name="Save").click()
-    ada.get_by_role("link", name="Take theirs (discard my changes)").click()
+    asked: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss() if len(asked) == 1 else dialog.accept()
+
+    ada.on("dialog", answer)
+    ada.get_by_text("Discard all my changes…").click()
+    discard = ada.get_by_role("link", name="Discard my changes and load revision 2")
+    discard.click()  # dismissed: nothing happens, Ada's version stays
+    expect(ada.get_by_label("Content")).to_have_value("Ada's coast: rust and rain.")
+    discard.click()
     expect(ada.get_by_label("Content")).to_have_value("Bo's coast: fog and tar.")
     expect(ada.locator(".conflict")).to_have_count(0)
+    assert asked[0].startswith("Discard your changes for good")
     assert tone().revision == 2
 
 
@@ -120,11 +166,12 @@ def test_a_new_segment_offers_only_the_objects_its_scope_allows(
 
     page.get_by_label("Belongs to (world)").select_option("world:iron-coast")
     page.get_by_label("Content").fill("Lighthouses are kept by the church.")
-    page.get_by_label("Metadata").fill('{"title": "Lights"')
+    page.get_by_label("Title").fill("Lights")
+    page.get_by_label("Metadata").fill('{"source": "wiki"')
     page.get_by_role("button", name="Create segment").click()
     expect(page.locator(".has-error .errorlist")).to_contain_text("Metadata is not valid JSON")
     screenshot(page, "07-segment-new-error")
-    page.get_by_label("Metadata").fill('{"title": "Lights"}')
+    page.get_by_label("Metadata").fill('{"source": "wiki"}')
     page.get_by_role("button", name="Create segment").click()
     expect(page.locator(".msg-success")).to_contain_text("Created world segment")
-    assert Segment.objects.get(metadata__title="Lights").world.slug == "iron-coast"
+    assert Segment.objects.get(title="Lights").world.slug == "iron-coast"

@@ -10,12 +10,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.vary import vary_on_headers
 
-from promptadmin.models import Segment
-from promptadmin.services import segments
-from promptadmin.services.errors import StaleRevisionError
+from promptadmin.content.models import Segment
+from promptadmin.content.services import segments
+from promptadmin.core.errors import StaleRevisionError
 from promptadmin.studio import diffs, selectors
 from promptadmin.studio.access import fragment_or_page, render_page, studio_view
-from promptadmin.studio.forms import CompareForm, RestoreForm
+from promptadmin.studio.forms.history import CompareForm, RestoreForm
 
 TEMPLATE = "studio/segment_history.html"
 

@@ -3,34 +3,31 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 import assembler
-from promptadmin.assembly import DEFAULT_TOKEN_BUDGET
-from promptadmin.models import SEGMENT_SCOPES, Segment
-from promptadmin.roles import Role
-from promptadmin.services import segments
-from promptadmin.services.errors import StaleRevisionError
-from promptadmin.studio import diffs, selectors
+from promptadmin.content.models import SCOPE_REF_FIELD, SEGMENT_SCOPES, Segment
+from promptadmin.content.services import segments
+from promptadmin.core.errors import StaleRevisionError
+from promptadmin.core.roles import Role
+from promptadmin.core.tokens import tokenizer
+from promptadmin.studio import diffs, merging, selectors
 from promptadmin.studio.access import fragment_or_page, render_page, studio_view
-from promptadmin.studio.forms import (
+from promptadmin.studio.forms.common import add_service_errors, object_value, resolve_object
+from promptadmin.studio.forms.segments import (
     SEGMENT_ERROR_FIELDS,
     SegmentCheckForm,
     SegmentFilterForm,
     SegmentForm,
-    add_service_errors,
-    object_value,
 )
-from promptadmin.tokens import tokenizer
 
 PAGE_SIZE = 25
 # Column header links cycle through these sorts (first: the one a click starts with).
@@ -99,7 +96,7 @@ def live_check(scope: str, content: str, saved_tokens: int | None = None) -> dic
     lints = None
     if scope in SEGMENT_SCOPES:
         lints = assembler.lint_segment(
-            scope, content, token_count=count, token_budget=DEFAULT_TOKEN_BUDGET
+            scope, content, token_count=count, token_budget=assembler.DEFAULT_TOKEN_BUDGET
         )
     return {
         "tokens": count,
@@ -158,10 +155,9 @@ def _initial(segment: Segment) -> dict[str, Any]:
         "scope": segment.scope,
         "object": object_value(segment.ref) if segment.ref is not None else "",
         "tier": segment.tier,
+        "title": segment.title,
         "content": segment.content,
-        "metadata": json.dumps(segment.metadata, indent=2, ensure_ascii=False)
-        if segment.metadata
-        else "",
+        "metadata": _metadata_text(segment.metadata),
         "version": segment.version,
         "active": segment.active,
         "sort_order": segment.sort_order,
@@ -169,23 +165,63 @@ def _initial(segment: Segment) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Conflict:
-    """Someone saved the segment after the author loaded it: both versions, and the diff."""
+def _metadata_text(metadata: Any) -> str:
+    return json.dumps(metadata, indent=2, ensure_ascii=False) if metadata else ""
 
-    theirs: Segment
-    yours_revision: int
-    rows: list[diffs.Row]
-    fields: list[diffs.FieldChange]
 
-    @property
-    def same_text(self) -> bool:
-        return all(row.left.kind == "equal" or row.folded for row in self.rows)
+# The fields a three-way merge compares, in the order the conflict screen lists them.
+MERGE_FIELDS = ["title", "content", "object", "tier", "metadata", "version", "active", "sort_order"]
+MERGE_LABELS = {"content": "Text", **diffs.SEGMENT_FIELDS}
 
-    @property
-    def theirs_title(self) -> str:
-        who = self.theirs.updated_by or "a script"
-        return f"Revision {self.theirs.revision}, saved by {who}"
+
+def _values_of(segment_or_record: Any) -> dict[str, Any]:
+    """A segment's (or history record's) mergeable values; the object as ``kind:slug``."""
+    values = {name: getattr(segment_or_record, name) for name in MERGE_FIELDS if name != "object"}
+    values["object"] = ""
+    field = SCOPE_REF_FIELD.get(segment_or_record.scope)
+    if field is not None and getattr(segment_or_record, f"{field}_id") is not None:
+        try:
+            values["object"] = object_value(getattr(segment_or_record, field))
+        except ObjectDoesNotExist:
+            values["object"] = f"{field}:#{getattr(segment_or_record, f'{field}_id')}"
+    return values
+
+
+def _values_of_form(form: SegmentForm) -> dict[str, Any]:
+    data = form.cleaned_data
+    values = {name: data[name] for name in MERGE_FIELDS if name != "object"}
+    values["object"] = object_value(data["object"]) if data.get("object") is not None else ""
+    return values
+
+
+def _service_fields(values: dict[str, Any], form: SegmentForm) -> dict[str, Any]:
+    fields = {name: values[name] for name in MERGE_FIELDS if name != "object"}
+    if not form.is_deprecated:
+        fields["ref"] = resolve_object(values["object"]) if values["object"] else None
+    return fields
+
+
+def _show(name: str, value: Any) -> str:
+    return (_metadata_text(value) or "{}") if name == "metadata" else diffs.show(value)
+
+
+def _rebound(request: HttpRequest, values: dict[str, Any], revision: int) -> QueryDict:
+    """The posted form with ``values`` in it, now based on ``revision``."""
+    data = request.POST.copy()
+    for name in MERGE_FIELDS:
+        value = values[name]
+        if name == "active":
+            if value:
+                data["active"] = "on"
+            else:
+                data.pop("active", None)
+        elif name == "metadata":
+            data[name] = _metadata_text(value)
+        else:
+            data[name] = "" if value is None else str(value)
+        data.pop(f"resolve_{name}", None)
+    data["expected_revision"] = str(revision)
+    return data
 
 
 DELETED_MESSAGE = (
@@ -194,26 +230,19 @@ DELETED_MESSAGE = (
 )
 
 
-def _conflict(form: SegmentForm, theirs: Segment) -> Conflict:
-    mine = dict(form.cleaned_data)
-    theirs_values = {name: getattr(theirs, name, None) for name in diffs.SEGMENT_FIELDS}
-    theirs_values["object"] = theirs.ref
-    return Conflict(
-        theirs=theirs,
-        yours_revision=form.cleaned_data["expected_revision"],
-        rows=diffs.side_by_side(mine["content"], theirs.content),
-        fields=diffs.field_changes(mine, theirs_values, diffs.SEGMENT_FIELDS),
-    )
-
-
 @studio_view()
 def segment_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Read (anyone) or change (authors) a segment; never overwrite someone else's save.
 
-    The form carries the revision it was loaded at. If the segment has moved on, nothing
-    is saved: the author sees both versions side by side, then keeps their own (the form,
-    now carrying the new revision, saves over the other) or takes the saved one.
+    The form carries the revision it was loaded at. If the segment has moved on, the two
+    edits are merged field by field against that revision (from history): the other
+    author's changes are kept, this author's are applied, and only a field both changed
+    is shown for a decision (nothing is saved until the author decides).
     """
+    htmx = getattr(request, "htmx", None)
+    # The editor beside the preview: the same form, validation, merge and drafts, swapped
+    # in place; a save answers with the panel again and tells the preview to re-render.
+    panel = bool(htmx) and request.GET.get("panel") == "1"
     segment = Segment.objects.select_related(*RELATED).filter(pk=pk).first()
     deleted = False
     if segment is None:
@@ -234,19 +263,45 @@ def segment_edit(request: HttpRequest, pk: int) -> HttpResponse:
             form.add_error(None, DELETED_MESSAGE)
             status = 409
         elif form.is_valid():
+            expected = form.cleaned_data["expected_revision"]
+            mine = merging.resolved(
+                request, segment, expected, _values_of_form(form), MERGE_FIELDS, _values_of
+            )
             try:
                 saved = segments.segment_update(
                     actor=request.user,
                     segment=segment,
-                    expected_revision=form.cleaned_data["expected_revision"],
-                    **form.service_fields(),
+                    expected_revision=expected,
+                    **_service_fields(mine, form),
                 )
             except StaleRevisionError:
                 theirs = Segment.objects.select_related(*RELATED).get(pk=pk)
-                conflict = _conflict(form, theirs)
-                data = request.POST.copy()
-                data["expected_revision"] = str(theirs.revision)
-                form = SegmentForm(data, segment=theirs)
+                merged, conflict, message, error = merging.merge_or_conflict(
+                    current=theirs,
+                    expected=expected,
+                    mine=mine,
+                    names=MERGE_FIELDS,
+                    labels=MERGE_LABELS,
+                    values_of=_values_of,
+                    save=lambda current, values: segments.segment_update(
+                        actor=request.user,
+                        segment=current,
+                        expected_revision=current.revision,
+                        **_service_fields(values, form),
+                    ),
+                    show=_show,
+                    text_fields=("content",),
+                )
+                if merged is not None:
+                    if panel:
+                        return _panel_saved(request, merged, message)
+                    messages.success(request, message)
+                    return redirect("studio:segment_edit", merged.pk)
+                form = SegmentForm(
+                    _rebound(request, conflict.values, theirs.revision), segment=theirs
+                )
+                if form.is_valid() and error is not None:
+                    add_service_errors(form, error, SEGMENT_ERROR_FIELDS)
                 segment = theirs
                 status = 409
             except Segment.DoesNotExist:
@@ -257,9 +312,12 @@ def segment_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 add_service_errors(form, exc, SEGMENT_ERROR_FIELDS)
             else:
                 if saved.revision == segment.revision:
-                    messages.info(request, "Nothing changed, so nothing was saved.")
+                    message = "Nothing changed, so nothing was saved."
                 else:
-                    messages.success(request, f"Saved revision {saved.revision}.")
+                    message = f"Saved revision {saved.revision}."
+                if panel:
+                    return _panel_saved(request, saved, message)
+                messages.success(request, message)
                 return redirect("studio:segment_edit", saved.pk)
         content = form.data.get("content", "")
     else:
@@ -267,7 +325,7 @@ def segment_edit(request: HttpRequest, pk: int) -> HttpResponse:
         content = segment.content
     return render_page(
         request,
-        EDITOR,
+        f"{EDITOR}#panel" if panel else EDITOR,
         {
             "section": "segments",
             "form": form,
@@ -276,9 +334,29 @@ def segment_edit(request: HttpRequest, pk: int) -> HttpResponse:
             "conflict": conflict,
             "deleted": deleted,
             "live": live_check(segment.scope, content, segment.token_count),
+            "panel": panel,
         },
-        status=status,
+        # htmx swaps only 2xx answers: the panel shows its conflict with a 200.
+        status=200 if panel else status,
     )
+
+
+def _panel_saved(request: HttpRequest, saved: Segment, message: str) -> HttpResponse:
+    """The panel with the saved segment, and a signal for the preview to re-render."""
+    saved = Segment.objects.select_related(*RELATED).get(pk=saved.pk)
+    response = render_page(
+        request,
+        f"{EDITOR}#panel",
+        {
+            "form": SegmentForm(initial=_initial(saved), segment=saved),
+            "segment": saved,
+            "panel": True,
+            "saved_message": message,
+            "live": live_check(saved.scope, saved.content, saved.token_count),
+        },
+    )
+    response["HX-Trigger"] = "segmentSaved"
+    return response
 
 
 @studio_view(read=Role.AUTHOR)
@@ -288,7 +366,13 @@ def segment_delete(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         expected = int(request.POST.get("expected_revision", ""))
     except ValueError:
-        expected = None
+        # A delete must name the revision the author saw: never delete blind.
+        messages.error(
+            request,
+            "The delete form did not say which revision you saw, so nothing was deleted. "
+            "Here is the latest version; delete it from this page if you still want to.",
+        )
+        return redirect("studio:segment_edit", pk)
     try:
         segments.segment_delete(actor=request.user, segment=segment, expected_revision=expected)
     except StaleRevisionError:
@@ -297,6 +381,9 @@ def segment_delete(request: HttpRequest, pk: int) -> HttpResponse:
             "Someone changed this segment after you opened it, so it was not deleted. "
             "Here is the latest version.",
         )
+        return redirect("studio:segment_edit", pk)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
         return redirect("studio:segment_edit", pk)
     messages.success(request, f"Deleted segment #{pk}. Its history is kept.")
     return redirect("studio:segment_list")

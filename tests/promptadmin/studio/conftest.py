@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
 
-from promptadmin.services import catalog
+from promptadmin.content.services import catalog
 from tests.factories import (
     EntryFactory,
     NPCFactory,
@@ -59,7 +59,7 @@ def content(db: None) -> dict[str, object]:
             scope="world",
             ref=world,
             content="The Iron Coast is grey, wet and stubborn.",
-            metadata={"title": "Tone"},
+            title="Tone",
         ),
         "premise": make_segment(scope="entry", ref=entry, content="A bell rings underwater."),
         "opening": make_segment(scope="entry_start", ref=entry, content="Open on the pier."),

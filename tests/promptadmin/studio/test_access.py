@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from promptadmin.models import NPC, Entry, EntryRuleset, Ruleset, Segment, World
+from promptadmin.content.models import NPC, Entry, EntryRuleset, Ruleset, Segment, World
 
 pytestmark = pytest.mark.usefixtures("content")
 
@@ -26,7 +26,7 @@ def content_state() -> list[list[tuple[object, ...]]]:
 
 
 def segment_id() -> int:
-    return Segment.objects.get(metadata__title="Tone").pk
+    return Segment.objects.get(title="Tone").pk
 
 
 Args = Callable[[], list[object]]

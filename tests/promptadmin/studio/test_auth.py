@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from axes.models import AccessAttempt
 from django.test import Client
 from django.urls import reverse
 
@@ -44,3 +45,50 @@ def test_signing_out_is_a_post_and_returns_to_sign_in(client: Client, person: An
     response = client.post(reverse("logout"))
     assert response["Location"] == reverse("login")
     assert client.get("/").status_code == 302
+
+
+def sign_in(client: Client, username: str, password: str, **extra: Any) -> Any:
+    return client.post(reverse("login"), {"username": username, "password": password}, **extra)
+
+
+def test_repeated_wrong_passwords_lock_the_username_with_a_clear_message(
+    client: Client, person: Any, settings: Any
+) -> None:
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert sign_in(client, "ida", "nope").status_code == 200
+    locked = sign_in(client, "ida", "nope")
+    assert locked.status_code == 429
+    assert "Sign-in is locked for now" in locked.content.decode()
+    assert "15 minutes" in locked.content.decode()
+    # Even the right password is refused now, from any address.
+    other = Client(REMOTE_ADDR="198.51.100.7")
+    assert sign_in(other, "ida", "a-good-password").status_code == 429
+    assert other.get("/").status_code == 302
+
+
+def test_repeated_failures_from_one_address_lock_that_address(
+    client: Client, person: Any, settings: Any
+) -> None:
+    for attempt in range(settings.AXES_FAILURE_LIMIT):
+        sign_in(client, f"guess-{attempt}", "nope")
+    # A forged X-Forwarded-For does not make the same address look new.
+    response = sign_in(client, "ida", "a-good-password", HTTP_X_FORWARDED_FOR="203.0.113.9")
+    assert response.status_code == 429
+    # Someone else, elsewhere, signs in as usual.
+    assert sign_in(Client(REMOTE_ADDR="198.51.100.7"), "ida", "a-good-password").status_code == 302
+
+
+def test_an_admin_unlocks_a_locked_account(client: Client, person: Any, settings: Any) -> None:
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        sign_in(client, "ida", "nope")
+    admin = Client()
+    admin.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    listing = admin.get("/admin/axes/accessattempt/")
+    assert listing.status_code == 200 and "ida" in listing.content.decode()
+    attempts = AccessAttempt.objects.filter(username="ida")
+    admin.post(
+        "/admin/axes/accessattempt/",
+        {"action": "delete_selected", "_selected_action": [a.pk for a in attempts], "post": "yes"},
+    )
+    assert not AccessAttempt.objects.exists()
+    assert sign_in(client, "ida", "a-good-password").status_code == 302

@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from promptadmin.models import NPC, Ruleset, World
+from promptadmin.content.models import NPC, Ruleset, World
+from promptadmin.content.services import catalog
 from tests.factories import WorldFactory
 
 pytestmark = pytest.mark.usefixtures("content")
@@ -73,7 +74,12 @@ def test_the_world_form_names_what_is_wrong(
 def test_an_author_renames_an_npc_and_its_slug(author: Client, content: dict) -> None:
     response = author.post(
         reverse("studio:npc_edit", args=["marta-vell"]),
-        {"name": "Marta the Harbourmaster", "slug": "marta", "description": ""},
+        {
+            "name": "Marta the Harbourmaster",
+            "slug": "marta",
+            "description": "",
+            "expected_revision": 1,
+        },
     )
     assert response["Location"] == "/npcs/marta/"
     content["npc"].refresh_from_db()
@@ -83,7 +89,7 @@ def test_an_author_renames_an_npc_and_its_slug(author: Client, content: dict) ->
 def test_an_edit_with_a_taken_slug_is_refused(author: Client) -> None:
     response = author.post(
         reverse("studio:ruleset_edit", args=["mystery"]),
-        {"name": "Mystery", "slug": "combat-lite", "description": ""},
+        {"name": "Mystery", "slug": "combat-lite", "description": "", "expected_revision": 1},
     )
     assert response.context["form"].errors["slug"] == ["Ruleset with this Slug already exists."]
 
@@ -97,7 +103,9 @@ def test_the_edit_page_lists_the_segments_and_entries_using_it(
 
 
 def test_an_object_in_use_cannot_be_deleted_and_the_page_says_why(author: Client) -> None:
-    response = author.post(reverse("studio:world_delete", args=["iron-coast"]), follow=True)
+    response = author.post(
+        reverse("studio:world_delete", args=["iron-coast"]), {"expected_revision": 1}, follow=True
+    )
     assert World.objects.filter(slug="iron-coast").exists()
     html = response.content.decode()
     assert "World &#x27;iron-coast&#x27; is still used by 1 entries, 1 segments" in html
@@ -105,6 +113,66 @@ def test_an_object_in_use_cannot_be_deleted_and_the_page_says_why(author: Client
 
 def test_an_unused_object_is_deleted(author: Client) -> None:
     WorldFactory(slug="empty-world")
-    response = author.post(reverse("studio:world_delete", args=["empty-world"]))
+    response = author.post(
+        reverse("studio:world_delete", args=["empty-world"]), {"expected_revision": 1}
+    )
     assert response["Location"] == reverse("studio:world_list")
     assert not World.objects.filter(slug="empty-world").exists()
+
+
+# Versioned forms (what was seen, 10): two authors open the same world, both save
+
+
+def edit(kind: str, slug: str) -> str:
+    return reverse(f"studio:{kind}_edit", args=[slug])
+
+
+def test_the_edit_form_carries_the_revision_it_was_loaded_at(author: Client) -> None:
+    form = author.get(edit("world", "iron-coast")).context["form"]
+    assert form["expected_revision"].value() == 1
+    assert (
+        'name="expected_revision" value="1"'
+        in author.get(edit("world", "iron-coast")).content.decode()
+    )
+
+
+def test_a_save_from_an_older_copy_keeps_the_other_authors_change(
+    author: Client, content: dict
+) -> None:
+    world = content["world"]
+    loaded = {"name": world.name, "slug": world.slug, "description": "", "expected_revision": 1}
+    author.post(edit("world", "iron-coast"), {**loaded, "name": "The Rusted Coast"})
+    response = author.post(edit("world", "iron-coast"), {**loaded, "description": "Grey."})
+    assert response.status_code == 302
+    world.refresh_from_db()
+    assert (world.name, world.description, world.revision) == ("The Rusted Coast", "Grey.", 3)
+
+
+def test_a_field_both_changed_needs_a_decision_and_nothing_is_saved(
+    author: Client, content: dict
+) -> None:
+    world = content["world"]
+    loaded = {"name": world.name, "slug": world.slug, "description": "", "expected_revision": 1}
+    author.post(edit("world", "iron-coast"), {**loaded, "name": "The Rusted Coast"})
+    response = author.post(edit("world", "iron-coast"), {**loaded, "name": "The Wet Coast"})
+    assert response.status_code == 409
+    world.refresh_from_db()
+    assert (world.name, world.revision) == ("The Rusted Coast", 2)
+    conflict = response.context["conflict"]
+    assert [(f.label, f.base, f.mine, f.theirs) for f in conflict.fields] == [
+        ("Name", "The Iron Coast", "The Wet Coast", "The Rusted Coast")
+    ]
+    assert response.context["form"]["expected_revision"].value() == "2"
+    decided = {**loaded, "name": "The Wet Coast", "expected_revision": 2, "resolve_name": "theirs"}
+    assert author.post(edit("world", "iron-coast"), decided).status_code == 302
+    world.refresh_from_db()
+    assert (world.name, world.revision) == ("The Rusted Coast", 2)
+
+
+@pytest.mark.parametrize("posted", [{}, {"expected_revision": 1}])
+def test_a_delete_needs_the_current_revision(author: Client, posted: dict) -> None:
+    world = WorldFactory(slug="empty-world")
+    world = catalog.catalog_update(actor=None, obj=world, name="Renamed meanwhile")
+    response = author.post(reverse("studio:world_delete", args=["empty-world"]), posted)
+    assert response["Location"] == edit("world", "empty-world")
+    assert World.objects.filter(slug="empty-world").exists()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from promptadmin.services import segments
-from tests.factories import EntryFactory, UserFactory
+from promptadmin.content.models import Entry, Segment
+from promptadmin.content.services import catalog, segments
+from tests.factories import EntryFactory, UserFactory, make_segment
 
 pytestmark = pytest.mark.usefixtures("content")
 
@@ -52,3 +55,52 @@ def test_recent_changes_say_who_changed_what_and_when(viewer: Client, content: d
     assert latest.label == f"#{content['tone'].pk} Tone (revision 2)"
     assert latest.url == reverse("studio:segment_history", args=[content["tone"].pk])
     assert any(change.kind == "entry" and change.label == "The Drowned Bell" for change in changes)
+
+
+def test_the_dashboard_costs_the_same_queries_with_50_entries_after_every_edit(
+    viewer: Client,
+    content: dict,
+    django_assert_max_num_queries: Any,
+) -> None:
+    for n in range(50):
+        entry = EntryFactory(slug=f"entry-{n}", world=content["world"])
+        make_segment(scope="entry", ref=entry, content=f"Scene {n}.")
+    # An edit makes every cached finding stale: the next load works them out again.
+    segments.segment_update(actor=None, segment=content["tone"], content="Fog.")
+    # 16: the findings' three queries, counts, recent changes, and what is unpublished.
+    with django_assert_max_num_queries(16):
+        first = viewer.get(URL)
+    with django_assert_max_num_queries(16):
+        again = viewer.get(URL)
+    assert len(first.context["entry_lints"]) == len(again.context["entry_lints"]) == 51
+    bare = {item.entry.slug: item.errors for item in again.context["entry_lints"]}
+    assert bare["entry-7"] == []
+
+
+def test_the_headline_counts_entries_that_lose_content_and_names_the_cause(
+    viewer: Client, content: dict
+) -> None:
+    # What was seen (4): an oversized paste guts an entry while the headline said 0 errors.
+    paste = make_segment(
+        scope="world", ref=content["world"], content="word " * 8999 + "word", title="Paste"
+    )
+    entry = Entry.objects.get(slug="drowned-bell")
+    catalog.entry_update(actor=None, entry=entry, cast=[catalog.CastMember(npc=content["npc"])])
+    response = viewer.get(URL)
+    (losing,) = response.context["losing"]
+    assert losing.entry.slug == "drowned-bell"
+    assert [loss.turn for loss in losing.losses] == ["First turn", "Later turn"]
+    assert losing.losses[0].lost == [f"World segment #{paste.pk} 'Paste'"]
+    assert (
+        losing.losses[0].cause == f"World segment #{paste.pk} 'Paste' (9000 tokens) is the largest"
+    )
+    assert any("'Paste' has 9000 tokens" in error for error in losing.errors)
+    html = response.content.decode()
+    assert '<span class="stat-n">1</span> entry loses content at the default budgets' in html
+
+
+def test_active_segments_without_text_are_flagged(viewer: Client, content: dict) -> None:
+    # Saved before the services refused them: the dashboard still says where they are.
+    Segment.objects.filter(pk=content["tone"].pk).update(content="   ")
+    html = viewer.get(URL).content.decode()
+    assert f"World segment #{content['tone'].pk}</a> is active but has no text" in html

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from promptadmin.models import Segment
-from promptadmin.services import segments
-from promptadmin.services.api_keys import api_key_create
+from promptadmin.content.models import Segment
+from promptadmin.content.services import segments
+from promptadmin.content.services.api_keys import api_key_create
 
 pytestmark = pytest.mark.usefixtures("content")
 
@@ -116,3 +118,17 @@ def test_changes_made_with_an_api_key_name_the_key(viewer: Client, tone: Segment
     assert f"API key &#x27;content-pipeline&#x27; ({key.prefix})" in html
     dashboard = viewer.get(reverse("studio:dashboard"))
     assert dashboard.context["changes"][0].who == f"API key 'content-pipeline' ({key.prefix})"
+
+
+@pytest.mark.parametrize("scope", ["game_state", "player", "rng", "input"])
+def test_restoring_a_deprecated_segment_says_it_is_read_only(author: Client, scope: str) -> None:
+    legacy = segments.segment_import_legacy(actor=None, scope=scope, content="Old text.")
+    response = author.post(
+        history_url(legacy), {"revision": 1, "expected_revision": 1}, follow=True
+    )
+    assert response.status_code == 200
+    assert f"deprecated scope '{scope}' and is read-only" in html.unescape(
+        response.content.decode()
+    )
+    legacy.refresh_from_db()
+    assert (legacy.content, legacy.revision) == ("Old text.", 1)

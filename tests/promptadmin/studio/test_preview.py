@@ -9,8 +9,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
-from promptadmin.models import Segment
-from promptadmin.services import segments
+from promptadmin.content.models import NPC, Entry, Segment
+from promptadmin.content.services import catalog, segments
 
 pytestmark = pytest.mark.usefixtures("demo")
 
@@ -44,7 +44,7 @@ def test_the_prompt_is_shown_layer_by_layer_with_links_to_each_segment(viewer: C
     assert page.steps == []
     html = response.content.decode()
     assert '<div class="block layer-world">' in html
-    old_wars = Segment.objects.get(metadata__demo_key="w-iron-history")
+    old_wars = Segment.objects.get(import_key="w-iron-history")
     assert f'<a class="chip" href="/segments/{old_wars.pk}/"' in html
     assert "Nothing was cut" in html
 
@@ -53,14 +53,21 @@ def test_lowering_the_budget_explains_every_cut_in_plain_words(viewer: Client) -
     assert preview(viewer, token_budget=500).context["preview"].steps == []
     response = preview(viewer, token_budget=250)
     page = response.context["preview"]
-    opening = Segment.objects.get(metadata__demo_key="es-bell-open")
+    opening = Segment.objects.get(import_key="es-bell-open")
     first, *later = [step.reason for step in page.steps]
     assert first.startswith(f"entry_start segment #{opening.pk} 'Opening' dropped: prompt ")
     assert first.endswith(" tokens over budget")
     assert later and later[0].endswith(f"after dropping entry_start segment #{opening.pk}")
     assert page.tokens <= 250
     assert page.steps[0].segment_url == f"/segments/{opening.pk}/"
-    assert escape(f"{first}.") in response.content.decode()
+    # What was seen (5): the page shows the cut in an author's words, not the engineers'.
+    html = response.content.decode()
+    words = page.steps[0].explanation
+    assert words.startswith(f"Entry start segment #{opening.pk} 'Opening' (")
+    assert "left out" in words and "250-token budget" in words
+    assert escape(f"{words}.") in html
+    assert escape(f"{first}.") not in html
+    assert "Block:" not in html
 
 
 def test_npc_tier_changes_are_shown(viewer: Client) -> None:
@@ -120,7 +127,7 @@ def test_dynamic_state_takes_text_or_a_json_object(viewer: Client) -> None:
 
 
 def test_inactive_segments_are_listed_but_not_assembled(viewer: Client) -> None:
-    magic = Segment.objects.get(metadata__demo_key="w-iron-magic")
+    magic = Segment.objects.get(import_key="w-iron-magic")
     segments.segment_update(actor=None, segment=magic, active=False)
     page = preview(viewer).context["preview"]
     assert {s["id"]: s["fate"] for s in page.segments}[magic.pk] == "inactive"
@@ -189,3 +196,74 @@ def test_a_link_naming_only_the_entry_previews_at_the_default_budgets(viewer: Cl
     assert (page.budget, page.npc_budget) == (8000, 600)
     assert response.context["form"]["token_budget"].value() == "8000"
     assert page.blocks[-1].scope != "entry_start"  # a later turn unless asked
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('{"hp": NaN}', "Game state is not valid JSON: NaN is not a JSON number"),
+        ('{"hp": 1e400}', "Game state is not valid JSON: the number 1e400"),
+        ('{"name": "\\ud800"}', "Game state: At name: text may not contain lone surrogates"),
+        ('{"n": 18446744073709551616}', "Game state: At n: integers must fit in 64 bits"),
+        ("{" + '"a": {' * 2000 + "}" * 2001, "Game state nests objects or arrays too deeply"),
+    ],
+)
+def test_a_shared_link_with_state_that_cannot_be_used_names_the_field(
+    viewer: Client, value: str, message: str
+) -> None:
+    response = preview(viewer, game_state=value)
+    assert response.context["preview"] is None
+    assert any(error.startswith(message) for error in response.context["form"].errors["game_state"])
+
+
+# While typing (what was seen, 6): the last good preview stays, the bad field says why
+
+
+def htmx_preview(client: Client, **changes: Any) -> Any:
+    return client.get(URL, {**BELL, **changes}, headers={"HX-Request": "true"})
+
+
+@pytest.mark.parametrize(
+    ("changes", "box", "message"),
+    [
+        ({"game_state": '{"weather": "fo'}, "errors-game_state", "Game state is not valid JSON"),
+        ({"token_budget": "-5"}, "errors-token_budget", "greater than or equal to 0"),
+    ],
+)
+def test_an_invalid_setting_keeps_the_last_preview_and_marks_only_its_field(
+    viewer: Client, changes: dict, box: str, message: str
+) -> None:
+    response = htmx_preview(viewer, **changes)
+    assert response["HX-Reswap"] == "none"
+    html = response.content.decode()
+    assert 'id="preview-result"' not in html
+    start = html.index(f'<div id="{box}"')
+    assert message in html[start : html.index("</div>", start)]
+    # The other fields' boxes are cleared, and the notice says the preview is out of date.
+    cleared = '<div id="errors-npc_budget" class="field-errors" data-errors-for="id_npc_budget"'
+    assert f'{cleared} hx-swap-oob="true"></div>' in html
+    assert "Out of date: fix" in html
+
+
+def test_an_update_announces_a_summary_not_the_prompt(viewer: Client) -> None:
+    html = htmx_preview(viewer, token_budget=250).content.decode()
+    status = html[html.index('<p id="preview-status"') :]
+    status = status[: status.index("</p>")]
+    assert "Preview updated: " in status and "of 250 tokens" in status
+    assert 'aria-live="polite"' not in html.split('id="preview-result"')[1].split(">")[0]
+
+
+def test_a_link_naming_only_the_entry_starts_from_its_cast(viewer: Client) -> None:
+    entry = Entry.objects.get(slug="drowned-bell")
+    cobb, marta = NPC.objects.get(slug="old-cobb"), NPC.objects.get(slug="marta-vell")
+    catalog.entry_update(
+        actor=None,
+        entry=entry,
+        cast=[catalog.CastMember(npc=cobb, tier=1), catalog.CastMember(npc=marta, tier=0)],
+    )
+    response = viewer.get(URL, {"entry": "drowned-bell"})
+    page = response.context["preview"]
+    assert [(n["npc"], n["requested_tier"]) for n in page.npcs] == [
+        ("old-cobb", 1),
+        ("marta-vell", 0),
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
@@ -9,9 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from promptadmin.models import Segment
-from promptadmin.services import segments
-from promptadmin.tokens import tokenizer
+from promptadmin.content.models import Segment
+from promptadmin.content.services import segments
+from promptadmin.core.tokens import tokenizer
 from tests.factories import make_segment
 
 pytestmark = pytest.mark.usefixtures("content")
@@ -31,6 +32,7 @@ def form_data(segment: Segment, **changes: Any) -> dict[str, Any]:
     data = {
         "object": f"{type(ref).__name__.lower()}:{ref.slug}" if ref is not None else "",
         "tier": segment.tier,
+        "title": segment.title,
         "content": segment.content,
         "metadata": json.dumps(segment.metadata),
         "version": segment.version,
@@ -57,7 +59,7 @@ def test_the_list_shows_every_segment_with_its_details(viewer: Client, content: 
     tone = content["tone"]
     assert f'href="{edit_url(tone)}"' in html
     assert "The Iron Coast is grey, wet and stubborn." in html
-    assert 'href="/worlds/iron-coast/">The Iron Coast</a>' in html
+    assert 'href="/worlds/iron-coast/"><bdi>The Iron Coast</bdi></a>' in html
 
 
 def test_the_list_filters_by_scope_object_and_status(viewer: Client, content: dict) -> None:
@@ -152,7 +154,7 @@ def test_the_object_picker_lists_only_what_the_scope_allows(author: Client) -> N
     form = author.get(CREATE, {"scope": "world"}).context["form"]
     assert form.fields["object"].widget.choices == [
         ("", "—"),
-        ("Worlds", [("world:iron-coast", "The Iron Coast (iron-coast)")]),
+        ("Worlds", [("world:iron-coast", "\u2068The Iron Coast\u2069 (iron-coast)")]),
     ]
     assert not form.shows_tier
     assert author.get(CREATE, {"scope": "npc"}).context["form"].shows_tier
@@ -210,6 +212,15 @@ def test_an_author_creates_a_segment(author: Client, content: dict) -> None:
         ({"version": ""}, "version", "This field is required."),
         ({"scope": "game_state"}, "scope", "Select a valid choice."),
         ({"scope": "core", "object": "world:iron-coast"}, "object", "A core segment belongs to no"),
+        # Values that could be stored but never read back, or not parsed at all.
+        ({"metadata": '{"n": 18446744073709551616}'}, "metadata", "Metadata: At n: integers must"),
+        ({"metadata": '{"a": ' * 40 + "1" + "}" * 40}, "metadata", "Metadata: At a.a.a"),
+        ({"metadata": "[" * 5000 + "]" * 5000}, "metadata", "Metadata nests objects or arrays"),
+        ({"metadata": '{"a": NaN}'}, "metadata", "Metadata is not valid JSON: NaN is not"),
+        ({"metadata": '{"a": 1e400}'}, "metadata", "Metadata is not valid JSON: the number"),
+        ({"metadata": '{"a": "\\ud800"}'}, "metadata", "Metadata: At a: text may not contain"),
+        ({"metadata": '{"a\\u0000": 1}'}, "metadata", "Metadata: At a\\u0000: key: text may not"),
+        ({"object": "world:iron\x00coast"}, "object", "Null characters are not allowed."),
     ],
 )
 def test_the_create_form_names_what_is_wrong(
@@ -306,21 +317,50 @@ def test_a_deprecated_segment_cannot_be_activated(author: Client) -> None:
     assert not legacy.active
 
 
-def test_a_deprecated_segment_keeps_its_scope_and_text_when_edited(author: Client) -> None:
+def test_a_deprecated_segment_is_read_only_in_the_editor(author: Client) -> None:
     legacy = segments.segment_import_legacy(actor=None, scope="rng", content="Rolls: {rolls}")
-    author.post(edit_url(legacy), form_data(legacy, content="Rolls, kept for reference."))
+    response = author.post(edit_url(legacy), form_data(legacy, content="Rolls, reworded."))
+    assert "deprecated scope 'rng' and is read-only" in html.unescape(response.content.decode())
     legacy.refresh_from_db()
-    assert (legacy.scope, legacy.content, legacy.active) == (
+    assert (legacy.scope, legacy.content, legacy.active, legacy.revision) == (
         "rng",
-        "Rolls, kept for reference.",
+        "Rolls: {rolls}",
         False,
+        1,
     )
+
+
+def test_deleting_a_deprecated_segment_in_the_studio_is_refused(author: Client) -> None:
+    legacy = segments.segment_import_legacy(actor=None, scope="rng", content="Rolls: {rolls}")
+    url = reverse("studio:segment_delete", args=[legacy.pk])
+    response = author.post(url, {"expected_revision": 1}, follow=True)
+    assert "read-only" in response.content.decode()
+    assert Segment.objects.filter(pk=legacy.pk).exists()
 
 
 # Stale edits
 
 
-def test_a_stale_save_overwrites_nothing_and_shows_both_versions(
+def test_a_stale_save_merges_fields_only_one_author_changed(author: Client, content: dict) -> None:
+    # What was seen (2): another author raised the tier 0 -> 2 and retitled the segment; the
+    # second author changed only the text. Both changes must survive.
+    marta = content["marta"]
+    loaded = form_data(marta)  # the second author opens the editor at revision 1
+    segments.segment_update(actor=None, segment=marta, tier=2, title="Marta, older")
+    response = author.post(edit_url(marta), {**loaded, "content": "Marta, tired of bells."})
+    assert response.status_code == 302
+    marta.refresh_from_db()
+    assert (marta.content, marta.tier, marta.title, marta.revision) == (
+        "Marta, tired of bells.",
+        2,
+        "Marta, older",
+        3,
+    )
+    message = author.get(edit_url(marta)).content.decode()
+    assert "their changes (title, tier) were kept and yours (text) applied" in message
+
+
+def test_a_field_both_authors_changed_is_shown_for_a_decision_and_nothing_is_saved(
     author: Client, content: dict
 ) -> None:
     tone = content["tone"]
@@ -331,19 +371,47 @@ def test_a_stale_save_overwrites_nothing_and_shows_both_versions(
     tone.refresh_from_db()
     assert (tone.content, tone.revision) == ("Someone else's fog.", 2)
     html = response.content.decode()
-    assert "Someone else saved this segment while you were editing" in html
+    assert "saved this segment while you were editing" in html
     conflict = response.context["conflict"]
     assert conflict.yours_revision == 1
-    assert [(row.left.html, row.right.html) for row in conflict.rows] == [
-        ("<del>My rain</del>.", "<ins>Someone else&#x27;s fog</ins>.")
+    # Only the text needs a decision; their version label is kept without asking.
+    assert [field.label for field in conflict.fields] == ["Text"]
+    assert conflict.kept_theirs == ["Version label"]
+    (text,) = conflict.fields
+    # Each side's change is shown against the revision both started from.
+    assert [(row.left.html, row.right.html) for row in text.mine_rows] == [
+        ("<del>The Iron Coast is grey, wet and stubborn</del>.", "<ins>My rain</ins>.")
     ]
-    assert [(c.label, c.old, c.new) for c in conflict.fields] == [("Version label", "1.0.0", "2.0")]
-    # The form keeps the author's text and now carries the current revision.
+    assert [row.right.html for row in text.theirs_rows] == ["<ins>Someone else&#x27;s fog</ins>."]
+    # The form keeps the author's text, holds their version label, and is now based on 2.
     form = response.context["form"]
     assert form["content"].value() == "My rain."
+    assert form["version"].value() == "2.0"
     assert form["expected_revision"].value() == "2"
-    assert "Keep mine (save over revision 2)" in html
-    assert f'href="{edit_url(tone)}">Take theirs' in html
+    # Labels say whose value is whose; discarding one's own work asks first.
+    assert "Your changes to revision 1" in html
+    assert "Keep yours" in html
+    assert "Take theirs (Someone, revision 2)" in html
+    assert '<summary class="btn">Discard all my changes…</summary>' in html
+
+
+def test_taking_theirs_for_a_conflicting_field_saves_their_value(
+    author: Client, content: dict
+) -> None:
+    tone = content["tone"]
+    loaded = form_data(tone)
+    segments.segment_update(actor=None, segment=tone, content="Someone else's fog.")
+    author.post(edit_url(tone), {**loaded, "content": "My rain.", "title": "Rain"})
+    decided = {
+        **loaded,
+        "content": "My rain.",
+        "title": "Rain",
+        "expected_revision": 2,
+        "resolve_content": "theirs",
+    }
+    assert author.post(edit_url(tone), decided).status_code == 302
+    tone.refresh_from_db()
+    assert (tone.content, tone.title, tone.revision) == ("Someone else's fog.", "Rain", 3)
 
 
 def test_keeping_mine_after_a_conflict_saves_over_theirs(author: Client, content: dict) -> None:
@@ -446,6 +514,55 @@ def test_a_stale_delete_deletes_nothing(author: Client, content: dict) -> None:
     assert Segment.objects.filter(pk=tone.pk).exists()
 
 
+def test_a_delete_without_the_revision_deletes_nothing(author: Client, content: dict) -> None:
+    # What was seen (10): a delete form without its revision deleted whatever was there.
+    tone = content["tone"]
+    response = author.post(reverse("studio:segment_delete", args=[tone.pk]), {})
+    assert response["Location"] == edit_url(tone)
+    assert Segment.objects.filter(pk=tone.pk).exists()
+
+
 def test_delete_needs_a_post(author: Client, content: dict) -> None:
     url = reverse("studio:segment_delete", args=[content["tone"].pk])
     assert author.get(url).status_code == 405
+
+
+# The editor beside the preview
+
+
+def test_the_editor_opens_as_a_panel_for_the_preview(author: Client, content: dict) -> None:
+    tone = content["tone"]
+    response = author.get(f"{edit_url(tone)}?panel=1", headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div class="panel-head">')
+    assert f'hx-post="{edit_url(tone)}?panel=1" hx-target="#preview-editor"' in html
+
+
+def test_saving_in_the_panel_answers_with_the_panel_and_signals_the_preview(
+    author: Client, content: dict
+) -> None:
+    tone = content["tone"]
+    response = author.post(
+        f"{edit_url(tone)}?panel=1",
+        form_data(tone, content="Salt and lighthouses."),
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert response["HX-Trigger"] == "segmentSaved"
+    assert "Saved revision 2." in response.content.decode()
+    tone.refresh_from_db()
+    assert tone.content == "Salt and lighthouses."
+
+
+def test_a_conflict_in_the_panel_is_shown_there_with_a_200(author: Client, content: dict) -> None:
+    tone = content["tone"]
+    loaded = form_data(tone)
+    segments.segment_update(actor=None, segment=tone, content="Someone else's fog.")
+    response = author.post(
+        f"{edit_url(tone)}?panel=1",
+        {**loaded, "content": "My rain."},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200  # htmx swaps only successful answers
+    assert "HX-Trigger" not in response
+    assert response.context["conflict"] is not None

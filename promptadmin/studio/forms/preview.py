@@ -1,0 +1,185 @@
+"""The preview's settings, read from the query string so a preview is a link."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.http import QueryDict
+
+import assembler
+from assembler.render import LAYER_TITLES, block_open
+from promptadmin.content.assembly import AssembleParams
+from promptadmin.content.models import NPC, Entry, EntryNpc
+from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
+from promptadmin.core.templatetags.bidi import isolate
+from promptadmin.releases.models import WORKING
+from promptadmin.releases.selectors import choices as release_choices
+from promptadmin.studio.forms.common import json_object
+
+# The dynamic layers as the form shows them, titled as the assembler titles them.
+DYNAMIC_LAYERS = tuple((scope, LAYER_TITLES[scope]) for scope in assembler.DYNAMIC_SCOPES)
+# Each block format, shown by how it opens the core layer.
+BLOCK_FORMATS = [(name, f"{block_open('core', name)} ({name})") for name in assembler.BLOCK_FORMATS]
+
+
+class PreviewForm(forms.Form):
+    """Everything a preview depends on, read from the query string so it can be shared.
+
+    NPCs come as repeated ``npc`` and ``tier`` parameters, in priority order.
+    """
+
+    entry = forms.ChoiceField(error_messages={"required": "Choose an entry to preview."})
+    release = forms.ChoiceField(
+        required=False,
+        label="Content",
+        help_text="The working copy, or what a label or a release serves.",
+    )
+    first_turn = forms.BooleanField(
+        required=False, initial=True, help_text="Include the entry's opening (entry_start)."
+    )
+    token_budget = forms.IntegerField(
+        min_value=0,
+        max_value=assembler.MAX_BUDGET,
+        initial=assembler.DEFAULT_TOKEN_BUDGET,
+        label="Token budget",
+    )
+    npc_budget = forms.IntegerField(
+        min_value=0,
+        max_value=assembler.MAX_BUDGET,
+        initial=assembler.DEFAULT_NPC_BUDGET,
+        label="NPC budget",
+    )
+    block_format = forms.ChoiceField(
+        choices=BLOCK_FORMATS, initial="delimited", required=False, label="Block format"
+    )
+    conversation = forms.CharField(
+        required=False,
+        max_length=KEY_MAX_LENGTH,
+        validators=[key_validator],
+        label="Conversation",
+        help_text="A conversation's key: its summary and recent messages make the history layer.",
+    )
+    history_budget = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=assembler.MAX_BUDGET,
+        label="History budget",
+        help_text="Empty: the conversation's own.",
+    )
+    game_state = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    player = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    rng = forms.CharField(required=False, strip=False, widget=forms.Textarea, label="RNG")
+    input = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+
+    STATE_HELP = "Text, or a JSON object (shown as key: value lines)."
+
+    @classmethod
+    def from_query(cls, query: QueryDict) -> PreviewForm:
+        """The form for a preview address; a link may name only the entry.
+
+        A link that names no NPCs starts from the entry's cast (its usual NPCs, in
+        priority order, at their usual tiers).
+        """
+        if "entry" not in query:
+            return cls()
+        data = query.copy()
+        for name in ("token_budget", "npc_budget"):
+            if not data.get(name):
+                data[name] = str(cls.base_fields[name].initial)
+        if "npc" not in data:
+            links = EntryNpc.objects.filter(entry__slug=data.get("entry", "")).order_by("position")
+            cast = list(links.values_list("npc__slug", "tier"))
+            data.setlist("npc", [slug for slug, _tier in cast])
+            data.setlist("tier", [str(tier) for _slug, tier in cast])
+        return cls(data)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["entry"].choices = [
+            ("", "Choose an entry…"),
+            *(
+                (slug, isolate(name))
+                for slug, name in Entry.objects.order_by("name").values_list("slug", "name")
+            ),
+        ]
+        self.fields["release"].choices = release_choices()
+        self.npc_options = list(NPC.objects.order_by("name").values_list("slug", "name"))
+        for name, label in DYNAMIC_LAYERS:
+            field = self.fields[name]
+            field.label = label
+            field.help_text = self.STATE_HELP
+            field.widget.attrs.update({"rows": 2, "class": "mono", "spellcheck": "false"})
+        self.npc_errors: list[str] = []
+        self.npcs: list[tuple[str, int]] = []
+
+    def npc_rows(self) -> list[dict[str, Any]]:
+        """The NPC rows to show: the ones asked for, then empty rows to add more."""
+        if self.is_bound:
+            slugs = self.data.getlist("npc")
+            tiers = self.data.getlist("tier")
+            rows = [
+                {"slug": slug, "tier": tiers[i] if i < len(tiers) else "0"}
+                for i, slug in enumerate(slugs)
+                if slug
+            ]
+        else:
+            rows = []
+        blanks = max(3 - len(rows), 1)
+        return rows + [{"slug": "", "tier": "0"} for _ in range(blanks)]
+
+    def _clean_npcs(self) -> None:
+        known = {slug for slug, _name in self.npc_options}
+        slugs = self.data.getlist("npc")
+        tiers = self.data.getlist("tier")
+        seen: set[str] = set()
+        for index, slug in enumerate(slugs):
+            if not slug:
+                continue
+            raw = (tiers[index] if index < len(tiers) else "").strip() or "0"
+            if slug not in known:
+                self.npc_errors.append(f"There is no NPC '{slug}'.")
+                continue
+            if slug in seen:
+                self.npc_errors.append(f"NPC '{slug}' is listed twice; keep one row.")
+                continue
+            seen.add(slug)
+            try:
+                tier = int(raw)
+            except ValueError:
+                tier = -1
+            if tier < 0:
+                self.npc_errors.append(f"The tier of '{slug}' must be a whole number, 0 or more.")
+                continue
+            self.npcs.append((slug, tier))
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        for name, label in DYNAMIC_LAYERS:
+            raw = cleaned.get(name) or ""
+            if raw.strip().startswith("{"):
+                try:
+                    cleaned[name] = json_object(raw, label)
+                except ValidationError as exc:
+                    self.add_error(name, exc)
+        self._clean_npcs()
+        for message in self.npc_errors:
+            self.add_error(None, f"NPCs: {message}")
+        return cleaned
+
+    def params(self) -> AssembleParams:
+        data = self.cleaned_data
+        state = {name: data[name] for name, _label in DYNAMIC_LAYERS if data.get(name)}
+        return AssembleParams(
+            entry=data["entry"],
+            first_turn=data["first_turn"],
+            token_budget=data["token_budget"],
+            npc_budget=data["npc_budget"],
+            npcs=tuple(self.npcs),
+            state=state,
+            block_format=data.get("block_format") or "delimited",
+            conversation=data.get("conversation") or None,
+            history_budget=data.get("history_budget"),
+            release=data.get("release") or WORKING,
+        )

@@ -1,0 +1,245 @@
+"""Admin pages: import a legacy export, and review deprecated segments.
+
+Every action calls a content service (``legacy_import``, ``deprecated``), as the API and
+the management commands do; the pages only parse, call and render.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from promptadmin.content.legacy import format_from_name
+from promptadmin.content.models import DEPRECATED_SCOPES, Segment
+from promptadmin.content.services import deprecated, legacy_import
+from promptadmin.core.roles import Role
+from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.forms.deprecated import (
+    BulkForm,
+    CopyForm,
+    DeprecatedFilterForm,
+    DismissForm,
+    ImportForm,
+    target_choices,
+)
+
+PAGE_SIZE = 25
+admin_view = studio_view(read=Role.ADMIN, write=Role.ADMIN)
+
+
+@admin_view
+def legacy_import_page(request: HttpRequest) -> HttpResponse:
+    """Upload an export; see the report (a dry run by default), then import for real."""
+    report = None
+    status = 200
+    form = ImportForm()
+    if request.method == "POST":
+        form = ImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            fmt = form.cleaned_data["format"] or format_from_name(upload.name or "")
+            if fmt is None:
+                form.add_error("format", "Cannot tell from the file name: choose JSON or CSV.")
+            else:
+                try:
+                    report = legacy_import.segments_import(
+                        actor=request.user,
+                        data=upload.read(),
+                        fmt=fmt,
+                        dry_run=form.cleaned_data["dry_run"],
+                        skip_invalid=form.cleaned_data["skip_invalid"],
+                    )
+                except ValidationError as exc:
+                    form.add_error("file", exc.messages)
+        if not form.is_valid() or (report is not None and report.refused):
+            status = 400
+    context: dict[str, Any] = {"section": "deprecated", "form": form, "report": report}
+    if report is not None:
+        scopes = sorted(set(report.created) | set(report.unchanged))
+        context["report_rows"] = [
+            (scope, report.created[scope], report.unchanged[scope]) for scope in scopes
+        ]
+        context["report_problems"] = [
+            ("Conflicts: kept as stored", report.conflicts),
+            ("Not imported", report.errors),
+        ]
+    return render_page(request, "studio/legacy_import.html", context, status=status)
+
+
+def _filters(request: HttpRequest) -> tuple[DeprecatedFilterForm, dict[str, Any]]:
+    form = DeprecatedFilterForm(request.GET)
+    values = form.cleaned_data if form.is_valid() else {}
+    return form, {
+        "scope": values.get("scope") or None,
+        "status": values.get("status") or None,
+        "search": values.get("q") or None,
+    }
+
+
+@admin_view
+def deprecated_review(request: HttpRequest) -> HttpResponse:
+    form, filters = _filters(request)
+    queryset = deprecated.deprecated_segments(**filters)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = list(page.object_list)
+    hints = deprecated.suggestions(rows)
+    choices = target_choices()
+    items = []
+    for row in rows:
+        hint = hints.get(row.pk)
+        copy_form = CopyForm(
+            initial={
+                "scope": hint.scope if hint else "",
+                "object": hint.ref_value if hint else "",
+                "content": row.content,
+            },
+            prefix=f"s{row.pk}",
+            choices=choices,
+        )
+        copies = row.metadata.get("copies") if isinstance(row.metadata, dict) else None
+        items.append(
+            {
+                "segment": row,
+                "status": deprecated.status_of(row),
+                "hint": hint,
+                "copy_form": copy_form,
+                "copies": copies if isinstance(copies, list) else [],
+                "metadata": json.dumps(row.metadata, indent=2, ensure_ascii=False),
+            }
+        )
+    query = {k: v for k, v in request.GET.items() if k != "page" and v}
+    return render_page(
+        request,
+        "studio/deprecated_review.html",
+        {
+            "section": "deprecated",
+            "form": form,
+            "page": page,
+            "items": items,
+            "counts": deprecated.deprecated_counts(),
+            "query": urlencode(query),
+            "here": request.get_full_path(),
+            "bulk_form": BulkForm(prefix="bulk", choices=choices),
+            "matching": page.paginator.count,
+        },
+    )
+
+
+def _back(request: HttpRequest) -> HttpResponse:
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = reverse("studio:deprecated_review")
+    return redirect(target)
+
+
+def _source(pk: int) -> Segment:
+    return get_object_or_404(Segment, pk=pk, scope__in=DEPRECATED_SCOPES)
+
+
+def _form_errors(form: Any) -> str:
+    return " ".join(
+        f"{form.fields[name].label or name.capitalize()}: {' '.join(errors)}"
+        if name in form.fields
+        else " ".join(errors)
+        for name, errors in form.errors.items()
+    )
+
+
+@admin_view
+@require_POST
+def deprecated_copy(request: HttpRequest, pk: int) -> HttpResponse:
+    source = _source(pk)
+    form = CopyForm(request.POST, prefix=f"s{pk}")
+    if not form.is_valid():
+        messages.error(request, f"Segment #{pk} was not copied. {_form_errors(form)}")
+        return _back(request)
+    try:
+        copy = deprecated.deprecated_copy(
+            actor=request.user,
+            segment=source,
+            scope=form.cleaned_data["scope"],
+            ref=form.cleaned_data["object"],
+            content=form.cleaned_data["content"],
+            active=form.cleaned_data["active"],
+        )
+    except ValidationError as exc:
+        messages.error(request, f"Segment #{pk} was not copied. {' '.join(exc.messages)}")
+    else:
+        state = "active" if copy.active else "inactive"
+        messages.success(request, f"Copied #{pk} to a new {state} {copy.scope} segment #{copy.pk}.")
+    return _back(request)
+
+
+@admin_view
+@require_POST
+def deprecated_dismiss(request: HttpRequest, pk: int) -> HttpResponse:
+    source = _source(pk)
+    form = DismissForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Segment #{pk} was not dismissed. {_form_errors(form)}")
+        return _back(request)
+    try:
+        deprecated.deprecated_dismiss(
+            actor=request.user, segment=source, reason=form.cleaned_data["reason"]
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Dismissed #{pk}. It is kept; undo puts it back to pending.")
+    return _back(request)
+
+
+@admin_view
+@require_POST
+def deprecated_undo(request: HttpRequest, pk: int) -> HttpResponse:
+    source = _source(pk)
+    try:
+        deprecated.deprecated_undo(actor=request.user, segment=source)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"#{pk} is pending again (any copy is kept, inactive).")
+    return _back(request)
+
+
+@admin_view
+@require_POST
+def deprecated_bulk(request: HttpRequest) -> HttpResponse:
+    """Copy or dismiss every segment the current filters match (up to the bulk limit)."""
+    form = BulkForm(request.POST, prefix="bulk")
+    if not form.is_valid():
+        messages.error(request, f"Nothing was changed. {_form_errors(form)}")
+        return _back(request)
+    filters = DeprecatedFilterForm(request.POST)
+    values = filters.cleaned_data if filters.is_valid() else {}
+    ids = list(
+        deprecated.deprecated_segments(
+            scope=values.get("scope") or None,
+            status=values.get("status") or None,
+            search=values.get("q") or None,
+        ).values_list("pk", flat=True)[: deprecated.BULK_LIMIT]
+    )
+    data = form.cleaned_data
+    options: dict[str, Any] = {"reason": data.get("reason") or "", "active": data["active"]}
+    if data["action"] == "copy" and data.get("scope"):
+        options.update(scope=data["scope"], ref=data["object"])
+    try:
+        done = deprecated.deprecated_bulk(
+            actor=request.user, action=data["action"], ids=ids, **options
+        )
+    except ValidationError as exc:
+        messages.error(request, f"Nothing was changed. {' '.join(exc.messages)}")
+    else:
+        verb = "Copied" if data["action"] == "copy" else "Dismissed"
+        messages.success(request, f"{verb} {len(done)} segment{'s' if len(done) != 1 else ''}.")
+    return _back(request)

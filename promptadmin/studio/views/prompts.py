@@ -1,0 +1,377 @@
+"""Registered prompts in the studio: the list, a prompt's versions and labels, the version
+editor (with variables, lint findings and token counts as you type), diffs between
+versions, and the render playground."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.db.models import Max, Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from assembler.format_lint import lint_prompt
+from assembler.templates import check
+from promptadmin.core.roles import Role
+from promptadmin.core.tokens import tokenizer
+from promptadmin.prompts.errors import PromptLookupError, RenderInputError
+from promptadmin.prompts.models import (
+    DEFAULT_TEMPLATE,
+    LATEST,
+    Interface,
+    Label,
+    LabelEvent,
+    Prompt,
+    PromptVersion,
+)
+from promptadmin.prompts.selectors import fetch_prompt, render_prompt
+from promptadmin.prompts.services import prompts as services
+from promptadmin.studio import diffs
+from promptadmin.studio.access import fragment_or_page, render_page, studio_view
+from promptadmin.studio.forms.common import add_service_errors
+from promptadmin.studio.forms.prompts import (
+    CompareForm,
+    LabelForm,
+    LabelRemoveForm,
+    PlaygroundForm,
+    PromptForm,
+    VersionForm,
+)
+
+SECTION = "prompts"
+EDITOR = "studio/prompt_version_edit.html"
+PLAYGROUND = "studio/prompt_playground.html"
+
+
+@studio_view()
+def prompt_list(request: HttpRequest) -> HttpResponse:
+    labels = Label.objects.select_related("version").order_by("name")
+    prompts = (
+        Prompt.objects.annotate(latest_version=Max("versions__number"))
+        .prefetch_related(Prefetch("labels", queryset=labels))
+        .order_by("component", "agent", "task_type")
+    )
+    return render_page(request, "studio/prompt_list.html", {"section": SECTION, "prompts": prompts})
+
+
+@studio_view(read=Role.AUTHOR)
+def prompt_create(request: HttpRequest) -> HttpResponse:
+    form = PromptForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            prompt = services.prompt_create(actor=request.user, **form.service_fields())
+        except ValidationError as exc:
+            add_service_errors(form, exc)
+        else:
+            messages.success(
+                request, f"Created {prompt.langfuse_name}; now write its first version."
+            )
+            return redirect("studio:prompt_version_create", prompt.pk)
+    return render_page(request, "studio/prompt_create.html", {"section": SECTION, "form": form})
+
+
+def _versions(prompt: Prompt) -> list[PromptVersion]:
+    return list(
+        prompt.versions.select_related("author").prefetch_related("labels").order_by("-number")
+    )
+
+
+@studio_view()
+@vary_on_headers("HX-Request")
+def prompt_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """Versions with their labels, the labels (move or remove with one click), their
+    history, and a diff between any two versions."""
+    prompt = get_object_or_404(Prompt, pk=pk)
+    versions = _versions(prompt)
+    numbers = [v.number for v in versions]
+    compare = CompareForm(request.GET or None)
+    diff = None
+    if compare.is_bound and compare.is_valid():
+        diff = _diff(prompt, compare.cleaned_data["a"], compare.cleaned_data["b"], compare)
+    elif len(numbers) >= 2:
+        # By default: what the newest version changed.
+        compare = CompareForm({"a": numbers[1], "b": numbers[0]})
+        compare.is_valid()
+        diff = _diff(prompt, numbers[1], numbers[0], compare)
+    template = fragment_or_page(request, "studio/prompt_detail.html", "compare")
+    return render_page(
+        request,
+        template,
+        {
+            "section": SECTION,
+            "prompt": prompt,
+            "versions": versions,
+            "numbers": numbers,
+            "labels": Label.objects.filter(prompt=prompt).select_related("version"),
+            "events": LabelEvent.objects.filter(prompt=prompt).select_related("user")[:50],
+            "compare": compare,
+            "diff": diff,
+        },
+    )
+
+
+def _diff(prompt: Prompt, a: int, b: int, form: CompareForm) -> dict[str, Any] | None:
+    found = {v.number: v for v in prompt.versions.filter(number__in=[a, b])}
+    for field, number in (("a", a), ("b", b)):
+        if number not in found:
+            form.add_error(field, f"There is no version {number}.")
+    if form.errors:
+        return None
+    left, right = found[a], found[b]
+    parts = []
+    names = ["system", *sorted(set(left.user_templates) | set(right.user_templates))]
+    for name in names:
+        old = left.system if name == "system" else left.user_templates.get(name, "")
+        new = right.system if name == "system" else right.user_templates.get(name, "")
+        parts.append(
+            {
+                "name": "System template" if name == "system" else f"User template “{name}”",
+                "same": old == new,
+                "rows": diffs.side_by_side(old, new),
+            }
+        )
+    settings = []
+    for label, old, new in (
+        ("Syntax", left.syntax, right.syntax),
+        ("Variables", ", ".join(left.variables), ", ".join(right.variables)),
+        ("Task", left.task, right.task),
+        ("Config", diffs.show(left.config), diffs.show(right.config)),
+    ):
+        if old != new:
+            settings.append({"label": label, "old": old, "new": new})
+    return {
+        "left_title": f"Version {a}",
+        "right_title": f"Version {b}",
+        "parts": parts,
+        "fields": settings,
+    }
+
+
+@studio_view(read=Role.AUTHOR)
+@require_POST
+def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
+    prompt = get_object_or_404(Prompt, pk=pk)
+    form = LabelForm(request.POST)
+    if form.is_valid():
+        name, number = form.cleaned_data["name"], form.cleaned_data["version"]
+        try:
+            services.prompt_label_set(actor=request.user, prompt=prompt, name=name, version=number)
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        else:
+            messages.success(request, f"Label “{name}” now points at version {number}.")
+    else:
+        messages.error(request, "Choose a label name and a version.")
+    return redirect("studio:prompt_detail", prompt.pk)
+
+
+@studio_view(read=Role.AUTHOR)
+@require_POST
+def prompt_label_remove(request: HttpRequest, pk: int) -> HttpResponse:
+    prompt = get_object_or_404(Prompt, pk=pk)
+    form = LabelRemoveForm(request.POST)
+    if form.is_valid():
+        name = form.cleaned_data["name"]
+        try:
+            services.prompt_label_remove(actor=request.user, prompt=prompt, name=name)
+        except (ValidationError, PromptLookupError) as exc:
+            messages.error(request, str(getattr(exc, "message", exc)))
+        else:
+            messages.success(request, f"Removed label “{name}”.")
+    return redirect("studio:prompt_detail", prompt.pk)
+
+
+def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]:
+    """Variables, lint findings and token counts of the version being edited."""
+    form.is_valid()
+    data = form.cleaned_data
+    syntax = data.get("syntax") or "curly"
+    system = data.get("system", "")
+    templates = form.user_templates()
+    count = tokenizer().count
+    used: dict[str, None] = {}
+    for text in (system, *templates.values()):
+        used.update(dict.fromkeys(check(text, syntax).variables))
+    declared = data.get("variables")
+    findings = lint_prompt(
+        syntax=syntax,
+        system=system,
+        user_templates=templates,
+        variables=declared,
+        expected_system=expected_system,
+    )
+    return {
+        "variables": list(used),
+        "declared": declared,
+        "findings": [finding.to_dict() for finding in findings],
+        "tokens": [("system", count(system))]
+        + [(name, count(text)) for name, text in templates.items()],
+        "encoding": tokenizer().name,
+        "template_errors": form.template_errors,
+    }
+
+
+@studio_view(read=Role.AUTHOR)
+@require_POST
+def prompt_version_check(request: HttpRequest, pk: int) -> HttpResponse:
+    """Relint the version being edited (the editor calls this as the author types)."""
+    prompt = get_object_or_404(Prompt, pk=pk)
+    form = VersionForm(request.POST)
+    live = live_check(form, prompt.expected_system)
+    return render_page(request, f"{EDITOR}#live-check", {"live": live, "prompt": prompt})
+
+
+@studio_view(read=Role.AUTHOR)
+def prompt_version_create(request: HttpRequest, pk: int) -> HttpResponse:
+    """A new version, starting from any version (``?from=N``; default the newest)."""
+    prompt = get_object_or_404(Prompt, pk=pk)
+    base = None
+    if request.GET.get("from", "").isdigit():
+        base = prompt.versions.filter(number=int(request.GET["from"][:9])).first()
+    if base is None:
+        base = prompt.versions.order_by("-number").first()
+    if request.method == "POST":
+        form = VersionForm(request.POST)
+        if form.is_valid():
+            templates = form.user_templates()
+            if form.template_errors:
+                form.add_error(None, form.template_errors)
+            else:
+                data = form.cleaned_data
+                try:
+                    version = services.prompt_version_create(
+                        actor=request.user,
+                        prompt=prompt,
+                        syntax=data["syntax"],
+                        system=data["system"],
+                        user_templates=templates,
+                        variables=data["variables"],
+                        task=data["task"],
+                        config=data["config"],
+                        commit_message=data["commit_message"],
+                        labels=data["labels"],
+                    )
+                except ValidationError as exc:
+                    add_service_errors(form, exc)
+                else:
+                    messages.success(request, f"Saved version {version.number}.")
+                    return redirect("studio:prompt_detail", prompt.pk)
+    else:
+        initial: dict[str, Any] = {}
+        templates = {DEFAULT_TEMPLATE: ""}
+        if base is not None:
+            initial = {
+                "syntax": base.syntax,
+                "system": base.system,
+                "variables": ", ".join(base.variables),
+                "task": base.task,
+                "config": diffs.show(base.config) if base.config else "",
+            }
+            templates = base.sorted_user_templates()
+        form = VersionForm(initial=initial, templates=templates)
+    live = live_check(_bound_copy(form), prompt.expected_system)
+    return render_page(
+        request,
+        EDITOR,
+        {"section": SECTION, "prompt": prompt, "form": form, "base": base, "live": live},
+    )
+
+
+def _bound_copy(form: VersionForm) -> VersionForm:
+    """The form itself once submitted; before that, a copy bound to its initial values, so
+    the checks show from the first paint."""
+    if form.is_bound:
+        return form
+    data = dict(form.initial)
+    for index, (name, text) in enumerate(form.rows):
+        data[f"template_name_{index}"] = name
+        data[f"template_text_{index}"] = text
+    return VersionForm(data)
+
+
+@studio_view()
+@vary_on_headers("HX-Request")
+def prompt_playground(request: HttpRequest, pk: int) -> HttpResponse:
+    """Pick a version, a template and an interface, fill the variables: the final messages
+    and their token counts, exactly as the render API returns them."""
+    prompt = get_object_or_404(Prompt, pk=pk)
+    labels = list(
+        Label.objects.filter(prompt=prompt).order_by("name").values_list("name", flat=True)
+    )
+    numbers = list(prompt.versions.order_by("-number").values_list("number", flat=True))
+    sources = [(f"label:{name}", f"label {name}") for name in [*labels, LATEST]] + [
+        (f"version:{n}", f"version {n}") for n in numbers
+    ]
+    params = request.GET
+    source = params.get("source") or (sources[0][0] if sources else "")
+    resolved = None
+    if source:
+        kind, _, value = source.partition(":")
+        try:
+            resolved = fetch_prompt(
+                component=prompt.component,
+                agent=prompt.agent,
+                task_type=prompt.task_type_or_none,
+                label=value if kind == "label" else None,
+                version=int(value) if kind == "version" and value.isdigit() else None,
+            )
+        except PromptLookupError:
+            resolved = None
+    variables = []
+    if resolved is not None:
+        used: dict[str, None] = dict.fromkeys(resolved.variables)
+        for text in (resolved.system, *resolved.user_templates.values()):
+            used.update(dict.fromkeys(check(text, resolved.syntax).variables))
+        variables = list(used)
+    form = PlaygroundForm(params or None, variables=variables, initial={"source": source})
+    interfaces = list(Interface.objects.order_by("name").values_list("name", flat=True))
+    result: dict[str, Any] | None = None
+    problems: dict[str, list[str]] = {}
+    if form.is_bound and form.is_valid() and resolved is not None:
+        data = form.cleaned_data
+        try:
+            rendered = render_prompt(
+                resolved,
+                template=data["template"] or DEFAULT_TEMPLATE,
+                variables=form.values(),
+                interface=data["interface"] or None,
+                user_instructions=data["user_instructions"] or None,
+                instruction_context=data["instruction_context"],
+            )
+        except RenderInputError as error:
+            problems = error.errors
+        else:
+            result = {
+                "format": data["format"] or "messages",
+                "messages": rendered.messages,
+                "system": rendered.system,
+                "user": rendered.user,
+                "tokens": rendered.tokens,
+                "total": sum(m["tokens"] for m in rendered.messages),
+                "unused": rendered.unused_variables,
+            }
+    elif resolved is None and sources:
+        problems = {"source": [f"{prompt.langfuse_name} has nothing at {source}."]}
+    template = fragment_or_page(request, PLAYGROUND, "result")
+    return render_page(
+        request,
+        template,
+        {
+            "section": SECTION,
+            "prompt": prompt,
+            "form": form,
+            "sources": sources,
+            "source": source,
+            "resolved": resolved,
+            "interfaces": interfaces,
+            "templates": list(resolved.user_templates) if resolved else [],
+            "result": result,
+            "problems": problems,
+            "api_url": reverse("api-prompt-render", args=[prompt.component, prompt.agent]),
+        },
+    )

@@ -1,0 +1,191 @@
+"""Releases: the list (labels, history, roll back), publish with its impact report,
+compare any two versions, and one scenario's prompts side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
+from promptadmin.core.roles import Role
+from promptadmin.releases import selectors, services
+from promptadmin.releases.models import PRODUCTION, WORKING, ReleaseLabel
+from promptadmin.releases.serving import resolve
+from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.diffs import side_by_side
+from promptadmin.studio.forms.preview import PreviewForm
+from promptadmin.studio.forms.releases import CompareForm, LabelMoveForm, PublishForm
+
+
+def _diff_lines(diff: str) -> list[tuple[str, str]]:
+    """A unified diff's lines with their kind, for colouring (headers dropped)."""
+    lines = []
+    for line in diff.splitlines()[2:]:
+        kind = {"+": "added", "-": "removed", "@": "hunk"}.get(line[:1], "same")
+        lines.append((kind, line))
+    return lines
+
+
+def _report(before: str | None, after: str) -> dict[str, Any]:
+    report = selectors.compare_report(before, after)
+    for change in report["segments"]["changed"]:
+        change["diff_lines"] = _diff_lines(change["diff"])
+    scenarios = report["scenarios"]
+    report["changed_scenarios"] = [s for s in scenarios if s["changed"]]
+    report["unchanged_count"] = len(scenarios) - len(report["changed_scenarios"])
+    report["failing_count"] = sum(len(s["expectations_failing"]) for s in scenarios)
+    report["still_failing_count"] = sum(len(s["expectations_still_failing"]) for s in scenarios)
+    query = {"before": before or "", "after": after}
+    for scenario in scenarios:
+        scenario["prompts_url"] = (
+            reverse("studio:release_prompts") + f"?{urlencode(query)}&{scenario['preview_query']}"
+        )
+    return report
+
+
+@studio_view()
+def release_list(request: HttpRequest) -> HttpResponse:
+    return render_page(
+        request,
+        "studio/release_list.html",
+        {
+            "section": "releases",
+            "releases": list(selectors.releases()[:100]),
+            "labels": list(ReleaseLabel.objects.select_related("release")),
+            "moves": selectors.label_moves(),
+            "compare": CompareForm(initial={"before": PRODUCTION, "after": WORKING}),
+        },
+    )
+
+
+@studio_view(read=Role.VIEWER, write=Role.ADMIN)
+def release_publish(request: HttpRequest) -> HttpResponse:
+    form = PublishForm(
+        request.POST or None, initial={"label": request.GET.get("label", PRODUCTION)}
+    )
+    failures: list[dict[str, str]] = []
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            release = services.release_create(
+                actor=request.user,
+                name=data["name"] or None,
+                notes=data["notes"],
+                labels=[data["label"]],
+                confirm=data["confirm"],
+            )
+        except services.ExpectationsFailing as exc:
+            failures = exc.failures
+            form.add_error("confirm", "Expectations fail on this content: confirm to publish.")
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(
+                request, f"Published {release.name} as '{data['label']}'. It is live now."
+            )
+            return redirect("studio:release_list")
+    label = form["label"].value() or PRODUCTION
+    current = ReleaseLabel.objects.filter(name=label).values_list("release__name", flat=True)
+    before = label if current else None
+    return render_page(
+        request,
+        "studio/release_publish.html",
+        {
+            "section": "releases",
+            "form": form,
+            "label": label,
+            "current": current[0] if current else None,
+            "report": _report(before, WORKING),
+            "failures": failures,
+        },
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@require_POST
+@studio_view(write=Role.ADMIN)
+def release_label_move(request: HttpRequest) -> HttpResponse:
+    form = LabelMoveForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a label and a release.")
+        return redirect("studio:release_list")
+    data = form.cleaned_data
+    try:
+        release = selectors.release_named(data["release"])
+        services.release_label_set(
+            actor=request.user,
+            label=data["label"],
+            release=release,
+            note=data["note"],
+            confirm=data["confirm"],
+        )
+    except services.ExpectationsFailing as exc:
+        messages.error(request, f"{exc} Tick 'even though expectations fail' to move it.")
+    except (ValidationError, ObjectDoesNotExist, PermissionDenied) as exc:
+        text = "; ".join(getattr(exc, "messages", [str(exc)]))
+        messages.error(request, text)
+    else:
+        messages.success(request, f"'{data['label']}' now points at {release.name}.")
+    return redirect("studio:release_list")
+
+
+@studio_view()
+def release_compare(request: HttpRequest) -> HttpResponse:
+    form = CompareForm(request.GET or None, initial={"before": PRODUCTION, "after": WORKING})
+    report = None
+    if form.is_bound and form.is_valid():
+        try:
+            report = _report(form.cleaned_data["before"], form.cleaned_data["after"])
+        except ObjectDoesNotExist as exc:
+            form.add_error(None, str(exc))
+    return render_page(
+        request,
+        "studio/release_compare.html",
+        {"section": "releases", "form": form, "report": report},
+    )
+
+
+@studio_view()
+def release_prompts(request: HttpRequest) -> HttpResponse:
+    """One scenario assembled from two versions, side by side, with the differences."""
+    form = PreviewForm.from_query(request.GET)
+    if not (form.is_bound and form.is_valid()):
+        raise Http404("Name an entry and valid preview settings.")
+    params = form.params()
+    sides = []
+    for key in ("before", "after"):
+        name = request.GET.get(key) or None
+        try:
+            served = resolve(name) if name else None
+            result = assemble_prompt(params, load=served.load) if served else None
+        except AssemblyInputError as exc:
+            sides.append({"name": name, "error": "; ".join(exc.errors.values()), "prompt": ""})
+        else:
+            sides.append(
+                {
+                    "name": name or "nothing published",
+                    "error": None if result else "Nothing was published under this label.",
+                    "prompt": result.prompt if result else "",
+                    "tokens": result.meta.tokens if result else None,
+                }
+            )
+    return render_page(
+        request,
+        "studio/release_prompts.html",
+        {
+            "section": "releases",
+            "sides": sides,
+            "rows": side_by_side(sides[0]["prompt"], sides[1]["prompt"]),
+            "same_text": sides[0]["prompt"] == sides[1]["prompt"],
+            "entry": params.entry,
+            "preview_url": reverse("studio:preview") + "?" + request.GET.urlencode(),
+        },
+    )

@@ -1,0 +1,69 @@
+"""Edit from the preview: a segment of the assembled prompt opens beside it, with the
+editor's validation, conflict handling and drafts; saving re-renders the preview in place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from promptadmin.content.models import Segment
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
+
+URL = "/preview/?entry=drowned-bell&first_turn=on&token_budget=8000&npc_budget=600"
+
+
+def test_editing_a_segment_beside_the_preview_re_renders_it_in_place(
+    page: Any, make_user: Any, sign_in: Any, screenshot: Any
+) -> None:
+    make_user("ada", "author")
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    sign_in(page, "ada", URL)
+    page.evaluate("window.loadedOnce = true")
+    page.locator(f'.chip[href="/segments/{segment.pk}/"]').click()
+    panel = page.locator("#preview-editor")
+    expect(panel.get_by_label("Content")).to_have_value(segment.content)
+    assert page.evaluate("document.activeElement.id") == "preview-editor"
+
+    # The same validation as the editor page: the error is summarised in the panel.
+    panel.get_by_label("Metadata").fill("{")
+    panel.get_by_role("button", name="Save").click()
+    expect(panel.locator("#error-summary")).to_contain_text("Metadata is not valid JSON")
+    expect(panel.get_by_label("Content")).to_have_value(segment.content)
+
+    panel.get_by_label("Metadata").fill("")
+    panel.get_by_label("Content").fill("The Iron Coast: lighthouses and salt.")
+    panel.get_by_role("button", name="Save").click()
+    expect(panel.locator(".msg-success")).to_have_text("Saved revision 2.")
+    expect(page.locator(".block.layer-world")).to_contain_text("lighthouses and salt")
+    assert page.evaluate("window.loadedOnce") is True  # the page never reloaded
+    screenshot(page, "24-edit-from-preview")
+    segment.refresh_from_db()
+    assert (segment.content, segment.revision) == ("The Iron Coast: lighthouses and salt.", 2)
+
+
+def test_a_stale_save_beside_the_preview_shows_the_conflict_there(
+    new_page: Any, make_user: Any, sign_in: Any
+) -> None:
+    make_user("ada", "author")
+    make_user("bo", "author")
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    ada, bo = new_page(), new_page()
+    sign_in(ada, "ada", URL)
+    sign_in(bo, "bo", f"/segments/{segment.pk}/")
+    ada.locator(f'.chip[href="/segments/{segment.pk}/"]').click()
+    panel = ada.locator("#preview-editor")
+    expect(panel.get_by_label("Content")).to_have_value(segment.content)
+    bo.get_by_label("Content").fill("Bo's coast: fog and tar.")
+    bo.get_by_role("button", name="Save").click()
+    expect(bo.locator(".msg-success")).to_be_visible()
+
+    panel.get_by_label("Content").fill("Ada's coast: rust and rain.")
+    panel.get_by_role("button", name="Save").click()
+    expect(panel.locator("#conflict")).to_contain_text(
+        "bo saved this segment while you were editing"
+    )
+    segment.refresh_from_db()
+    assert segment.content == "Bo's coast: fog and tar."

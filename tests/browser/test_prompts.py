@@ -1,0 +1,106 @@
+"""Registered prompts in the browser: the version editor's live lint, diffs, labels, playground."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from promptadmin.prompts.models import Label, Prompt
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def rubric(transactional_db: None) -> Prompt:
+    """The demo prompts, committed so that the live server sees them."""
+    cache.clear()
+    call_command("seed_prompts", stdout=StringIO())
+    return Prompt.objects.get(component="verifier", agent="judge", task_type="rubric")
+
+
+def test_editing_a_version_shows_a_lint_finding_as_you_type_then_saves(
+    page: Any, make_user: Any, sign_in: Any, screenshot: Any, rubric: Prompt
+) -> None:
+    make_user("ada", "author")
+    sign_in(page, "ada", f"/prompts/{rubric.pk}/versions/new/?from=2")
+    live = page.locator("#live-check")
+    expect(live).to_contain_text("No lint findings.")
+    expect(page.get_by_test_id("variables")).to_contain_text("evidence")
+
+    template = page.locator("#template_text_0")
+    template.fill("You are a strict grader.\n" + template.input_value())
+    expect(live.locator('[data-code="system_text_in_user"]')).to_be_visible()
+    page.locator("#template_text_0").press("End")
+    page.locator("#template_text_0").type(" {{ tone }}")
+    expect(live.locator('[data-code="undeclared_variable"]')).to_contain_text("'tone'")
+    expect(page.get_by_test_id("variables")).to_contain_text("tone")
+    screenshot(page, "20-prompt-version-editor-lint")
+
+    page.get_by_label("Variables").fill("subject, evidence, trait, tone")
+    expect(live.locator('[data-code="undeclared_variable"]')).to_have_count(0)
+    page.get_by_label("Commit message").fill("Stricter")
+    page.get_by_role("button", name="Save new version").click()
+    expect(page.locator(".msg-success")).to_have_text("Saved version 3.")
+    assert rubric.versions.get(number=3).commit_message == "Stricter"
+
+
+def test_two_versions_are_diffed_in_place(
+    page: Any, make_user: Any, sign_in: Any, screenshot: Any, rubric: Prompt
+) -> None:
+    make_user("vi", "viewer")
+    sign_in(page, "vi", f"/prompts/{rubric.pk}/")
+    compare = page.locator("#compare")
+    expect(compare.locator("ins").first).to_contain_text("as")  # the newest change, at once
+    page.get_by_label("Compare version", exact=True).select_option("2")
+    expect(compare).to_contain_text("The text is the same in both.")
+    page.get_by_label("Compare version", exact=True).select_option("1")
+    expect(compare.locator("ins").first).to_contain_text("as")
+    expect(compare).to_contain_text("System template")
+    expect(page).to_have_url(re.compile(r"[?&]a=1&b=2$"))
+    screenshot(page, "21-prompt-diff")
+
+
+def test_a_label_is_moved_with_one_click_and_the_history_records_it(
+    page: Any, make_user: Any, sign_in: Any, screenshot: Any, rubric: Prompt
+) -> None:
+    make_user("ada", "author")
+    sign_in(page, "ada", f"/prompts/{rubric.pk}/")
+    page.get_by_role("button", name="Move production to version 2").click()
+    expect(page.locator(".msg-success")).to_have_text("Label “production” now points at version 2.")
+    expect(page.locator("tr[data-label=production]")).to_contain_text("version 2")
+    expect(page.locator(".events li").first).to_contain_text("moved production from version 1 to 2")
+    assert Label.objects.get(prompt=rubric, name="production").version.number == 2
+    page.get_by_role("button", name="Remove label staging").click()
+    expect(page.locator("tr[data-label=staging]")).to_have_count(0)
+    screenshot(page, "22-prompt-labels")
+
+
+def test_the_playground_renders_the_final_messages_as_variables_are_filled(
+    page: Any, make_user: Any, sign_in: Any, screenshot: Any, rubric: Prompt
+) -> None:
+    make_user("vi", "viewer")
+    parser = Prompt.objects.get(component="verifier", agent="parser", task_type="")
+    sign_in(page, "vi", f"/prompts/{parser.pk}/playground/")
+    page.get_by_label("Interface").select_option("langchain")
+    page.get_by_label("question").fill("How far is the lighthouse?")
+    expect(page.locator("#result")).to_contain_text("Missing variables: response.")
+    page.get_by_label("response").fill("About three kilometres.")
+    page.get_by_label("Instruction context (JSON object)").fill(
+        '{"json_schema": {"type": "object"}}'
+    )
+    messages = page.get_by_test_id("message")
+    expect(messages).to_have_count(2)
+    expect(messages.first).to_contain_text('JSON schema:\n{"type": "object"}')
+    expect(messages.nth(1)).to_contain_text("About three kilometres.")
+    expect(page.get_by_test_id("total-tokens")).not_to_have_text("0")
+
+    page.get_by_label("Interface").select_option("manual")
+    expect(messages).to_have_count(1)
+    expect(page.get_by_test_id("message-role")).to_contain_text("user")
+    screenshot(page, "23-prompt-playground")

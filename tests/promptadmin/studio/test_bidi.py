@@ -1,0 +1,77 @@
+"""Names and titles people type are shown isolated: a right-to-left override in one cannot
+reorder the text around it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from promptadmin.content.models import NPC, Entry, Ruleset, Segment, World
+from promptadmin.content.services import segments
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.usefixtures("content")
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: "Evil\u202eeman" shows as "Evilname" reversed
+ISOLATED_BEFORE = ("<bdi>", "\u2068")  # the element, or FIRST STRONG ISOLATE
+
+
+def plant_hostile_names() -> dict[str, str]:
+    names = {}
+    for model, name in ((World, "world"), (Ruleset, "ruleset"), (NPC, "npc"), (Entry, "entry")):
+        hostile = f"{name} {RLO}txt.exe"
+        model.objects.update(name=hostile)
+        names[name] = hostile
+    segment = Segment.objects.filter(scope="core").first()
+    assert segment is not None
+    segments.segment_update(
+        actor=UserFactory(username=f"ida{RLO}nimda"),
+        segment=segment,
+        metadata={"title": f"title {RLO}gnp.exe"},
+    )
+    return names
+
+
+def test_every_typed_name_on_every_page_is_isolated(author: Client) -> None:
+    plant_hostile_names()
+    segment = Segment.objects.filter(scope="core").first()
+    assert segment is not None
+    pages = [
+        reverse("studio:dashboard"),
+        reverse("studio:segment_list"),
+        reverse("studio:segment_create"),
+        reverse("studio:segment_edit", args=[segment.pk]),
+        reverse("studio:segment_history", args=[segment.pk]),
+        reverse("studio:entry_list"),
+        reverse("studio:entry_create"),
+        reverse("studio:entry_edit", args=["drowned-bell"]),
+        reverse("studio:world_list"),
+        reverse("studio:world_edit", args=["iron-coast"]),
+        reverse("studio:ruleset_list"),
+        reverse("studio:npc_list"),
+        reverse("studio:npc_edit", args=["marta-vell"]),
+        reverse("studio:preview")
+        + "?entry=drowned-bell&npc=marta-vell&tier=2&first_turn=on&token_budget=8000",
+    ]
+    for url in pages:
+        html = author.get(url).content.decode()
+        # What sits in a box being edited stays as typed.
+        html = re.sub(r"<textarea[^>]*>[\s\S]*?</textarea>", "<textarea></textarea>", html)
+        html = re.sub(r'\svalue="[^"]*"', "", html)
+        # A <pre> block (diffs, prompts) is a bidi paragraph of its own: nothing outside it
+        # can be reordered by what it holds.
+        html = re.sub(r"<pre[^>]*>[\s\S]*?</pre>", "<pre></pre>", html)
+        found = 0
+        for match in re.finditer(r"[\w ]*\u202e[\w.]*", html):
+            found += 1
+            start = match.start()
+            # An isolate opens shortly before the name and is still open where it starts.
+            opened = max(html.rfind(mark, 0, start) for mark in ISOLATED_BEFORE)
+            between = html[opened:start]
+            context = f"{url}: {html[start - 60 : match.end()]!r}"
+            assert opened >= 0 and len(between) < 20, context
+            assert "</bdi>" not in between and "\u2069" not in between, context
+        assert found, url

@@ -1,0 +1,206 @@
+"""Studio pages of deprecated content: upload an export, review, copy, dismiss, undo, bulk."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from promptadmin.content.models import Segment
+from promptadmin.content.services import deprecated, segments
+from tests import legacy_exports as ex
+
+pytestmark = pytest.mark.usefixtures("content")
+
+REVIEW = reverse("studio:deprecated_review")
+IMPORT = reverse("studio:legacy_import")
+
+
+@pytest.fixture
+def admin(client_as: Callable[[str], Client]) -> Client:
+    return client_as("admin")
+
+
+def legacy(scope: str = "player", content: str = "Old text.", ref: str | None = None) -> Segment:
+    return segments.segment_import_legacy(
+        actor=None,
+        scope=scope,
+        content=content,
+        metadata={"original_ref": ref, "original_id": "77"} if ref else {},
+    )
+
+
+def text(response: Any) -> str:
+    return html.unescape(response.content.decode())
+
+
+@pytest.mark.parametrize("role", ["viewer", "author"])
+def test_the_pages_and_actions_are_for_admins_only(
+    client_as: Callable[[str], Client], role: str
+) -> None:
+    client = client_as(role)
+    source = legacy()
+    assert client.get(REVIEW).status_code == 403
+    assert client.get(IMPORT).status_code == 403
+    for name, data in (
+        ("deprecated_copy", {f"s{source.pk}-scope": "core", f"s{source.pk}-content": "x"}),
+        ("deprecated_dismiss", {"reason": "x"}),
+        ("deprecated_undo", {}),
+    ):
+        assert client.post(reverse(f"studio:{name}", args=[source.pk]), data).status_code == 403
+    assert client.post(reverse("studio:deprecated_bulk"), {}).status_code == 403
+    assert Segment.objects.count() == 8 and deprecated.status_of(source) == "pending"
+    assert "Deprecated</a>" not in text(client.get(reverse("studio:dashboard")))
+
+
+def test_an_admin_sees_the_nav_link_and_the_dashboard_panel(admin: Client) -> None:
+    legacy()
+    page = text(admin.get(reverse("studio:dashboard")))
+    assert f'href="{REVIEW}"' in page
+    assert "Deprecated content" in page and "Review deprecated segments" in page
+    assert admin.get(reverse("studio:dashboard")).context["deprecated"] == {
+        "pending": 1,
+        "copied": 0,
+        "dismissed": 0,
+    }
+
+
+def test_uploading_an_export_dry_run_then_for_real(admin: Client) -> None:
+    rows = [
+        {"id": 1, "scope": "player", "ref_id": "drowned-bell", "content": "Salvager."},
+        {"id": 2, "scope": "world", "ref_id": "iron-coast", "content": "Rust."},
+        {"id": 3, "scope": "weather", "content": "Rain."},
+    ]
+    data = ex.as_csv(rows)
+    before = Segment.objects.count()
+    response = admin.post(IMPORT, {"file": SimpleUploadedFile("old.csv", data), "dry_run": "on"})
+    page = text(response)
+    assert response.status_code == 400 and "Refused: nothing was imported" in page
+    assert "Unknown scope 'weather'" in page and Segment.objects.count() == before
+    response = admin.post(
+        IMPORT, {"file": SimpleUploadedFile("old.csv", data), "skip_invalid": "on"}
+    )
+    assert response.status_code == 200 and "Imported" in text(response)
+    assert Segment.objects.filter(legacy_id__in=["1", "2"]).count() == 2
+
+
+def test_an_unreadable_upload_is_named_on_the_file_field(admin: Client) -> None:
+    response = admin.post(IMPORT, {"file": SimpleUploadedFile("old.json", b"[{")})
+    assert response.status_code == 400
+    assert "not valid JSON" in response.context["form"].errors["file"][0]
+    response = admin.post(IMPORT, {"file": SimpleUploadedFile("old.txt", b"[]")})
+    assert "choose JSON or CSV" in response.context["form"].errors["format"][0]
+
+
+def test_the_review_lists_filters_and_suggests(
+    admin: Client, django_assert_max_num_queries: Any
+) -> None:
+    player = legacy(ref="drowned-bell")
+    legacy(scope="rng", content="Roll a d20.")
+    for n in range(10):
+        legacy(scope="input", ref=f"missing-{n}")
+    with django_assert_max_num_queries(
+        15
+    ):  # the same for 2 rows or 25 (one read of the release labels)
+        response = admin.get(REVIEW)
+    page = text(response)
+    assert "Suggested: entry of The Drowned Bell (drowned-bell)" in page
+    assert 'value="entry:drowned-bell" selected' in response.content.decode()
+    assert 'Original id <span class="mono">77</span>' in response.content.decode()
+    assert [i["segment"] for i in admin.get(REVIEW, {"scope": "player"}).context["items"]] == [
+        player
+    ]
+    assert [i["segment"].content for i in admin.get(REVIEW, {"q": "d20"}).context["items"]] == [
+        "Roll a d20."
+    ]
+
+
+def test_copy_with_edited_text_then_undo(admin: Client, content: dict) -> None:
+    source = legacy(ref="drowned-bell")
+    prefix = f"s{source.pk}"
+    response = admin.post(
+        reverse("studio:deprecated_copy", args=[source.pk]),
+        {
+            f"{prefix}-scope": "world",
+            f"{prefix}-object": "world:iron-coast",
+            f"{prefix}-content": "The player salvages.",
+            f"{prefix}-active": "on",
+            "next": f"{REVIEW}?status=pending",
+        },
+    )
+    assert response["Location"] == f"{REVIEW}?status=pending"
+    copy = Segment.objects.get(metadata__copied_from=source.pk)
+    assert (copy.world, copy.content, copy.active) == (
+        content["world"],
+        "The player salvages.",
+        True,
+    )
+    page = text(admin.get(REVIEW, {"status": "copied"}))
+    assert f"Copied to #{copy.pk}" in page.replace("</a>", "").replace(
+        f'<a href="{reverse("studio:segment_edit", args=[copy.pk])}">', ""
+    )
+    admin.post(reverse("studio:deprecated_undo", args=[source.pk]))
+    copy.refresh_from_db()
+    assert not copy.active and deprecated.status_of(Segment.objects.get(pk=source.pk)) == "pending"
+
+
+def test_a_copy_to_the_wrong_kind_of_object_says_so(admin: Client) -> None:
+    source = legacy()
+    prefix = f"s{source.pk}"
+    response = admin.post(
+        reverse("studio:deprecated_copy", args=[source.pk]),
+        {
+            f"{prefix}-scope": "npc",
+            f"{prefix}-object": "world:iron-coast",
+            f"{prefix}-content": "x",
+        },
+        follow=True,
+    )
+    assert "Choose the NPC the copy belongs to." in text(response)
+    assert not Segment.objects.filter(metadata__copied_from=source.pk).exists()
+
+
+def test_dismiss_needs_a_reason_and_a_redirect_stays_on_the_site(admin: Client) -> None:
+    source = legacy()
+    url = reverse("studio:deprecated_dismiss", args=[source.pk])
+    response = admin.post(url, {"reason": "", "next": "https://evil.example/"})
+    assert response["Location"] == REVIEW
+    assert deprecated.status_of(Segment.objects.get(pk=source.pk)) == "pending"
+    admin.post(url, {"reason": "The caller sends it now."})
+    source.refresh_from_db()
+    assert source.metadata["review_reason"] == "The caller sends it now."
+
+
+def test_bulk_dismiss_acts_on_the_filtered_selection(admin: Client) -> None:
+    a, b = legacy(scope="rng"), legacy(scope="rng")
+    other = legacy(scope="input")
+    response = admin.post(
+        reverse("studio:deprecated_bulk"),
+        {"bulk-action": "dismiss", "bulk-reason": "Dice are live.", "scope": "rng"},
+        follow=True,
+    )
+    assert "Dismissed 2 segments." in text(response)
+    statuses = {
+        s.pk: deprecated.status_of(s) for s in Segment.objects.filter(scope__in=["rng", "input"])
+    }
+    assert statuses == {a.pk: "dismissed", b.pk: "dismissed", other.pk: "pending"}
+
+
+def test_bulk_copy_to_suggestions_refuses_when_one_has_none(admin: Client) -> None:
+    legacy(ref="drowned-bell")
+    legacy()
+    response = admin.post(reverse("studio:deprecated_bulk"), {"bulk-action": "copy"}, follow=True)
+    assert "Nothing was changed. Choose a scope and object" in text(response)
+    assert not Segment.objects.filter(metadata__has_key="copied_from").exists()
+
+
+def test_the_editor_shows_a_deprecated_segment_read_only(admin: Client) -> None:
+    source = legacy()
+    page = text(admin.get(reverse("studio:segment_edit", args=[source.pk])))
+    assert "is read-only here" in page and "deprecated content page" in page
+    assert ">Save</button>" not in page and "Delete segment" not in page

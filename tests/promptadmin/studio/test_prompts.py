@@ -1,0 +1,181 @@
+"""Studio pages of registered prompts: roles, the version editor, labels, diffs, playground."""
+
+from __future__ import annotations
+
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.cache import cache
+from django.core.management import call_command
+from django.test import Client
+
+from promptadmin.prompts.models import Label, LabelEvent, Prompt
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def prompts(db: None) -> Prompt:
+    cache.clear()
+    call_command("seed_prompts", stdout=StringIO())
+    return Prompt.objects.get(component="verifier", agent="judge", task_type="rubric")
+
+
+def client_for(role: str) -> Client:
+    user = UserFactory()
+    user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_list_shows_every_prompt_with_its_labels_in_few_queries(
+    prompts: Prompt, django_assert_max_num_queries: Any
+) -> None:
+    viewer = client_for("viewer")
+    with django_assert_max_num_queries(8):
+        page = viewer.get("/prompts/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "verifier/judge/rubric" in html
+    assert "production v1" in html and "staging v2" in html
+    assert 'aria-current="page">Prompts<' in html
+
+
+def test_viewers_read_but_cannot_change_prompts(prompts: Prompt) -> None:
+    viewer = client_for("viewer")
+    assert viewer.get(f"/prompts/{prompts.pk}/").status_code == 200
+    assert viewer.get(f"/prompts/{prompts.pk}/playground/").status_code == 200
+    assert viewer.get(f"/prompts/{prompts.pk}/versions/new/").status_code == 403
+    moved = viewer.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    assert moved.status_code == 403
+    assert Label.objects.get(prompt=prompts, name="production").version.number == 1
+    assert Client().get("/prompts/").status_code == 302
+
+
+def test_a_new_version_starts_from_the_chosen_version_and_saves_with_labels(
+    prompts: Prompt,
+) -> None:
+    author = client_for("author")
+    form = author.get(f"/prompts/{prompts.pk}/versions/new/?from=1").content.decode()
+    assert "You grade {{ subject }} responses and cite the evidence you used.</textarea>" in form
+    saved = author.post(
+        f"/prompts/{prompts.pk}/versions/new/",
+        {
+            "syntax": "curly",
+            "system": "You grade {{ subject }}.",
+            "template_name_0": "default",
+            "template_text_0": "Q: {{ q }}",
+            "template_name_1": "",
+            "template_text_1": "",
+            "variables": "",
+            "task": "rubric",
+            "config": '{"temperature": 0}',
+            "commit_message": "Shorter",
+            "labels": "canary",
+        },
+    )
+    assert saved.status_code == 302
+    version = prompts.versions.get(number=3)
+    assert version.user_templates == {"default": "Q: {{ q }}"}
+    assert version.variables == ["subject", "q"]
+    assert version.config == {"temperature": 0}
+    assert Label.objects.get(prompt=prompts, name="canary").version == version
+
+
+def test_a_version_with_errors_is_refused_and_the_form_keeps_the_text(prompts: Prompt) -> None:
+    author = client_for("author")
+    response = author.post(
+        f"/prompts/{prompts.pk}/versions/new/",
+        {
+            "syntax": "curly",
+            "system": "You grade {{ user.name }}.",
+            "template_name_0": "default",
+            "template_text_0": "kept text",
+            "config": "[1]",
+        },
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "attribute access" in html
+    assert "JSON object" in html
+    assert "kept text</textarea>" in html
+    assert prompts.versions.count() == 2
+
+
+def test_the_live_check_lists_variables_tokens_and_lint_findings(prompts: Prompt) -> None:
+    author = client_for("author")
+    response = author.post(
+        f"/prompts/{prompts.pk}/versions/check/",
+        {
+            "syntax": "curly",
+            "system": "You grade.",
+            "template_name_0": "default",
+            "template_text_0": "You are a grader. Question: {{ q }}",
+            "variables": "q topic",
+        },
+        HTTP_HX_REQUEST="true",
+    )
+    html = response.content.decode()
+    assert 'id="live-check"' in html and "<html" not in html
+    assert "<code>q</code>" in html
+    assert 'data-code="system_text_in_user"' in html
+    assert 'data-code="unused_variable"' in html
+    assert "default: <strong>" in html
+
+
+def test_labels_move_and_are_removed_with_one_click_and_the_history_shows_it(
+    prompts: Prompt,
+) -> None:
+    author = client_for("author")
+    author.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    author.post(f"/prompts/{prompts.pk}/labels/remove/", {"name": "staging"})
+    assert list(Label.objects.filter(prompt=prompts).values_list("name", "version__number")) == [
+        ("production", 2)
+    ]
+    events = list(LabelEvent.objects.filter(prompt=prompts).values_list("action", flat=True)[:2])
+    assert events == ["removed", "moved"]
+    page = author.get(f"/prompts/{prompts.pk}/").content.decode()
+    assert "from version 1 to 2" in page
+    refused = author.post(
+        f"/prompts/{prompts.pk}/labels/", {"name": "latest", "version": 1}, follow=True
+    )
+    assert "newest version" in refused.content.decode()
+
+
+def test_two_versions_are_compared_side_by_side(prompts: Prompt) -> None:
+    viewer = client_for("viewer")
+    response = viewer.get(f"/prompts/{prompts.pk}/?a=1&b=2", HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert 'id="compare"' in html and "<html" not in html
+    assert "<ins>" in html
+    assert "Version 1" in html and "Version 2" in html
+    bad = viewer.get(f"/prompts/{prompts.pk}/?a=1&b=9").content.decode()
+    assert "There is no version 9." in bad
+
+
+def test_the_playground_renders_messages_with_token_counts_and_names_missing_variables(
+    prompts: Prompt,
+) -> None:
+    viewer = client_for("viewer")
+    url = f"/prompts/{prompts.pk}/playground/"
+    filled = viewer.get(
+        url,
+        {
+            "source": "label:production",
+            "template": "default",
+            "interface": "manual",
+            "format": "messages",
+            "var_subject": "essay",
+            "var_evidence": "It cites two sources.",
+            "var_trait": "rigour",
+        },
+    ).content.decode()
+    assert 'data-testid="message-role">user' in filled
+    assert "You grade essay responses" in filled
+    assert 'data-testid="total-tokens"' in filled
+    missing = viewer.get(url, {"source": "label:production", "var_subject": "essay"})
+    assert "Missing variables: evidence, trait." in missing.content.decode()

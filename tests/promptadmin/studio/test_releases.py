@@ -1,0 +1,140 @@
+"""The studio's releases pages: publish with the impact report, roll back, compare, notices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from promptadmin.content.services import segments
+from promptadmin.releases import services, serving
+from promptadmin.releases.models import ReleaseLabel, ReleaseLabelMove
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_process() -> None:
+    serving._loaded.clear()
+
+
+@pytest.fixture
+def admin(client_as: Any) -> Client:
+    return client_as("admin")
+
+
+def grow_tone(content: dict[str, Any], capture: Any) -> None:
+    with capture(execute=True):
+        segments.segment_update(
+            actor=None, segment=content["tone"], content="Grey water, grey iron. " * 200
+        )
+
+
+def test_every_role_reads_the_releases_pages(viewer: Client, content: Any) -> None:
+    services.release_create(actor=None, name="r-one", labels=["production"])
+    for path in (
+        "/releases/",
+        "/releases/publish/",
+        "/releases/compare/?before=production&after=working",
+        "/releases/prompts/?before=production&after=working&entry=drowned-bell&token_budget=8000&npc_budget=600",
+    ):
+        assert viewer.get(path).status_code == 200, path
+
+
+def test_only_admins_publish_and_move_labels(author: Client, content: Any) -> None:
+    response = author.post("/releases/publish/", {"label": "production", "notes": "x"})
+    assert response.status_code == 403
+    services.release_create(actor=None, name="r-one")
+    response = author.post(
+        "/releases/labels/move/", {"label": "production", "release": "r-one", "note": ""}
+    )
+    assert response.status_code == 403
+    assert not ReleaseLabel.objects.exists()
+
+
+def test_publish_shows_the_impact_then_publishes(  # type: ignore[no-untyped-def]
+    admin: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    services.scenario_create(actor=None, name="tight", entry="drowned-bell", token_budget=300)
+    page = admin.get("/releases/publish/").content.decode()
+    assert "Nothing is published as 'production' yet" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin.post("/releases/publish/", {"label": "production", "notes": "launch"})
+    assert response.status_code == 302
+    assert serving.resolve(None).label == "production"
+
+    grow_tone(content, django_capture_on_commit_callbacks)
+    page = admin.get("/releases/publish/").content.decode()
+    assert "Compared with r-" in page and "new cut" in page
+    assert f"World segment #{content['tone'].pk} &#x27;Tone&#x27;" in page and "left out" in page
+
+
+def test_publishing_while_an_expectation_fails_asks_for_confirmation(  # type: ignore[no-untyped-def]
+    admin: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    services.scenario_create(
+        actor=None,
+        name="bell fits",
+        entry="drowned-bell",
+        token_budget=300,
+        expectations=[{"kind": "fits"}],
+    )
+    services.release_create(actor=None, name="r-one", labels=["production"])
+    grow_tone(content, django_capture_on_commit_callbacks)
+    refused = admin.post("/releases/publish/", {"label": "production", "name": "r-two"})
+    assert refused.status_code == 400
+    assert "Expectations fail on this content" in refused.content.decode()
+    assert ReleaseLabel.objects.get(name="production").release.name == "r-one"
+    confirmed = admin.post(
+        "/releases/publish/", {"label": "production", "name": "r-two", "confirm": "on"}
+    )
+    assert confirmed.status_code == 302
+    move = ReleaseLabelMove.objects.filter(label="production").first()
+    assert move is not None and move.to_release.name == "r-two" and move.confirmed_failures
+
+
+def test_roll_back_from_the_releases_page(admin: Client, content: Any) -> None:
+    services.release_create(actor=None, name="r-one", labels=["production"])
+    services.release_create(actor=None, name="r-two", labels=["production"])
+    response = admin.post(
+        "/releases/labels/move/", {"label": "production", "release": "r-one", "note": "undo"}
+    )
+    assert response.status_code == 302
+    assert ReleaseLabel.objects.get(name="production").release.name == "r-one"
+    page = admin.get("/releases/").content.decode()
+    assert "undo" in page and "r-two" in page
+
+
+def test_edit_pages_say_changes_are_not_live_once_production_exists(  # type: ignore[no-untyped-def]
+    author: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    path = f"/segments/{content['tone'].pk}/"
+    assert "not live until published" not in author.get(path).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.release_create(actor=None, name="r-one", labels=["production"])
+    assert "not live until published" in author.get(path).content.decode()
+    assert "not live until published" in author.get("/entries/drowned-bell/").content.decode()
+
+
+def test_the_dashboard_shows_what_is_unpublished(  # type: ignore[no-untyped-def]
+    author: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    assert "Nothing is published yet" in author.get("/").content.decode()
+    services.release_create(actor=None, name="r-one", labels=["production"])
+    assert "Everything is published" in author.get("/").content.decode()
+    grow_tone(content, django_capture_on_commit_callbacks)
+    page = author.get("/").content.decode()
+    assert "1 changed" in page and f"#{content['tone'].pk} Tone" in page
+
+
+def test_the_preview_shows_any_release(  # type: ignore[no-untyped-def]
+    viewer: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    services.release_create(actor=None, name="r-one")
+    with django_capture_on_commit_callbacks(execute=True):
+        segments.segment_update(actor=None, segment=content["tone"], content="Fog, always fog.")
+    query = "/preview/?entry=drowned-bell&token_budget=8000&npc_budget=600"
+    assert "Fog, always fog." in viewer.get(query).content.decode()
+    page = viewer.get(query + "&release=r-one").content.decode()
+    assert "Fog, always fog." not in page and "release r-one" in page

@@ -1,0 +1,90 @@
+"""Headers on studio pages: a Content-Security-Policy every page passes (no inline script or
+style anywhere), and nothing a signed-in person sees is kept by a cache."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from promptadmin.content.models import Segment
+
+pytestmark = pytest.mark.usefixtures("content")
+
+INLINE = [
+    (re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.I), "inline <script>"),
+    (re.compile(r"<style\b", re.I), "<style> element"),
+    (re.compile(r"\sstyle\s*=", re.I), "style attribute"),
+    (re.compile(r"\son[a-z]+\s*=", re.I), "event handler attribute"),
+    (re.compile(r"\shx-on", re.I), "hx-on attribute (evaluated inline)"),
+    (re.compile(r"javascript:", re.I), "javascript: URL"),
+    (re.compile(r"hx-trigger=\"[^\"]*\[", re.I), "htmx trigger filter (evaluated as script)"),
+    (re.compile(r"hx-vals='js:|hx-vals=\"js:", re.I), "hx-vals js: (evaluated as script)"),
+]
+
+
+def studio_pages() -> list[str]:
+    segment = Segment.objects.filter(scope="core").first()
+    assert segment is not None
+    preview = (
+        reverse("studio:preview") + "?entry=drowned-bell&npc=marta-vell&tier=2&token_budget=60"
+    )
+    return [
+        reverse("studio:dashboard"),
+        reverse("studio:segment_list"),
+        reverse("studio:segment_create"),
+        reverse("studio:segment_edit", args=[segment.pk]),
+        reverse("studio:segment_history", args=[segment.pk]),
+        reverse("studio:entry_list"),
+        reverse("studio:entry_create"),
+        reverse("studio:entry_edit", args=["drowned-bell"]),
+        reverse("studio:world_list"),
+        reverse("studio:world_edit", args=["iron-coast"]),
+        reverse("studio:npc_list"),
+        reverse("studio:ruleset_list"),
+        reverse("studio:preview"),
+        preview,
+    ]
+
+
+def test_every_studio_page_has_a_strict_content_security_policy(author: Client) -> None:
+    for url in studio_pages():
+        response = author.get(url)
+        assert response.status_code == 200, url
+        policy = response["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "style-src 'self'" in policy, url
+        assert "unsafe-inline" not in policy and "unsafe-eval" not in policy, url
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_no_studio_page_needs_inline_script_or_style(author: Client, htmx: bool) -> None:
+    headers = {"HX-Request": "true"} if htmx else {}
+    for url in studio_pages():
+        html = author.get(url, headers=headers).content.decode()
+        for pattern, what in INLINE:
+            found = pattern.search(html)
+            assert found is None, f"{url}: {what}: {html[found.start() : found.start() + 80]!r}"
+
+
+def test_the_sign_in_and_lockout_pages_have_no_inline_script_or_style(client: Client) -> None:
+    html = client.get(reverse("login")).content.decode()
+    assert not any(pattern.search(html) for pattern, _what in INLINE)
+
+
+def test_signed_in_pages_are_private_and_never_stored(author: Client) -> None:
+    for url in studio_pages():
+        cache_control = author.get(url)["Cache-Control"]
+        assert "private" in cache_control and "no-store" in cache_control, url
+
+
+def test_htmx_is_told_not_to_inject_styles_or_evaluate_script(author: Client) -> None:
+    html = author.get(reverse("studio:dashboard")).content.decode()
+    assert '"includeIndicatorStyles": false, "allowEval": false' in html
+
+
+def test_the_page_cannot_be_framed(author: Client) -> None:
+    response = author.get(reverse("studio:dashboard"))
+    assert response["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
