@@ -15,7 +15,8 @@ RUN pip install .
 
 COPY . .
 # Static files are collected at build time and served by whitenoise.
-RUN DEBUG=false SECRET_KEY=build-only python manage.py collectstatic --noinput
+RUN DEBUG=false SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+    python manage.py collectstatic --noinput
 
 USER app
 EXPOSE 8000

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint format bench-assembler bench clean
+.PHONY: install run test lint format bench-assembler bench bench-import bench-releases clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,12 +14,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## run: migrate, load the demo game, create a local admin and serve on http://127.0.0.1:8000
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+## run: migrate, load the demo game, create a local admin and serve on http://$(HOST):$(PORT)
+## (`make run PORT=8080` when 8000 is taken)
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py seed_prompts
 	$(BIN)/python manage.py ensure_admin
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 ## test: the whole suite (PostgreSQL and Redis when reachable, else SQLite with a notice)
 test: install
@@ -38,12 +43,22 @@ format: install
 	$(BIN)/ruff check --fix .
 
 bench-assembler: install
-	$(BIN)/python -m assembler.bench
+	$(BIN)/python -m benchmarks.assembler
+	$(BIN)/python -m benchmarks.history
 
 ## bench: load-test the REST API under gunicorn with wrk (needs PostgreSQL, Redis and wrk);
 ## recreates its own database (BENCH_DATABASE_URL) and prints req/s, p50 and p99
 bench: install
 	$(BIN)/python scripts/bench_api.py $(ARGS)
+
+## bench-import: time import_segments on a 50,000-row legacy export (needs PostgreSQL)
+bench-import: install
+	$(BIN)/python scripts/bench_import.py $(ARGS)
+
+## bench-releases: time making a release and comparing 50 scenarios at 10,000 segments
+## (needs PostgreSQL; recreates its own database, BENCH_RELEASES_DATABASE_URL)
+bench-releases: install
+	$(BIN)/python scripts/bench_releases.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache .mypy_cache .hypothesis
