@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from promptadmin.content.models import NPC, Entry, Ruleset, Segment, World
 from promptadmin.content.services import segments
+from promptadmin.releases.services import release_create
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.usefixtures("content")
@@ -20,6 +21,9 @@ ISOLATED_BEFORE = ("<bdi>", "\u2068")  # the element, or FIRST STRONG ISOLATE
 
 
 def plant_hostile_names() -> dict[str, str]:
+    # Published first, so the dashboard's unpublished list and the publish page's impact
+    # report show the hostile names as changes.
+    release_create(actor=UserFactory(is_superuser=True), labels=["production"])
     names = {}
     for model, name in ((World, "world"), (Ruleset, "ruleset"), (NPC, "npc"), (Entry, "entry")):
         hostile = f"{name} {RLO}txt.exe"
@@ -30,7 +34,7 @@ def plant_hostile_names() -> dict[str, str]:
     segments.segment_update(
         actor=UserFactory(username=f"ida{RLO}nimda"),
         segment=segment,
-        metadata={"title": f"title {RLO}gnp.exe"},
+        title=f"title {RLO}gnp.exe",
     )
     return names
 
@@ -55,6 +59,7 @@ def test_every_typed_name_on_every_page_is_isolated(author: Client) -> None:
         reverse("studio:npc_edit", args=["marta-vell"]),
         reverse("studio:preview")
         + "?entry=drowned-bell&npc=marta-vell&tier=2&first_turn=on&token_budget=8000",
+        reverse("studio:release_publish"),
     ]
     for url in pages:
         html = author.get(url).content.decode()
