@@ -39,6 +39,7 @@ from rest_framework.views import APIView
 from assembler.templates import TemplateConversionError, to_curly
 from promptadmin.api.authentication import verified_key
 from promptadmin.api.content import actor_of
+from promptadmin.api.errors import Conflict
 from promptadmin.api.permissions import CanRead, ReadOrWrite
 from promptadmin.content.models import ApiKey
 from promptadmin.prompts.errors import PromptLookupError
@@ -129,7 +130,9 @@ def langfuse_prompt(resolved: ResolvedPrompt) -> dict[str, Any]:
             name: to_curly(text, resolved.syntax) for name, text in resolved.user_templates.items()
         }
     except TemplateConversionError as error:
-        raise exceptions.APIException(
+        # The version exists but has no faithful Langfuse form: the client's request is
+        # fine, the resource's state is what stands in the way (409, never a 500).
+        raise Conflict(
             f"Version {resolved.version} of {resolved.langfuse_name} cannot be served in "
             f"Langfuse's {{{{ }}}} syntax: {error}. Use the native API (/api/v1/prompts/).",
             code="not_curly_convertible",

@@ -180,3 +180,18 @@ def test_the_prompt_list_pages_with_data_and_meta(langfuse: Langfuse, judge: Non
     assert listed.meta.total_pages == 2
     assert listed.data[0].name == "verifier/judge"
     assert listed.data[0].versions == [1, 2]
+
+
+def test_a_version_with_no_langfuse_form_is_a_409_naming_the_native_api(
+    live_server: Any, langfuse: Langfuse, judge: None
+) -> None:
+    # A literal '{{' in a format template would read as a placeholder in {{ }} syntax.
+    prompt = prompt_create(actor=None, component="verifier", agent="literal")
+    prompt_version_create(
+        actor=None, prompt=prompt, labels=["production"], syntax="format",
+        user_templates={"default": "Write {{{{name}}}} literally, then {name}."},
+    )  # fmt: skip
+    with pytest.raises(Exception) as raised:
+        langfuse.get_prompt("verifier/literal", cache_ttl_seconds=0, max_retries=0)
+    assert getattr(raised.value, "status_code", None) == 409
+    assert "/api/v1/prompts/" in str(getattr(raised.value, "body", ""))
