@@ -96,7 +96,11 @@ def live_check(scope: str, content: str, saved_tokens: int | None = None) -> dic
     lints = None
     if scope in SEGMENT_SCOPES:
         lints = assembler.lint_segment(
-            scope, content, token_count=count, token_budget=assembler.DEFAULT_TOKEN_BUDGET
+            scope,
+            content,
+            token_count=count,
+            token_budget=assembler.DEFAULT_TOKEN_BUDGET,
+            npc_budget=assembler.DEFAULT_NPC_BUDGET,
         )
     return {
         "tokens": count,

@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+import assembler
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.core.tokens import tokenizer
@@ -477,6 +478,21 @@ def test_the_live_check_shows_the_change_since_the_saved_count(author: Client) -
 def test_the_live_check_warns_about_empty_text(author: Client) -> None:
     html = author.post(CHECK, {"scope": "core", "content": "   "}).content.decode()
     assert "The segment has no text." in html
+
+
+def test_the_live_check_says_an_oversized_segment_would_always_be_left_out(
+    author: Client,
+) -> None:
+    # About 700 tokens: within the prompt's default budget, over the NPC block's.
+    text = "The smith hums while she works. " * 100
+    assert assembler.DEFAULT_NPC_BUDGET < tokenizer().count(text) < 8000
+    npc_html = author.post(CHECK, {"scope": "npc", "content": text}).content.decode()
+    assert f"more than the {assembler.DEFAULT_NPC_BUDGET}-token NPC budget" in npc_html
+    world_html = author.post(CHECK, {"scope": "world", "content": text}).content.decode()
+    assert "always be left out" not in world_html
+    huge = "Waves break on the grey stones. " * 1500
+    world_html = author.post(CHECK, {"scope": "world", "content": huge}).content.decode()
+    assert f"more than the whole {assembler.DEFAULT_TOKEN_BUDGET}-token budget" in world_html
 
 
 def test_the_live_check_does_not_lint_without_a_scope(author: Client) -> None:
