@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 from simple_history.admin import SimpleHistoryAdmin
@@ -66,6 +66,31 @@ class ServiceDeleteMixin:
 STALE_ADVICE = "Nothing was saved: open it again to see the other change, then redo yours."
 
 
+class StaleSaveMixin:
+    """A save that loses the race to another one is refused like a stale form.
+
+    The form checks the revision it was loaded with; the service checks again under a row
+    lock, so a save landing between the two is refused there. The admin's change view is
+    atomic, so nothing of this save (inlines included) stays; the page is shown again with
+    the other change and says so, instead of answering 500 or "changed successfully".
+    """
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(  # type: ignore[misc, no-any-return]
+                request, object_id, form_url, extra_context
+            )
+        except StaleRevisionError as exc:
+            messages.error(request, f"{exc} {STALE_ADVICE}")
+            return HttpResponseRedirect(request.get_full_path())
+
+
 class RevisionAdminForm(forms.ModelForm):
     """A change form carrying the revision it was loaded with.
 
@@ -110,7 +135,7 @@ class CatalogAdminForm(RevisionAdminForm):
 
 
 @admin.register(World, Ruleset, NPC)
-class CatalogAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
+class CatalogAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistoryAdmin):
     form = CatalogAdminForm
     list_display = ("slug", "name", "revision", "updated_at")
     search_fields = ("slug", "name", "description")
@@ -154,7 +179,7 @@ class EntryAdminForm(RevisionAdminForm):
 
 
 @admin.register(Entry)
-class EntryAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
+class EntryAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistoryAdmin):
     form = EntryAdminForm
     readonly_fields = ("revision",)
     list_display = ("slug", "name", "world", "revision", "updated_at")
@@ -206,7 +231,7 @@ class EntryAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
 
 
 @admin.register(Segment)
-class SegmentAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
+class SegmentAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistoryAdmin):
     form = SegmentAdminForm
     list_display = ("id", "scope", "ref_label", "label", "version", "active", "tier", "token_count")
     list_filter = ("scope", "active", "world", "ruleset", "entry", "npc")
@@ -252,19 +277,14 @@ class SegmentAdmin(SuperuserOnly, ServiceDeleteMixin, SimpleHistoryAdmin):
         ref = obj.ref
         editable = {name: data[name] for name in segments.EDITABLE_FIELDS}
         if change:
-            # The service checks the revision again under a row lock, so a save made
-            # between the form's check and this one is refused too.
-            try:
-                saved = segments.segment_update(
-                    actor=request.user,
-                    segment=obj,
-                    expected_revision=data["expected_revision"],
-                    ref=ref,
-                    **editable,
-                )
-            except StaleRevisionError as exc:
-                messages.error(request, f"{exc} {STALE_ADVICE}")
-                return
+            # The service checks the revision again under a row lock (see StaleSaveMixin).
+            saved = segments.segment_update(
+                actor=request.user,
+                segment=obj,
+                expected_revision=data["expected_revision"],
+                ref=ref,
+                **editable,
+            )
         else:
             saved = segments.segment_create(
                 actor=request.user, scope=obj.scope, ref=ref, **editable

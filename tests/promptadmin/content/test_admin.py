@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from django import forms
 from django.contrib.admin.utils import quote
 from django.test import Client
 
+from promptadmin.content.admin import RevisionAdminForm
 from promptadmin.content.models import ApiKey, Entry, Segment, World
-from promptadmin.content.services import segments
+from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.api_keys import api_key_create
-from tests.factories import RulesetFactory, UserFactory, WorldFactory, make_segment
+from tests.factories import EntryFactory, RulesetFactory, UserFactory, WorldFactory, make_segment
 
 pytestmark = pytest.mark.django_db
 
@@ -18,6 +22,13 @@ pytestmark = pytest.mark.django_db
 def superuser_client(client: Client) -> Client:
     client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
     return client
+
+
+EMPTY_INLINES = {
+    f"{prefix}-{count}_FORMS": "0"
+    for prefix in ("ruleset_links", "cast_links")
+    for count in ("TOTAL", "INITIAL")
+}
 
 
 def segment_form(**fields: object) -> dict[str, object]:
@@ -167,6 +178,40 @@ def test_an_admin_save_from_an_older_copy_is_refused_and_keeps_the_other_change(
     assert "changed by someone else" in errors[0]
     segment.refresh_from_db()
     assert segment.content == "Speak in riddles." and segment.revision == 2
+
+
+@pytest.fixture
+def form_check_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save that lands between the form's revision check and the service's."""
+    monkeypatch.setattr(RevisionAdminForm, "clean", forms.ModelForm.clean)
+
+
+@pytest.mark.usefixtures("form_check_passes")
+@pytest.mark.parametrize("kind", ["segment", "world", "entry"])
+def test_a_save_that_loses_the_race_is_refused_and_says_so(
+    superuser_client: Client, kind: str
+) -> None:
+    if kind == "segment":
+        obj: Any = make_segment(scope="core", content="Speak plainly.")
+        data = segment_form(content="Speak softly.", expected_revision=1)
+        segments.segment_update(actor=None, segment=obj, content="Speak in riddles.")
+    else:
+        obj = WorldFactory(name="Iron Coast") if kind == "world" else EntryFactory(name="Bell")
+        data = {"slug": obj.slug, "name": "Mine", "description": "", "expected_revision": 1}
+        if kind == "entry":
+            data |= {"world": obj.world_id, **EMPTY_INLINES}
+        catalog.catalog_update(actor=None, obj=obj, name="Theirs")
+    url = f"/admin/promptadmin/{kind}/{obj.pk}/change/"
+
+    response = superuser_client.post(url, data, follow=True)
+
+    assert response.status_code == 200
+    shown = [str(message) for message in response.context["messages"]]
+    assert any("changed by someone else" in message for message in shown), shown
+    assert not any("successfully" in message for message in shown), shown
+    obj.refresh_from_db()
+    assert obj.revision == 2
+    assert (obj.content if kind == "segment" else obj.name) in ("Speak in riddles.", "Theirs")
 
 
 def test_renaming_a_key_in_the_admin_goes_through_the_key_service(
