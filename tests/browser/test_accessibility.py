@@ -80,6 +80,12 @@ def test_the_focus_ring_has_at_least_3_to_1_contrast(
     sign_in(page, "ada", "/segments/")
     page.get_by_label("Search").focus()
     page.keyboard.press("Tab")
+    ring = page.evaluate(
+        "(() => { const s = getComputedStyle(document.activeElement);"
+        " return [s.outlineStyle, s.outlineWidth]; })()"
+    )
+    # A ring is drawn at all (without one the colour below would be the text's).
+    assert ring[0] not in ("none", "hidden") and float(ring[1].removesuffix("px")) >= 2, ring
     colour = page.evaluate("getComputedStyle(document.activeElement).outlineColor")
     rgb = [int(part) for part in colour[colour.index("(") + 1 : colour.index(")")].split(",")[:3]]
 

@@ -45,3 +45,28 @@ def test_an_author_compares_revisions_and_restores_an_old_one(
     restored = Segment.objects.get(pk=segment.pk)
     assert (restored.revision, restored.content) == (4, original)
     screenshot(page, "09-history-restored")
+
+
+def test_at_phone_width_every_restore_button_and_compare_radio_is_on_screen(
+    browser: Any, live_server: Any, make_user: Any, sign_in: Any, screenshot: Any
+) -> None:
+    # What was seen (9): at 390 px the restore buttons and compare radios were off screen.
+    author = make_user("ada", "author")
+    segment = Segment.objects.get(import_key="w-iron-history")
+    segment = segments.segment_update(actor=author, segment=segment, content="Changed once.")
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        sign_in(page, "ada", f"/segments/{segment.pk}/history/")
+        controls = page.locator("table.revisions button, table.revisions input[type=radio]").all()
+        assert len(controls) >= 3
+        for control in controls:
+            # Only across: nothing may need sideways scrolling, of the page or of a box.
+            box = control.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, (
+                control.get_attribute("aria-label"),
+                box,
+            )
+        screenshot(page, "phone-history")
+    finally:
+        context.close()
