@@ -165,16 +165,25 @@ def full(row: dict[str, Any]) -> dict[str, Any]:
     return {column: row.get(column) for column in COLUMNS}
 
 
-def as_json(rows: list[dict[str, Any]], *, metadata_as_text: bool = False) -> bytes:
-    """A JSON array as a hosted Postgres dashboard exports it (one row per line)."""
+def as_json(
+    rows: list[dict[str, Any]],
+    *,
+    metadata_as_text: bool = False,
+    bom: bool = False,
+    crlf: bool = False,
+) -> bytes:
+    """A JSON array as a hosted Postgres dashboard exports it (one row per line); ``bom``
+    and ``crlf`` as an editor on Windows saves it again."""
     out = []
     for row in rows:
         row = full(row)
         if metadata_as_text and isinstance(row["metadata"], dict):
             row["metadata"] = json.dumps(row["metadata"])
         out.append(json.dumps(row, ensure_ascii=False))
+    newline = "\r\n" if crlf else "\n"
+    text = "[" + newline + ("," + newline).join(out) + newline + "]" + newline
     # A lone surrogate (only JSON can carry one) is written as its \u escape.
-    return ("[\n" + ",\n".join(out) + "\n]\n").encode("utf-8", "backslashreplace")
+    return ("\ufeff" if bom else "").encode() + text.encode("utf-8", "backslashreplace")
 
 
 def as_csv(rows: list[dict[str, Any]], *, bom: bool = True) -> bytes:

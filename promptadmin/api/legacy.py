@@ -179,23 +179,24 @@ class BulkView(APIView):
         tags=TAGS,
         request=s.BulkInputSerializer,
         responses={200: s.BulkOutputSerializer, **ERRORS},
-        summary="Copy or dismiss many, all or none",
+        summary="Copy, dismiss or undo many; rows the action does not apply to are skipped",
     )
     def post(self, request: Request) -> Response:
         body = s.BulkInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data: dict[str, Any] = dict(body.validated_data)
         action = data.pop("action")
-        if action == "dismiss" and not data.get("reason", "").strip():
+        if action == deprecated.Action.DISMISS and not data.get("reason", "").strip():
             raise ValidationError({"reason": ["Say why these segments are dismissed."]})
         if "ref" in data and "scope" not in data:
             raise ValidationError({"scope": ["Give the scope the ref belongs to."]})
         if "scope" in data:
             data["ref"] = SegmentViewSet._ref(data["scope"], data.get("ref"))
-        results = deprecated.deprecated_bulk(actor=actor_of(request), action=action, **data)
-        if action == "copy":
-            out = SegmentOutputSerializer(results, many=True).data
+        result = deprecated.deprecated_bulk(actor=actor_of(request), action=action, **data)
+        if action == deprecated.Action.COPY:
+            out = SegmentOutputSerializer(result.done, many=True).data
         else:
-            context = {"suggestions": deprecated.suggestions(results)}
-            out = s.DeprecatedSegmentSerializer(results, many=True, context=context).data
-        return Response({"action": action, "count": len(out), "results": out})
+            context = {"suggestions": deprecated.suggestions(result.done)}
+            out = s.DeprecatedSegmentSerializer(result.done, many=True, context=context).data
+        skipped = [{"id": row.id, "reason": row.reason} for row in result.skipped]
+        return Response({"action": action, "count": len(out), "results": out, "skipped": skipped})

@@ -11,9 +11,11 @@ from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, slug_
 from promptadmin.api.serializers.content import ScopeField
 from promptadmin.content.legacy import FORMATS
 from promptadmin.content.models import DEPRECATED_SCOPES
-from promptadmin.content.services.deprecated import BULK_LIMIT, MAX_REASON, Status, status_of
+from promptadmin.content.services.deprecated import MAX_REASON, Action, Status, status_of
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+# Ids in one bulk request (the studio's bulk form acts on a whole filtered selection).
+MAX_BULK_IDS = 1000
 
 
 class ImportInputSerializer(serializers.Serializer):
@@ -69,6 +71,7 @@ class SuggestionSerializer(serializers.Serializer):
 class DeprecatedSegmentSerializer(serializers.Serializer):
     id = f.Integer()
     scope = f.Text()
+    title = f.Text(allow_blank=True)
     content = f.Text(allow_blank=True)
     metadata = serializers.DictField()
     original_id = serializers.SerializerMethodField()
@@ -131,9 +134,13 @@ class DismissInputSerializer(StrictSerializer):
 
 
 class BulkInputSerializer(StrictSerializer):
-    action = serializers.ChoiceField(choices=["copy", "dismiss"])
+    action = serializers.ChoiceField(choices=Action.ALL)
     ids = serializers.ListField(
-        child=f.Integer(min_value=1, max_value=2**63 - 1), min_length=1, max_length=BULK_LIMIT
+        child=f.Integer(min_value=1, max_value=2**63 - 1),
+        min_length=1,
+        max_length=MAX_BULK_IDS,
+        help_text=f"Deprecated segments to act on (at most {MAX_BULK_IDS} per request); those "
+        "the action does not apply to are skipped and listed in `skipped`.",
     )
     reason = f.Text(max_length=MAX_REASON, required=False, help_text="For dismiss.")
     scope = ScopeField(
@@ -143,10 +150,18 @@ class BulkInputSerializer(StrictSerializer):
     active = f.Flag(default=False, help_text="For copy.")
 
 
+class SkippedSerializer(serializers.Serializer):
+    id = f.Integer()
+    reason = f.Text(help_text="Why the action does not apply to this segment.")
+
+
 class BulkOutputSerializer(serializers.Serializer):
-    action = f.Text()
-    count = f.Integer()
+    action = f.Text(help_text="The action applied, as requested: copy, dismiss or undo.")
+    count = f.Integer(help_text="Segments the action was applied to (the length of results).")
     results = serializers.ListField(
         child=serializers.DictField(),
-        help_text="copy: the new segments; dismiss: the dismissed deprecated segments.",
+        help_text="copy: the new segments; dismiss, undo: the deprecated segments changed.",
+    )
+    skipped = SkippedSerializer(
+        many=True, help_text="Segments left as they were, each with the reason; oldest first."
     )

@@ -5,23 +5,30 @@ its review state lives in its metadata (``review_status``, ``review_reason``, ``
 and every action is a saved change with a history record (who and when). A copy is a
 new segment whose metadata links back (``copied_from``); undoing a copy deactivates the
 copy (kept, with its history) and puts the source back to pending.
+
+A single action refuses a row it does not apply to (a copied row cannot be dismissed); a
+bulk action over a filtered selection skips such rows and reports each with the reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
+from simple_history.utils import bulk_create_with_history, bulk_update_with_history
 
 from promptadmin.content.kinds import KINDS
-from promptadmin.content.models import DEPRECATED_SCOPES, Segment
+from promptadmin.content.models import DEPRECATED_SCOPES, REF_FIELDS, Segment
 from promptadmin.content.services import segments
-from promptadmin.content.services.legacy_import import check_can_migrate
+from promptadmin.content.services.legacy_import import check_can_migrate, title_from_metadata
 from promptadmin.core.actors import Actor, record_actor, user_or_none
+from promptadmin.core.cache import content_changed
 
 
 class Status:
@@ -31,8 +38,31 @@ class Status:
     ALL = (PENDING, COPIED, DISMISSED)
 
 
+class Action:
+    COPY = "copy"
+    DISMISS = "dismiss"
+    UNDO = "undo"
+    ALL = (COPY, DISMISS, UNDO)
+
+
 MAX_REASON = 500
-BULK_LIMIT = 1000
+# Rows a bulk action locks and writes at a time: a fixed number of queries per batch.
+BULK_BATCH_SIZE = 500
+
+# Why an action does not apply to a row in a review status. A single action refuses with
+# it; a bulk action skips the row and reports it.
+NOT_APPLICABLE: dict[tuple[str, str], str] = {
+    (Action.COPY, Status.DISMISSED): "was dismissed: undo the dismissal before copying it",
+    (Action.DISMISS, Status.COPIED): "was copied: undo the copy before dismissing it",
+    (Action.UNDO, Status.PENDING): "is pending: there is nothing to undo",
+}
+# A bulk action also skips rows already in the state it leads to: acting on a filtered
+# selection twice must not copy a row twice (a single copy may, on purpose).
+ALREADY_DONE: dict[tuple[str, str], str] = {
+    (Action.COPY, Status.COPIED): "was copied already: copy it again on its own if you mean to",
+    (Action.DISMISS, Status.DISMISSED): "was dismissed already",
+}
+NO_TARGET = "has no obvious target: choose a scope and object to copy it to"
 
 
 def status_of(segment: Segment) -> str:
@@ -119,6 +149,73 @@ def _lock_deprecated(segment: Segment) -> Segment:
     return current
 
 
+def _refuse_unless_applicable(action: str, source: Segment) -> None:
+    why = NOT_APPLICABLE.get((action, status_of(source)))
+    if why is not None:
+        raise ValidationError({"id": f"Segment #{source.pk} {why}."})
+
+
+def _clean_reason(reason: str) -> str:
+    reason = reason.strip()
+    if not reason:
+        raise ValidationError({"reason": "Say why this segment is dismissed."})
+    if len(reason) > MAX_REASON or "\x00" in reason:
+        raise ValidationError(
+            {"reason": f"A reason is at most {MAX_REASON} characters, without NUL."}
+        )
+    return reason
+
+
+def _meta(segment: Segment) -> dict[str, Any]:
+    return segment.metadata if isinstance(segment.metadata, dict) else {}
+
+
+def _copied(source: Segment, copy_pk: int) -> dict[str, Any]:
+    """The source's metadata once copied to ``copy_pk`` (a row may be copied more than once)."""
+    previous = _meta(source).get("copies")
+    copies = [*previous, copy_pk] if isinstance(previous, list) else [copy_pk]
+    return {**_meta(source), "review_status": Status.COPIED, "copies": copies}
+
+
+def _dismissed(source: Segment, reason: str) -> dict[str, Any]:
+    return {**_meta(source), "review_status": Status.DISMISSED, "review_reason": reason}
+
+
+def _undone(source: Segment) -> dict[str, Any]:
+    """The source's metadata back to pending; the copies it had are kept as ``undone_copies``."""
+    metadata = {
+        key: value
+        for key, value in _meta(source).items()
+        if key not in ("review_status", "review_reason", "copies")
+    }
+    if status_of(source) == Status.COPIED:
+        undone = metadata.get("undone_copies")
+        metadata["undone_copies"] = [
+            *(undone if isinstance(undone, list) else []),
+            *_copy_ids(source),
+        ]
+    return metadata
+
+
+def _copy_ids(source: Segment) -> list[int]:
+    copies = _meta(source).get("copies")
+    return [pk for pk in copies if isinstance(pk, int)] if isinstance(copies, list) else []
+
+
+def _carried_title(source: Segment) -> tuple[str, dict[str, Any]]:
+    """The title a copy takes from its source, and what goes in its metadata for it.
+
+    The source's title column; else a string metadata ``title`` (a row stored before
+    titles had a column), in the column when it fits and kept in the metadata otherwise.
+    """
+    if source.title:
+        return source.title, {}
+    title = _meta(source).get("title")
+    if not isinstance(title, str) or not title.strip():
+        return "", {}
+    return title_from_metadata({"title": title})
+
+
 def _save_review(current: Segment, actor: Actor, metadata: dict[str, Any]) -> Segment:
     current.metadata = metadata
     current.revision += 1
@@ -140,33 +237,24 @@ def deprecated_copy(
 ) -> Segment:
     """Copy a deprecated segment's text (or the author's edit of it) to an allowed scope.
 
-    Returns the new segment; its metadata links back, the source is marked copied and
-    links forward. A dismissed row must be put back to pending (undo) first.
+    Returns the new segment; it takes the source's title, its metadata links back, and the
+    source is marked copied and links forward. A dismissed row must be put back to pending
+    (undo) first.
     """
     check_can_migrate(actor)
     source = _lock_deprecated(segment)
-    if status_of(source) == Status.DISMISSED:
-        raise ValidationError(
-            {"id": f"Segment #{source.pk} was dismissed: undo the dismissal before copying it."}
-        )
-    text = source.content if content is None else content
-    title = source.metadata.get("title") if isinstance(source.metadata, dict) else None
-    metadata: dict[str, Any] = {
-        "copied_from": source.pk,
-        "copied_from_scope": source.scope,
-    }
-    if isinstance(title, str) and title.strip():
-        metadata["title"] = title
+    _refuse_unless_applicable(Action.COPY, source)
+    title, extra = _carried_title(source)
     copy = segments.segment_create(
-        actor=actor, scope=scope, ref=ref, content=text, metadata=metadata, active=active
+        actor=actor,
+        scope=scope,
+        ref=ref,
+        title=title,
+        content=source.content if content is None else content,
+        metadata={**extra, "copied_from": source.pk, "copied_from_scope": source.scope},
+        active=active,
     )
-    previous = source.metadata.get("copies") if isinstance(source.metadata, dict) else None
-    copies = [*previous, copy.pk] if isinstance(previous, list) else [copy.pk]
-    _save_review(
-        source,
-        actor,
-        {**source.metadata, "review_status": Status.COPIED, "copies": copies},
-    )
+    _save_review(source, actor, _copied(source, copy.pk))
     return copy
 
 
@@ -174,26 +262,12 @@ def deprecated_copy(
 def deprecated_dismiss(*, actor: Actor, segment: Segment, reason: str) -> Segment:
     """Mark a deprecated segment as not worth keeping, saying why (it is kept)."""
     check_can_migrate(actor)
-    reason = reason.strip()
-    if not reason:
-        raise ValidationError({"reason": "Say why this segment is dismissed."})
-    if len(reason) > MAX_REASON or "\x00" in reason:
-        raise ValidationError(
-            {"reason": f"A reason is at most {MAX_REASON} characters, without NUL."}
-        )
+    reason = _clean_reason(reason)
     source = _lock_deprecated(segment)
-    status = status_of(source)
-    if status == Status.COPIED:
-        raise ValidationError(
-            {"id": f"Segment #{source.pk} was copied: undo the copy before dismissing it."}
-        )
-    if status == Status.DISMISSED and source.metadata.get("review_reason") == reason:
+    _refuse_unless_applicable(Action.DISMISS, source)
+    if status_of(source) == Status.DISMISSED and _meta(source).get("review_reason") == reason:
         return source
-    return _save_review(
-        source,
-        actor,
-        {**source.metadata, "review_status": Status.DISMISSED, "review_reason": reason},
-    )
+    return _save_review(source, actor, _dismissed(source, reason))
 
 
 @transaction.atomic
@@ -205,21 +279,35 @@ def deprecated_undo(*, actor: Actor, segment: Segment) -> Segment:
     """
     check_can_migrate(actor)
     source = _lock_deprecated(segment)
-    status = status_of(source)
-    if status == Status.PENDING:
-        raise ValidationError({"id": f"Segment #{source.pk} is pending: there is nothing to undo."})
-    metadata = {
-        key: value
-        for key, value in source.metadata.items()
-        if key not in ("review_status", "review_reason", "copies")
-    }
-    if status == Status.COPIED:
-        copies = source.metadata.get("copies") or []
-        for copy in Segment.objects.filter(pk__in=copies, active=True):
-            segments.segment_update(actor=actor, segment=copy, active=False)
-        undone = metadata.get("undone_copies")
-        metadata["undone_copies"] = [*(undone if isinstance(undone, list) else []), *copies]
-    return _save_review(source, actor, metadata)
+    _refuse_unless_applicable(Action.UNDO, source)
+    for copy in Segment.objects.filter(pk__in=_copy_ids(source), active=True):
+        segments.segment_update(actor=actor, segment=copy, active=False)
+    return _save_review(source, actor, _undone(source))
+
+
+# Bulk actions
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A row a bulk action left as it was, and why (``why`` follows "Segment #id")."""
+
+    id: int
+    why: str
+
+    @property
+    def reason(self) -> str:
+        return f"Segment #{self.id} {self.why}."
+
+
+@dataclass
+class BulkResult:
+    """What a bulk action did: ``done`` holds the new copies (copy) or the changed
+    deprecated rows (dismiss, undo); ``skipped`` the rows the action does not apply to."""
+
+    action: str
+    done: list[Segment] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 @transaction.atomic
@@ -227,56 +315,179 @@ def deprecated_bulk(
     *,
     actor: Actor,
     action: str,
-    ids: list[int],
+    ids: Iterable[int],
     reason: str = "",
     scope: str | None = None,
     ref: segments.Ref = None,
     active: bool = False,
-) -> list[Segment]:
-    """Copy or dismiss many deprecated segments, all or none.
+) -> BulkResult:
+    """Copy, dismiss or undo many deprecated segments, in batches of ``BULK_BATCH_SIZE``.
 
-    A copy goes to ``scope``/``ref`` when given, else to each row's suggestion (a row
-    without one refuses the whole action, naming it). Returns the copies or the dismissed rows.
+    A copy goes to ``scope``/``ref`` when given, else to each row's suggestion. Rows the
+    action does not apply to (a copied row to dismiss, a pending row to undo, a row
+    without a suggestion to copy to it...) are skipped and reported. Bad input (an
+    unknown action or id, no reason to dismiss, a target its scope does not allow)
+    refuses the whole action: nothing is written. One transaction; a fixed number of
+    queries per batch, however many rows it holds.
     """
     check_can_migrate(actor)
-    if action not in ("copy", "dismiss"):
-        raise ValidationError({"action": "Use 'copy' or 'dismiss'."})
-    if not ids:
+    if action not in Action.ALL:
+        raise ValidationError({"action": f"Use one of {', '.join(Action.ALL)}."})
+    wanted = sorted(set(ids))
+    if not wanted:
         raise ValidationError({"ids": "Choose at least one segment."})
-    if len(ids) > BULK_LIMIT:
-        raise ValidationError({"ids": f"At most {BULK_LIMIT} segments at a time."})
-    rows = list(Segment.objects.filter(pk__in=ids, scope__in=DEPRECATED_SCOPES).order_by("id"))
-    missing = sorted(set(ids) - {row.pk for row in rows})
-    if missing:
-        raise ValidationError(
-            {"ids": f"No deprecated segment with id {', '.join(map(str, missing))}."}
+    if action == Action.DISMISS:
+        reason = _clean_reason(reason)
+    if action == Action.COPY and scope is not None:
+        _check_target(scope, ref)
+    result = BulkResult(action)
+    now = timezone.now()
+    for start in range(0, len(wanted), BULK_BATCH_SIZE):
+        batch = wanted[start : start + BULK_BATCH_SIZE]
+        rows = list(
+            Segment.objects.select_for_update()
+            .filter(pk__in=batch, scope__in=DEPRECATED_SCOPES)
+            .order_by("id")
         )
-    if action == "dismiss":
-        return [deprecated_dismiss(actor=actor, segment=row, reason=reason) for row in rows]
-    targets: dict[int, tuple[str, segments.Ref]] = {}
-    if scope is not None:
-        targets = {row.pk: (scope, ref) for row in rows}
-    else:
-        suggested = suggestions(rows)
-        unsuggested = [row.pk for row in rows if row.pk not in suggested]
-        if unsuggested:
+        missing = sorted(set(batch) - {row.pk for row in rows})
+        if missing:
             raise ValidationError(
-                {
-                    "scope": "Choose a scope and object: no target is obvious for segment(s) "
-                    f"{', '.join(map(str, unsuggested))}."
-                }
+                {"ids": f"No deprecated segment with id {', '.join(map(str, missing))}."}
             )
+        todo: list[Segment] = []
         for row in rows:
-            hint = suggested[row.pk]
-            obj = KINDS[hint.kind].model._default_manager.get(slug=hint.slug)
-            targets[row.pk] = (hint.scope, obj)
-    return [
-        deprecated_copy(
-            actor=actor,
-            segment=row,
-            scope=targets[row.pk][0],
-            ref=targets[row.pk][1],
-            active=active,
+            status = status_of(row)
+            why = NOT_APPLICABLE.get((action, status)) or ALREADY_DONE.get((action, status))
+            if why is None:
+                todo.append(row)
+            else:
+                result.skipped.append(Skipped(row.pk, why))
+        if not todo:
+            continue
+        if action == Action.DISMISS:
+            for row in todo:
+                row.metadata = _dismissed(row, reason)
+            result.done += _save_reviews(todo, actor, now)
+        elif action == Action.UNDO:
+            result.done += _undo_batch(todo, actor, now)
+        else:
+            targets = (
+                {row.pk: (scope, ref) for row in todo}
+                if scope is not None
+                else _suggested_targets(todo)
+            )
+            result.done += _copy_batch(todo, targets, actor, now, active, result.skipped)
+    result.skipped.sort(key=lambda skipped: skipped.id)
+    return result
+
+
+def _check_target(scope: str, ref: segments.Ref) -> None:
+    """Refuse a bulk copy's target before any row is touched (as ``segment_create`` would)."""
+    segments._check_scope(scope)
+    segments._assign_ref(Segment(scope=scope), ref)
+
+
+def _suggested_targets(rows: list[Segment]) -> dict[int, tuple[str, segments.Ref]]:
+    """Each row's suggested scope and object (rows without a suggestion are left out)."""
+    hints = suggestions(rows)
+    slugs: dict[str, set[str]] = {}
+    for hint in hints.values():
+        slugs.setdefault(hint.kind, set()).add(hint.slug)
+    objects = {
+        kind: KINDS[kind].model._default_manager.in_bulk(list(wanted), field_name="slug")
+        for kind, wanted in slugs.items()
+    }
+    return {
+        pk: (hint.scope, objects[hint.kind][hint.slug])
+        for pk, hint in hints.items()
+        if hint.slug in objects[hint.kind]
+    }
+
+
+def _save_reviews(rows: list[Segment], actor: Actor, now: datetime) -> list[Segment]:
+    """Save the review metadata of many rows as ``_save_review`` saves one: two queries."""
+    _save_all(rows, actor, now, ["metadata"])
+    return rows
+
+
+def _save_all(rows: list[Segment], actor: Actor, now: datetime, fields: list[str]) -> None:
+    """Save ``fields`` of ``rows`` with a new revision and a history record each."""
+    if not rows:
+        return
+    user = user_or_none(actor)
+    for row in rows:
+        row.revision += 1
+        row.updated_by = user
+        row.updated_at = now  # bulk_update does not set it as save() does
+        record_actor(row, actor)
+    bulk_update_with_history(
+        rows,
+        Segment,
+        [*fields, "revision", "updated_by", "updated_at"],
+        default_date=now,
+    )
+
+
+def _undo_batch(rows: list[Segment], actor: Actor, now: datetime) -> list[Segment]:
+    copies = list(
+        Segment.objects.select_for_update().filter(
+            pk__in=[pk for row in rows for pk in _copy_ids(row)], active=True
         )
-        for row in rows
-    ]
+    )
+    for copy in copies:
+        copy.active = False
+    _save_all(copies, actor, now, ["active"])
+    if copies:
+        content_changed()
+    for row in rows:
+        row.metadata = _undone(row)
+    return _save_reviews(rows, actor, now)
+
+
+def _copy_batch(
+    rows: list[Segment],
+    targets: dict[int, tuple[str, segments.Ref]],
+    actor: Actor,
+    now: datetime,
+    active: bool,
+    skipped: list[Skipped],
+) -> list[Segment]:
+    """Create the copies of a batch as ``deprecated_copy`` does, with inserts in bulk."""
+    user = user_or_none(actor)
+    sources: list[Segment] = []
+    copies: list[Segment] = []
+    for row in rows:
+        if row.pk not in targets:
+            skipped.append(Skipped(row.pk, NO_TARGET))
+            continue
+        scope, ref = targets[row.pk]
+        title, extra = _carried_title(row)
+        copy = Segment(
+            scope=scope,
+            title=title,
+            content=row.content,
+            metadata={**extra, "copied_from": row.pk, "copied_from_scope": row.scope},
+            active=active,
+            created_by=user,
+            updated_by=user,
+        )
+        segments._assign_ref(copy, ref)
+        try:
+            # The objects were just read: checking that each still exists is a query a row.
+            segments._validate(copy, exclude=[*REF_FIELDS, "created_by", "updated_by"])
+        except ValidationError as exc:
+            skipped.append(Skipped(row.pk, f"cannot be copied: {' '.join(exc.messages)}"))
+            continue
+        segments._count(copy)
+        record_actor(copy, actor)
+        sources.append(row)
+        copies.append(copy)
+    if not copies:
+        return []
+    bulk_create_with_history(copies, Segment, default_date=now)
+    for source, copy in zip(sources, copies, strict=True):
+        source.metadata = _copied(source, copy.pk)
+    _save_reviews(sources, actor, now)
+    if active:
+        content_changed()
+    return copies

@@ -36,6 +36,7 @@ MIGRATION_NOTE = (
     "deprecated content page."
 )
 CHANGE_REASON = "Imported from a legacy export"
+TITLE_MAX = Segment._meta.get_field("title").max_length or 0
 
 Progress = Callable[[int, int], None]
 
@@ -164,6 +165,24 @@ def _resolve(row: LegacyRow, refs: dict[str, str], targets: dict[str, dict[str, 
     return {f"{kind}_id": pk}
 
 
+def title_from_metadata(metadata: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A segment's title and the rest of its metadata, from metadata that may hold one.
+
+    The rule of migration 0008, which moved titles out of the metadata: a string
+    ``"title"`` that fits the column (once stripped) moves there; anything else stays in the
+    metadata, so no word is lost.
+
+    >>> title_from_metadata({"title": " Narrator ", "tags": ["intro"]})
+    ('Narrator', {'tags': ['intro']})
+    >>> title_from_metadata({"title": 7})
+    ('', {'title': 7})
+    """
+    title = metadata.get("title")
+    if not isinstance(title, str) or len(title.strip()) > TITLE_MAX:
+        return "", metadata
+    return title.strip(), {key: value for key, value in metadata.items() if key != "title"}
+
+
 def _existing(ids: list[str]) -> dict[str, str]:
     """Legacy id -> stored fingerprint, for the ids already imported (a query per 5,000)."""
     found: dict[str, str] = {}
@@ -177,7 +196,7 @@ def _existing(ids: list[str]) -> dict[str, str]:
 
 def _segment(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], actor: Actor) -> Segment:
     now = timezone.now()
-    metadata = dict(row.metadata)
+    title, metadata = title_from_metadata(dict(row.metadata))
     if row.deprecated:
         original_ref = refs.get(row.ref_id, row.ref_id) or None
         metadata.update(
@@ -194,6 +213,7 @@ def _segment(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], actor: A
     created = row.created_at or now
     return Segment(
         scope=row.scope,
+        title=title,
         content=row.content,
         metadata=metadata,
         version=row.version,

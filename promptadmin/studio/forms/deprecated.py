@@ -11,7 +11,7 @@ from django.db import models
 from promptadmin.content.kinds import KINDS, scope_kind
 from promptadmin.content.legacy import FORMATS
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
-from promptadmin.content.services.deprecated import MAX_REASON, Status
+from promptadmin.content.services.deprecated import MAX_REASON, Action, Status
 from promptadmin.studio.forms.common import object_choices, resolve_object
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
@@ -122,14 +122,14 @@ class DismissForm(forms.Form):
 
 
 class BulkForm(TargetMixin):
-    action = forms.ChoiceField(choices=[("copy", "Copy"), ("dismiss", "Dismiss")])
+    action = forms.ChoiceField(choices=[(action, action.capitalize()) for action in Action.ALL])
     reason = forms.CharField(max_length=MAX_REASON, required=False)
     active = forms.BooleanField(required=False)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
-        if cleaned.get("action") == "dismiss" and not (cleaned.get("reason") or "").strip():
+        if cleaned.get("action") == Action.DISMISS and not (cleaned.get("reason") or "").strip():
             self.add_error("reason", "Say why these segments are dismissed.")
-        if cleaned.get("action") == "copy":
+        if cleaned.get("action") == Action.COPY:
             self.check_target(cleaned, required=False)
         return cleaned

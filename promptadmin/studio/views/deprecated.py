@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
@@ -34,6 +35,12 @@ from promptadmin.studio.forms.deprecated import (
 )
 
 PAGE_SIZE = 25
+BULK_DONE = {
+    deprecated.Action.COPY: "Copied {}.",
+    deprecated.Action.DISMISS: "Dismissed {}.",
+    deprecated.Action.UNDO: "Put {} back to pending.",
+}
+SKIPPED_IDS_SHOWN = 10  # per reason, in the message after a bulk action
 admin_view = studio_view(read=Role.ADMIN, write=Role.ADMIN)
 
 
@@ -215,31 +222,48 @@ def deprecated_undo(request: HttpRequest, pk: int) -> HttpResponse:
 @admin_view
 @require_POST
 def deprecated_bulk(request: HttpRequest) -> HttpResponse:
-    """Copy or dismiss every segment the current filters match (up to the bulk limit)."""
+    """Copy, dismiss or undo every segment the current filters match."""
     form = BulkForm(request.POST, prefix="bulk")
     if not form.is_valid():
         messages.error(request, f"Nothing was changed. {_form_errors(form)}")
         return _back(request)
     filters = DeprecatedFilterForm(request.POST)
     values = filters.cleaned_data if filters.is_valid() else {}
-    ids = list(
-        deprecated.deprecated_segments(
-            scope=values.get("scope") or None,
-            status=values.get("status") or None,
-            search=values.get("q") or None,
-        ).values_list("pk", flat=True)[: deprecated.BULK_LIMIT]
-    )
+    ids = deprecated.deprecated_segments(
+        scope=values.get("scope") or None,
+        status=values.get("status") or None,
+        search=values.get("q") or None,
+    ).values_list("pk", flat=True)
     data = form.cleaned_data
     options: dict[str, Any] = {"reason": data.get("reason") or "", "active": data["active"]}
-    if data["action"] == "copy" and data.get("scope"):
+    if data["action"] == deprecated.Action.COPY and data.get("scope"):
         options.update(scope=data["scope"], ref=data["object"])
     try:
-        done = deprecated.deprecated_bulk(
-            actor=request.user, action=data["action"], ids=ids, **options
+        result = deprecated.deprecated_bulk(
+            actor=request.user, action=data["action"], ids=list(ids), **options
         )
     except ValidationError as exc:
         messages.error(request, f"Nothing was changed. {' '.join(exc.messages)}")
+        return _back(request)
+    done = len(result.done)
+    summary = BULK_DONE[data["action"]].format(f"{done} segment{pluralize(done)}")
+    if result.skipped:
+        summary += f" Skipped {len(result.skipped)}: {_skipped(result.skipped)}."
+        messages.info(request, summary)
     else:
-        verb = "Copied" if data["action"] == "copy" else "Dismissed"
-        messages.success(request, f"{verb} {len(done)} segment{'s' if len(done) != 1 else ''}.")
+        messages.success(request, summary)
     return _back(request)
+
+
+def _skipped(skipped: list[deprecated.Skipped]) -> str:
+    """``#4 and #9 each was copied: undo ...; #12 is pending: ...``: the ids by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for row in skipped:
+        by_reason.setdefault(row.why, []).append(f"#{row.id}")
+    parts = []
+    for why, pks in by_reason.items():
+        if len(pks) > SKIPPED_IDS_SHOWN:
+            pks = [*pks[:SKIPPED_IDS_SHOWN], f"{len(pks) - SKIPPED_IDS_SHOWN} more"]
+        who = pks[0] if len(pks) == 1 else f"{', '.join(pks[:-1])} and {pks[-1]} each"
+        parts.append(f"{who} {why}")
+    return "; ".join(parts)

@@ -133,6 +133,7 @@ def test_the_list_has_the_documented_fields_and_filters(
     assert set(first) == {
         "id",
         "scope",
+        "title",
         "content",
         "metadata",
         "original_id",
@@ -191,6 +192,99 @@ def test_copy_dismiss_undo_and_bulk(migrator: APIClient) -> None:
     ]
 
 
+BULK = "/api/v1/deprecated-segments/bulk"
+
+
+def test_bulk_copy_creates_linked_copies_and_lists_the_rows_it_skipped(
+    migrator: APIClient,
+) -> None:
+    entry = EntryFactory(slug="drowned-bell")
+    WorldFactory(slug="iron-coast")
+    suggested, unsuggested = legacy(ref="drowned-bell"), legacy()
+    Segment.objects.filter(pk=suggested.pk).update(title="The salvager")
+    response = migrator.post(
+        BULK, {"action": "copy", "ids": [unsuggested.pk, suggested.pk]}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert (body["action"], body["count"]) == ("copy", 1)
+    [copy] = body["results"]
+    assert (copy["scope"], copy["ref"], copy["title"], copy["content"], copy["active"]) == (
+        "entry",
+        "drowned-bell",
+        "The salvager",
+        "Old text.",
+        False,
+    )
+    assert copy["metadata"]["copied_from"] == suggested.pk
+    assert body["skipped"] == [
+        {
+            "id": unsuggested.pk,
+            "reason": f"Segment #{unsuggested.pk} has no obvious target: choose a scope and "
+            "object to copy it to.",
+        }
+    ]
+    assert Segment.objects.get(pk=copy["id"]).entry == entry
+    assert Segment.objects.get(pk=suggested.pk).metadata["copies"] == [copy["id"]]
+    to_one = migrator.post(
+        BULK,
+        {"action": "copy", "ids": [unsuggested.pk], "scope": "world", "ref": "iron-coast"},
+        format="json",
+    ).json()
+    assert [(r["scope"], r["ref"]) for r in to_one["results"]] == [("world", "iron-coast")]
+    assert to_one["skipped"] == []
+
+
+def test_bulk_dismiss_skips_a_copied_row_and_bulk_undo_puts_rows_back(
+    migrator: APIClient,
+) -> None:
+    copied, pending = legacy(), legacy()
+    copy = migrator.post(
+        f"/api/v1/deprecated-segments/{copied.pk}/copy",
+        {"scope": "core", "active": True},
+        format="json",
+    ).json()
+    ids = [copied.pk, pending.pk]
+    dismissed = migrator.post(
+        BULK, {"action": "dismiss", "ids": ids, "reason": "Old."}, format="json"
+    ).json()
+    assert [(r["id"], r["status"]) for r in dismissed["results"]] == [(pending.pk, "dismissed")]
+    assert dismissed["skipped"] == [
+        {
+            "id": copied.pk,
+            "reason": f"Segment #{copied.pk} was copied: undo the copy before dismissing it.",
+        }
+    ]
+    undone = migrator.post(BULK, {"action": "undo", "ids": ids}, format="json")
+    assert undone.status_code == 200
+    body = undone.json()
+    assert (body["action"], body["count"], body["skipped"]) == ("undo", 2, [])
+    assert [(r["id"], r["status"], r["copies"], r["reason"]) for r in body["results"]] == [
+        (copied.pk, "pending", [], None),
+        (pending.pk, "pending", [], None),
+    ]
+    assert not Segment.objects.get(pk=copy["id"]).active
+    again = migrator.post(BULK, {"action": "undo", "ids": [pending.pk]}, format="json").json()
+    assert (again["count"], [r["id"] for r in again["skipped"]]) == (0, [pending.pk])
+
+
+def test_the_schema_documents_bulk_undo_and_the_skipped_rows(migrator: APIClient) -> None:
+    schema = migrator.get("/api/v1/schema/", {"format": "json"}).json()
+    operation = schema["paths"][BULK]["post"]
+    request = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    components = schema["components"]["schemas"]
+    fields = components[request.rsplit("/", 1)[1]]["properties"]
+    action = fields["action"]
+    enum = components[action["$ref"].rsplit("/", 1)[1]] if "$ref" in action else action
+    assert enum["enum"] == ["copy", "dismiss", "undo"]
+    assert fields["ids"]["maxItems"] == 1000
+    output = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    properties = components[output.rsplit("/", 1)[1]]["properties"]
+    assert {"action", "count", "results", "skipped"} <= set(properties)
+    skipped = properties["skipped"]["items"]["$ref"].rsplit("/", 1)[1]
+    assert set(components[skipped]["properties"]) == {"id", "reason"}
+
+
 @pytest.mark.parametrize(
     ("body", "attr"),
     [
@@ -223,6 +317,8 @@ def test_bulk_input_is_checked(migrator: APIClient) -> None:
         ({"action": "dismiss", "ids": [1]}, "reason"),
         ({"action": "dismiss", "ids": [2**70], "reason": "x"}, "ids.0"),
         ({"action": "copy", "ids": [1], "ref": "x"}, "scope"),
+        ({"action": "undo", "ids": list(range(1, 1002))}, "ids"),
+        ({"action": "undo", "ids": [2**40]}, "ids"),  # no such deprecated segment
     ):
         response = migrator.post("/api/v1/deprecated-segments/bulk", body, format="json")
         assert response.status_code == 400 and attr in errors(response), (body, response.json())

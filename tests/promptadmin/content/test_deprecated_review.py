@@ -7,11 +7,14 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from promptadmin.content.models import Segment
 from promptadmin.content.services import deprecated as review
 from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create
+from promptadmin.content.services.legacy_import import check_can_migrate
 from tests.factories import EntryFactory, UserFactory, WorldFactory
 
 pytestmark = pytest.mark.django_db
@@ -104,17 +107,17 @@ def test_a_player_row_whose_reference_is_an_entry_suggests_that_entry() -> None:
     )
 
 
-def test_bulk_copy_to_suggestions_and_bulk_dismiss_are_all_or_nothing(admin: object) -> None:
+def test_bulk_copy_goes_to_each_suggestion_and_skips_rows_without_one(admin: object) -> None:
     EntryFactory(slug="drowned-bell")
     good, bad = legacy(ref="drowned-bell"), legacy()
-    with pytest.raises(ValidationError) as exc:
-        review.deprecated_bulk(actor=admin, action="copy", ids=[good.pk, bad.pk])
-    assert str(bad.pk) in exc.value.message_dict["scope"][0]
-    assert Segment.objects.count() == 2  # nothing copied
-    copies = review.deprecated_bulk(actor=admin, action="copy", ids=[good.pk])
-    assert [(c.scope, c.entry.slug) for c in copies] == [("entry", "drowned-bell")]
-    dismissed = review.deprecated_bulk(actor=admin, action="dismiss", ids=[bad.pk], reason="Dup.")
-    assert [review.status_of(s) for s in dismissed] == ["dismissed"]
+    result = review.deprecated_bulk(actor=admin, action="copy", ids=[bad.pk, good.pk])
+    assert [(c.scope, c.entry.slug, c.metadata["copied_from"]) for c in result.done] == [
+        ("entry", "drowned-bell", good.pk)
+    ]
+    assert [(s.id, s.why) for s in result.skipped] == [(bad.pk, review.NO_TARGET)]
+    assert result.skipped[0].reason.startswith(f"Segment #{bad.pk} has no obvious target")
+    assert review.status_of(Segment.objects.get(pk=bad.pk)) == "pending"
+    assert Segment.objects.get(pk=good.pk).metadata["copies"] == [result.done[0].pk]
 
 
 def test_bulk_copy_to_one_target(admin: object) -> None:
@@ -122,10 +125,143 @@ def test_bulk_copy_to_one_target(admin: object) -> None:
     ids = [legacy().pk, legacy(scope="rng").pk]
     copies = review.deprecated_bulk(
         actor=admin, action="copy", ids=ids, scope="world", ref=world, active=False
-    )
-    assert [(c.world, c.active) for c in copies] == [(world, False), (world, False)]
+    ).done
+    assert [(c.world, c.active, c.token_count > 0) for c in copies] == [(world, False, True)] * 2
+    assert [c.history.get().history_user for c in copies] == [admin, admin]
     with pytest.raises(ValidationError, match="No deprecated segment"):
         review.deprecated_bulk(actor=admin, action="dismiss", ids=[copies[0].pk], reason="x")
+
+
+def test_bulk_dismiss_skips_copied_and_already_dismissed_rows_and_says_why(admin: object) -> None:
+    pending, copied, dismissed = legacy(), legacy(), legacy()
+    review.deprecated_copy(actor=admin, segment=copied, scope="core", ref=None)
+    review.deprecated_dismiss(actor=admin, segment=dismissed, reason="Earlier.")
+    ids = [pending.pk, copied.pk, dismissed.pk]
+    result = review.deprecated_bulk(actor=admin, action="dismiss", ids=ids, reason="Gone.")
+    assert [row.pk for row in result.done] == [pending.pk]
+    assert [(s.id, s.reason) for s in result.skipped] == [
+        (copied.pk, f"Segment #{copied.pk} was copied: undo the copy before dismissing it."),
+        (dismissed.pk, f"Segment #{dismissed.pk} was dismissed already."),
+    ]
+    rows = {row.pk: row for row in Segment.objects.filter(pk__in=ids)}
+    assert rows[pending.pk].metadata["review_reason"] == "Gone."
+    assert review.status_of(rows[copied.pk]) == "copied"
+    assert rows[dismissed.pk].metadata["review_reason"] == "Earlier."
+    last = rows[pending.pk].history.order_by("-history_id").first()
+    assert (last.history_user, last.revision, last.history_type) == (admin, 2, "~")
+
+
+def test_bulk_copy_skips_dismissed_and_already_copied_rows(admin: object) -> None:
+    pending, copied, dismissed = legacy(), legacy(), legacy()
+    first = review.deprecated_copy(actor=admin, segment=copied, scope="core", ref=None)
+    review.deprecated_dismiss(actor=admin, segment=dismissed, reason="No.")
+    ids = [pending.pk, copied.pk, dismissed.pk]
+    result = review.deprecated_bulk(actor=admin, action="copy", ids=ids, scope="core")
+    assert [c.metadata["copied_from"] for c in result.done] == [pending.pk]
+    assert [(s.id, s.why) for s in result.skipped] == [
+        (copied.pk, review.ALREADY_DONE[("copy", "copied")]),
+        (dismissed.pk, review.NOT_APPLICABLE[("copy", "dismissed")]),
+    ]
+    assert Segment.objects.get(pk=copied.pk).metadata["copies"] == [first.pk]
+
+
+def test_bulk_undo_puts_copied_and_dismissed_rows_back_and_skips_pending_ones(
+    admin: object, django_capture_on_commit_callbacks: Any
+) -> None:
+    copied, dismissed, pending = legacy(), legacy(), legacy()
+    copy = review.deprecated_copy(actor=admin, segment=copied, scope="core", ref=None, active=True)
+    review.deprecated_dismiss(actor=admin, segment=dismissed, reason="No.")
+    ids = [copied.pk, dismissed.pk, pending.pk]
+    with django_capture_on_commit_callbacks() as callbacks:
+        result = review.deprecated_bulk(actor=admin, action="undo", ids=ids)
+    assert len(callbacks) == 1  # an active copy was deactivated: assembly changes
+    assert [row.pk for row in result.done] == [copied.pk, dismissed.pk]
+    assert [s.reason for s in result.skipped] == [
+        f"Segment #{pending.pk} is pending: there is nothing to undo."
+    ]
+    rows = {row.pk: row for row in Segment.objects.filter(pk__in=ids)}
+    assert [review.status_of(row) for row in rows.values()] == ["pending"] * 3
+    assert rows[copied.pk].metadata["undone_copies"] == [copy.pk]
+    assert "review_reason" not in rows[dismissed.pk].metadata
+    copy.refresh_from_db()
+    assert (copy.active, copy.revision) == (False, 2)
+    assert copy.history.order_by("-history_id").first().history_user == admin
+    # Undone, the rows can be copied or dismissed again.
+    again = review.deprecated_bulk(actor=admin, action="dismiss", ids=ids, reason="Now.")
+    assert (len(again.done), again.skipped) == (3, [])
+
+
+def test_bad_bulk_input_refuses_the_whole_action_and_writes_nothing(
+    admin: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(review, "BULK_BATCH_SIZE", 2)
+    rows = [legacy() for _ in range(4)]
+    core = segments.segment_create(actor=None, scope="core", content="Not deprecated.")
+    ids = [row.pk for row in rows]
+    with pytest.raises(ValidationError) as exc:  # the bad id is in the last batch
+        review.deprecated_bulk(actor=admin, action="dismiss", ids=[*ids, core.pk], reason="x")
+    assert exc.value.message_dict["ids"] == [f"No deprecated segment with id {core.pk}."]
+    for kwargs, key in (
+        ({"action": "burn"}, "action"),
+        ({"action": "dismiss", "reason": " "}, "reason"),
+        ({"action": "copy", "scope": "world", "ref": None}, "ref"),
+        ({"action": "copy", "scope": "rng"}, "scope"),
+    ):
+        with pytest.raises(ValidationError) as exc:
+            review.deprecated_bulk(actor=admin, ids=ids, **kwargs)
+        assert key in exc.value.message_dict, kwargs
+    with pytest.raises(ValidationError, match="at least one"):
+        review.deprecated_bulk(actor=admin, action="undo", ids=[])
+    assert [review.status_of(row) for row in Segment.objects.filter(pk__in=ids)] == ["pending"] * 4
+    assert Segment.objects.count() == 5
+
+
+@pytest.mark.parametrize("action", ["copy", "dismiss", "undo"])
+def test_bulk_actions_process_every_row_with_a_fixed_number_of_queries_per_batch(
+    admin: object, action: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    EntryFactory(slug="drowned-bell")
+    WorldFactory(slug="iron-coast")
+    refs = ["drowned-bell", "iron-coast", "entry:drowned-bell"]  # suggestions of two kinds
+    options: dict[str, Any] = {"reason": "Old."} if action == "dismiss" else {}
+    check_can_migrate(admin)  # the admin's roles are read once, then remembered
+
+    def queries(count: int, batch: int) -> int:
+        ids = [legacy(ref=refs[n % len(refs)]).pk for n in range(count)]
+        if action == "undo":
+            review.deprecated_bulk(actor=admin, action="copy", ids=ids, active=True)
+        monkeypatch.setattr(review, "BULK_BATCH_SIZE", batch)
+        with CaptureQueriesContext(connection) as captured:
+            result = review.deprecated_bulk(actor=admin, action=action, ids=ids, **options)
+        assert (len(result.done), result.skipped) == (count, [])
+        return len(captured)
+
+    one_batch = queries(3, 3)
+    assert queries(9, 9) == one_batch  # as many queries for 9 rows as for 3
+    two, three = queries(6, 3), queries(9, 3)
+    assert three - two == two - one_batch  # each batch of 3 costs the same
+
+
+# Titles
+
+
+def test_a_copy_takes_its_source_title(admin: object) -> None:
+    titled = segments.segment_import_legacy(actor=None, scope="rng", content="Roll.")
+    Segment.objects.filter(pk=titled.pk).update(title="Luck roll")
+    stored_before_columns = legacy()  # a title still in the metadata, as before migration 0008
+    long_title = "t" * 201
+    Segment.objects.filter(pk=stored_before_columns.pk).update(metadata={"title": " Old state "})
+    too_long = legacy()
+    Segment.objects.filter(pk=too_long.pk).update(metadata={"title": long_title})
+    single = review.deprecated_copy(actor=admin, segment=titled, scope="core", ref=None)
+    assert (single.title, "title" in single.metadata) == ("Luck roll", False)
+    copies = review.deprecated_bulk(
+        actor=admin, action="copy", ids=[stored_before_columns.pk, too_long.pk], scope="core"
+    ).done
+    assert [(c.title, c.metadata.get("title")) for c in copies] == [
+        ("Old state", None),
+        ("", long_title),  # kept, word for word, where it fits
+    ]
 
 
 def test_the_list_filters_by_scope_status_and_text(admin: object) -> None:

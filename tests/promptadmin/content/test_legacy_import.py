@@ -40,7 +40,9 @@ def snapshot() -> list[tuple[Any, ...]]:
 
 
 DIRTY_EXPORTS = {
-    "json": lambda: ex.as_json(ex.VALID + [row for row, _ in ex.DIRTY], metadata_as_text=True),
+    "json": lambda: ex.as_json(
+        ex.VALID + [row for row, _ in ex.DIRTY], metadata_as_text=True, bom=True, crlf=True
+    ),
     "csv": lambda: ex.as_csv(ex.VALID + [row for row, _ in ex.DIRTY]),
 }
 
@@ -91,7 +93,8 @@ def test_deprecated_rows_are_imported_inactive_with_their_origin_and_timestamps(
     assert datetime.fromisoformat(meta["deprecated_at"]).tzinfo is not None
     assert player.created_at == datetime(2022, 11, 2, 10, tzinfo=UTC)
     state = Segment.objects.get(legacy_id="201")
-    assert state.metadata["title"] == "State block"  # the row's own metadata is kept
+    assert state.metadata["original_id"] == "201"  # the row's own metadata is kept
+    assert (state.title, "title" in state.metadata) == ("State block", False)
     assert state.updated_at == datetime(2022, 12, 1, 10, tzinfo=UTC)
 
 
@@ -130,6 +133,45 @@ def test_a_dry_run_reports_exactly_what_the_real_run_does_and_writes_nothing(fmt
     assert not Segment.objects.exists()
     real = run(data, fmt, skip_invalid=True)
     assert {**dry.as_dict(), "dry_run": None} == {**real.as_dict(), "dry_run": None}
+
+
+def test_a_json_export_with_a_bom_and_crlf_line_endings_reads_like_a_clean_one() -> None:
+    rows = ex.VALID + [row for row, _ in ex.DIRTY]
+    plain = run(ex.as_json(rows), "json", skip_invalid=True, dry_run=True)
+    saved_again = ex.as_json(rows, bom=True, crlf=True)
+    assert saved_again.startswith(b"\xef\xbb\xbf[\r\n") and b"\r\n]\r\n" in saved_again
+    report = run(saved_again, "json", skip_invalid=True)
+    assert {**report.as_dict(), "dry_run": None} == {**plain.as_dict(), "dry_run": None}
+    assert [e.line for e in report.errors] == list(range(len(ex.VALID) + 2, len(rows) + 2))
+    assert Segment.objects.get(legacy_id="101").content == "You are the narrator.\nBe terse."
+
+
+@pytest.mark.parametrize(
+    ("title", "column", "kept"),
+    [
+        ("Narrator", "Narrator", None),
+        ("  Spaced out \n", "Spaced out", None),
+        ("t" * 200, "t" * 200, None),
+        ("t" * 201, "", "t" * 201),  # longer than the column: kept where it was
+        (["not", "text"], "", ["not", "text"]),
+    ],
+)
+@pytest.mark.parametrize("scope", ["core", "rng"])
+def test_a_string_title_in_the_metadata_goes_to_the_title_column(
+    scope: str, title: Any, column: str, kept: Any
+) -> None:
+    row = {"id": 1, "scope": scope, "content": "Text.", "metadata": {"title": title, "n": 1}}
+    data = ex.as_json([row])
+    run(data, "json")
+    segment = Segment.objects.get(legacy_id="1")
+    assert (segment.title, segment.metadata.get("title"), segment.metadata["n"]) == (
+        column,
+        kept,
+        1,
+    )
+    assert segment.history.get().title == column
+    again = run(data, "json")  # the row as exported is unchanged: nothing to do
+    assert (sum(again.unchanged.values()), again.conflicts) == (1, [])
 
 
 def test_a_changed_row_in_a_later_export_is_a_conflict_and_is_not_overwritten() -> None:
@@ -265,6 +307,50 @@ def test_the_command_dry_run_says_so_and_writes_nothing(tmp_path: Path) -> None:
     out = StringIO()
     call_command("import_segments", str(export), "--format", "json", "--dry-run", stdout=out)
     assert "DRY RUN" in out.getvalue() and "Would create 10" in out.getvalue()
+    assert not Segment.objects.exists()
+
+
+def test_the_command_maps_legacy_references_with_a_refs_file(tmp_path: Path) -> None:
+    rows = [
+        {"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."},
+        {"id": 2, "scope": "player", "ref_id": "12", "content": "Player of the bell."},
+    ]
+    export = tmp_path / "segments.json"
+    export.write_bytes(ex.as_json(rows))
+    refs = tmp_path / "refs.json"
+    # A BOM, as an editor on Windows saves it: read like the exports.
+    refs.write_bytes(
+        b"\xef\xbb\xbf" + json.dumps({"7": "iron-coast", "12": "entry:drowned-bell"}).encode()
+    )
+    out = StringIO()
+    call_command("import_segments", str(export), "--refs", str(refs), stdout=out)
+    assert "Created 2, unchanged 0, conflicts 0, invalid 0." in out.getvalue()
+    assert Segment.objects.get(legacy_id="1").world.slug == "iron-coast"
+    player = Segment.objects.get(legacy_id="2").metadata
+    assert (player["original_ref"], player["original_ref_id"]) == ("entry:drowned-bell", "12")
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b'{"7": "iron-coast",', "cannot read it as JSON"),
+        (b"\xff\xfe{}", "cannot read it as JSON"),
+        (b'["iron-coast"]', "expected a JSON object from legacy id to slug"),
+        (b'{"7": 7}', "expected a JSON object from legacy id to slug"),
+        (None, "cannot read it as JSON"),  # no such file
+    ],
+)
+def test_a_refs_file_that_is_not_a_json_object_of_slugs_is_a_clear_error(
+    tmp_path: Path, content: bytes | None, words: str
+) -> None:
+    export = tmp_path / "segments.json"
+    export.write_bytes(ex.as_json(ex.VALID[:1]))
+    refs = tmp_path / "refs.json"
+    if content is not None:
+        refs.write_bytes(content)
+    with pytest.raises(CommandError) as exc:
+        call_command("import_segments", str(export), "--refs", str(refs), stdout=StringIO())
+    assert str(exc.value).startswith(f"--refs {refs}: {words}")
     assert not Segment.objects.exists()
 
 

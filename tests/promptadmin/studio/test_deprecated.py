@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from promptadmin.content.models import Segment
 from promptadmin.content.services import deprecated, segments
+from promptadmin.studio.views import deprecated as views
 from tests import legacy_exports as ex
 
 pytestmark = pytest.mark.usefixtures("content")
@@ -191,12 +192,89 @@ def test_bulk_dismiss_acts_on_the_filtered_selection(admin: Client) -> None:
     assert statuses == {a.pk: "dismissed", b.pk: "dismissed", other.pk: "pending"}
 
 
-def test_bulk_copy_to_suggestions_refuses_when_one_has_none(admin: Client) -> None:
-    legacy(ref="drowned-bell")
-    legacy()
+def test_bulk_copy_to_suggestions_skips_a_row_without_one_and_says_so(admin: Client) -> None:
+    suggested, unsuggested = legacy(ref="drowned-bell"), legacy()
     response = admin.post(reverse("studio:deprecated_bulk"), {"bulk-action": "copy"}, follow=True)
-    assert "Nothing was changed. Choose a scope and object" in text(response)
-    assert not Segment.objects.filter(metadata__has_key="copied_from").exists()
+    assert (
+        f"Copied 1 segment. Skipped 1: #{unsuggested.pk} has no obvious target: choose a scope "
+        "and object to copy it to."
+    ) in text(response)
+    copy = Segment.objects.get(metadata__copied_from=suggested.pk)
+    assert (copy.scope, copy.entry.slug) == ("entry", "drowned-bell")
+    assert deprecated.status_of(Segment.objects.get(pk=unsuggested.pk)) == "pending"
+
+
+def test_bulk_dismiss_over_a_selection_with_a_copied_row_skips_it_and_says_why(
+    admin: Client,
+) -> None:
+    copied, a, b = legacy(scope="rng"), legacy(scope="rng"), legacy(scope="rng")
+    deprecated.deprecated_copy(actor=None, segment=copied, scope="core", ref=None)
+    response = admin.post(
+        reverse("studio:deprecated_bulk"),
+        {"bulk-action": "dismiss", "bulk-reason": "Dice are live.", "scope": "rng"},
+        follow=True,
+    )
+    assert (
+        f"Dismissed 2 segments. Skipped 1: #{copied.pk} was copied: undo the copy before "
+        "dismissing it."
+    ) in text(response)
+    statuses = [deprecated.status_of(Segment.objects.get(pk=row.pk)) for row in (copied, a, b)]
+    assert statuses == ["copied", "dismissed", "dismissed"]
+
+
+def test_bulk_undo_puts_the_filtered_selection_back_to_pending(admin: Client) -> None:
+    copied, dismissed, pending = legacy(), legacy(), legacy()
+    copy = deprecated.deprecated_copy(
+        actor=None, segment=copied, scope="core", ref=None, active=True
+    )
+    deprecated.deprecated_dismiss(actor=None, segment=dismissed, reason="No.")
+    page = text(admin.get(REVIEW))
+    assert '<option value="undo">Undo</option>' in page
+    response = admin.post(reverse("studio:deprecated_bulk"), {"bulk-action": "undo"}, follow=True)
+    assert (
+        f"Put 2 segments back to pending. Skipped 1: #{pending.pk} is pending: there is "
+        "nothing to undo."
+    ) in text(response)
+    rows = Segment.objects.filter(pk__in=[copied.pk, dismissed.pk, pending.pk])
+    assert [deprecated.status_of(row) for row in rows] == ["pending"] * 3
+    copy.refresh_from_db()
+    assert not copy.active
+
+
+def test_the_skipped_rows_are_grouped_by_reason_and_long_lists_shortened(
+    admin: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(views, "SKIPPED_IDS_SHOWN", 2)
+    rows = [legacy(scope="input") for _ in range(4)]
+    response = admin.post(
+        reverse("studio:deprecated_bulk"), {"bulk-action": "undo", "scope": "input"}, follow=True
+    )
+    first, second = rows[0].pk, rows[1].pk
+    assert (
+        f"Put 0 segments back to pending. Skipped 4: #{first}, #{second} and 2 more each is "
+        "pending: there is nothing to undo."
+    ) in text(response)
+
+
+def test_bulk_acts_on_every_matching_row_not_only_the_first_thousand(
+    admin: Client, django_assert_max_num_queries: Any
+) -> None:
+    # Made in bulk (a thousand rows through the service would take a while); the review
+    # reads them like imported rows.
+    Segment.objects.bulk_create(
+        Segment(scope="input", content=f"Input {n}.", active=False) for n in range(1001)
+    )
+    page = text(admin.get(REVIEW, {"scope": "input"}))
+    assert "Apply to 1001" in page and "Every matching segment is processed" in page
+    with django_assert_max_num_queries(40):  # three batches of 500, not a query per row
+        response = admin.post(
+            reverse("studio:deprecated_bulk"),
+            {"bulk-action": "dismiss", "bulk-reason": "Sent by the caller.", "scope": "input"},
+        )
+    assert response.status_code == 302
+    dismissed = deprecated.deprecated_segments(scope="input", status="dismissed")
+    assert dismissed.count() == 1001
+    assert not deprecated.deprecated_segments(status="pending").exists()
 
 
 def test_the_editor_shows_a_deprecated_segment_read_only(admin: Client) -> None:
