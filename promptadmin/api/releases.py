@@ -11,7 +11,9 @@ from typing import Any
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from django.utils.cache import parse_etags
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
@@ -39,6 +41,21 @@ CONFIRM = {
     )
 }
 NOT_FOUND = {404: OpenApiResponse(ClientErrorResponseSerializer, description="No such name.")}
+LABEL_IF_MATCH = OpenApiParameter(
+    "If-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description='Optional: the label\'s ETag from GET (`"label-<label>-<release>"`), or '
+    '`"label-<label>-none"` to create it only if it does not exist yet; 412 when the label '
+    "points elsewhere now. Without it the label moves wherever it points (recorded).",
+)
+LABEL_PRECONDITION = {
+    412: OpenApiResponse(
+        ClientErrorResponseSerializer,
+        description="If-Match was sent and does not name where the label points now.",
+    )
+}
 
 
 def label_etag(label: str, release: str | None) -> str:
@@ -51,7 +68,12 @@ def scenario_etag(scenario: Scenario) -> str:
 
 
 def _check_label(request: Request, label: str) -> None:
-    """Lock the label (inside the caller's transaction) and check If-Match against it."""
+    """Lock the label (inside the caller's transaction) and check If-Match against it.
+
+    If-Match is optional here: a move names the label's whole new state, and every move
+    is serialized by the lock and recorded. When sent, it must name where the label
+    points now (``*``: that it exists), else 412.
+    """
     try:
         label_validator(label)
     except DjangoValidationError as exc:
@@ -62,8 +84,17 @@ def _check_label(request: Request, label: str) -> None:
         .values_list("release__name", flat=True)
         .first()
     )
+    header = request.headers.get("If-Match", "").strip()
+    if not header:
+        return
+    tags = parse_etags(header)
     etag = label_etag(label, current)
-    if etag not in if_match(request):
+    if tags == ["*"]:
+        if current is None:
+            raise PreconditionFailed(f"There is no label '{label}' (If-Match: * needs one).")
+        return
+    # The strong comparison: weak tags never match.
+    if etag not in [tag for tag in tags if not tag.startswith("W/")]:
         raise PreconditionFailed(
             f"Label '{label}' is not where you last saw it (its ETag is now {etag}): read it "
             "again and decide."
@@ -202,7 +233,8 @@ class LabelView(APIView):
         found = ReleaseLabel.objects.select_related("release").filter(name=label).first()
         if found is None:
             raise NotFound(
-                f"No label '{label}'. To create it, PUT with If-Match: {label_etag(label, None)}."
+                f"No label '{label}'. To create it, PUT a release to it (If-Match: "
+                f"{label_etag(label, None)} to create it only if it still does not exist)."
             )
         return Response(
             {"label": found.name, "release": found.release.name, "moved_at": found.moved_at},
@@ -213,8 +245,8 @@ class LabelView(APIView):
         operation_id="release_labels_set",
         tags=["releases"],
         request=s.LabelInputSerializer,
-        responses={200: s.LabelMoveSerializer, **CONFIRM, **PRECONDITION_ERRORS, **NOT_FOUND},
-        parameters=[IF_MATCH],
+        responses={200: s.LabelMoveSerializer, **CONFIRM, **LABEL_PRECONDITION, **NOT_FOUND},
+        parameters=[LABEL_IF_MATCH],
         examples=[
             OpenApiExample(
                 "Roll production back",
@@ -224,8 +256,9 @@ class LabelView(APIView):
         ],
         summary="Point a label at a release (set, move, roll back)",
         description="Answers the move recorded, or the label's latest move when it already "
-        "pointed there (nothing recorded). If-Match: the label's ETag from GET, or "
-        '`"label-<label>-none"` to create it.',
+        "pointed there (nothing recorded). If-Match is optional: send the label's ETag from "
+        'GET (or `"label-<label>-none"` to create it) to move it only from where you last '
+        "saw it.",
     )
     def put(self, request: Request, label: str) -> Response:
         data = _valid(s.LabelInputSerializer, request.data)
@@ -253,9 +286,11 @@ class LabelView(APIView):
         operation_id="release_labels_remove",
         tags=["releases"],
         request=s.LabelRemoveSerializer,
-        responses={200: s.LabelMoveSerializer, **PRECONDITION_ERRORS, **NOT_FOUND, 409: None},
-        parameters=[IF_MATCH],
+        responses={200: s.LabelMoveSerializer, **LABEL_PRECONDITION, **NOT_FOUND, 409: None},
+        parameters=[LABEL_IF_MATCH],
         summary="Remove a label (recorded)",
+        description="If-Match is optional: send the label's ETag from GET to remove it only "
+        "if it still points where you last saw it.",
     )
     def delete(self, request: Request, label: str) -> Response:
         data = _valid(s.LabelRemoveSerializer, request.data or {})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import assembler
@@ -35,7 +35,10 @@ class Outcome:
 
 
 def evaluate(spec: ScenarioSpec, bundles: Bundles) -> Outcome:
-    """Assemble ``spec`` from ``bundles``; an entry or NPC missing there is an error."""
+    """Assemble ``spec`` from ``bundles``; an entry or NPC missing there is an error,
+    except an NPC of an implicit scenario's cast (the cast is the working copy's)."""
+    if spec.cast_npcs:
+        spec = replace(spec, npcs=tuple(npc for npc in spec.npcs if npc[0] in bundles.npcs))
     try:
         request = build_request(spec.params(), load=bundles.load)
         result = assembler.assemble(request, tokenizer())

@@ -1,14 +1,14 @@
 """Scenarios: the prompts a change is judged by.
 
 Saved scenarios are preview configurations authors keep, with expectations. Each entry
-also has implicit scenarios (:func:`implicit_scenarios`), so a change is judged on every
-entry even before anyone saves one.
+also has implicit scenarios (:func:`implicit_scenarios`: the first and a later turn with
+its cast), so a change is judged on every entry even before anyone saves one.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import assembler
 from assembler.impact import Expectation, parse_expectation
 from promptadmin.content.assembly import AssembleParams
+from promptadmin.content.models import EntryNpc
 from promptadmin.releases.models import Scenario
 
 
@@ -32,6 +33,8 @@ class ScenarioSpec:
     npc_budget: int = assembler.DEFAULT_NPC_BUDGET
     expectations: tuple[Expectation, ...] = ()
     scenario_id: int | None = None
+    # An implicit scenario's NPCs are its entry's cast: one a version lacks is left out.
+    cast_npcs: bool = False
 
     def params(self) -> AssembleParams:
         return AssembleParams(
@@ -75,20 +78,48 @@ def from_model(scenario: Scenario) -> ScenarioSpec:
     )
 
 
-def implicit_scenarios(entry: str) -> list[ScenarioSpec]:
-    """An entry's implicit scenarios: the first turn and a later turn, at default budgets.
+def implicit_scenarios(entry: str, cast: Sequence[tuple[str, int]] = ()) -> list[ScenarioSpec]:
+    """An entry's implicit scenarios: the first turn and a later turn, with its cast (the
+    entry's usual NPCs, in priority order, at their usual tiers), at the default budgets.
 
-    The one place that says what they are: once entries have a cast (their usual NPCs
-    and tiers), pass it here as ``npcs`` and every report includes it.
+    Casts are the working copy's (a release does not hold them), so an NPC of the cast
+    that one side of a comparison lacks is left out of that side's prompt.
     """
+    npcs = tuple(cast)
     return [
-        ScenarioSpec(name=f"{entry}: first turn", entry=entry, first_turn=True),
-        ScenarioSpec(name=f"{entry}: later turn", entry=entry, first_turn=False),
+        ScenarioSpec(
+            name=f"{entry}: first turn",
+            entry=entry,
+            first_turn=True,
+            npcs=npcs,
+            cast_npcs=True,
+        ),
+        ScenarioSpec(
+            name=f"{entry}: later turn",
+            entry=entry,
+            first_turn=False,
+            npcs=npcs,
+            cast_npcs=True,
+        ),
     ]
 
 
+def casts(entries: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
+    """The cast of each entry named (slugs), as ``(npc slug, tier)`` pairs; one query."""
+    slugs = set(entries)
+    found: dict[str, list[tuple[str, int]]] = {slug: [] for slug in slugs}
+    if not slugs:
+        return found
+    links = EntryNpc.objects.filter(entry__slug__in=slugs).order_by("entry_id", "position")
+    for entry, npc, tier in links.values_list("entry__slug", "npc__slug", "tier"):
+        found[entry].append((npc, tier))
+    return found
+
+
 def scenarios_for(entries: Iterable[str]) -> list[ScenarioSpec]:
-    """Every saved scenario, then the implicit ones of ``entries`` (slugs)."""
+    """Every saved scenario, then the implicit ones of ``entries`` (slugs), with their
+    casts (two queries in all, one without entries)."""
     saved = [from_model(scenario) for scenario in Scenario.objects.order_by("name")]
-    implicit = [spec for slug in sorted(set(entries)) for spec in implicit_scenarios(slug)]
+    cast = casts(entries)
+    implicit = [spec for slug in sorted(cast) for spec in implicit_scenarios(slug, cast[slug])]
     return saved + implicit

@@ -235,7 +235,6 @@ def _store(content: ContentSet, *, name: str, notes: str, actor: Actor) -> Relea
     return release
 
 
-@transaction.atomic
 def release_create(
     *,
     actor: Actor,
@@ -258,16 +257,20 @@ def release_create(
         name = _default_name()
     _check_name(name)
     _check_notes(notes)
-    # Lock out concurrent content writes? Not needed: one REPEATABLE READ-like view is
-    # enough, and every row is read by the queries below within this transaction.
+    # Content writes are not locked out: the snapshot is read in one REPEATABLE READ
+    # transaction of its own (see working_content). The release is written in another,
+    # at the default READ COMMITTED, where a text another release stored meanwhile is
+    # skipped and a label another publish moved meanwhile is waited for; REPEATABLE READ
+    # would fail this release with a serialization error instead.
     content = working_content()
-    if labels and not confirm:
-        failures = failing(content, scenarios_for(()))
-        if failures:
-            raise ExpectationsFailing(failures)
-    release = _store(content, name=name, notes=notes, actor=actor)
-    for label in labels:
-        _move(label, release, actor=actor, note=notes, confirmed=confirm, content=content)
+    with transaction.atomic():
+        if labels and not confirm:
+            failures = failing(content, scenarios_for(()))
+            if failures:
+                raise ExpectationsFailing(failures)
+        release = _store(content, name=name, notes=notes, actor=actor)
+        for label in labels:
+            _move(label, release, actor=actor, note=notes, confirmed=confirm, content=content)
     return release
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection, transaction
+
 import assembler
 from promptadmin.content.assembly import EntryBundle, NpcBundle
 from promptadmin.content.models import (
@@ -193,7 +195,28 @@ def working_catalog() -> dict[str, list[dict[str, Any]]]:
 
 
 def working_content() -> ContentSet:
-    """The working copy: every object and active segment, in six queries."""
+    """The working copy: every object and active segment, as of one moment.
+
+    Its queries must see the same state of the database: under READ COMMITTED, an NPC
+    and its segment saved between the catalog query and the segment query would give a
+    segment whose object the catalog lacks. On PostgreSQL, outside a transaction, they
+    run in a read-only REPEATABLE READ transaction of their own (one snapshot for all);
+    SQLite's transactions are serializable. A caller already inside a transaction gets
+    its isolation (tests, scripts), and :func:`_read_working_content` then leaves out
+    the segments of an object read too late to be in the catalog rather than fail.
+    """
+    if connection.in_atomic_block:
+        return _read_working_content()
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                # Only valid as the transaction's first statement, which this is.
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return _read_working_content()
+
+
+def _read_working_content() -> ContentSet:
+    """Every object and active segment, in six queries."""
     catalog = working_catalog()
     slugs = {
         field_name: {row["id"]: row["slug"] for row in catalog[kind]}
@@ -217,10 +240,14 @@ def working_content() -> ContentSet:
         "token_encoding",
     )
     for pk, scope, *refs, title, content, metadata, version, tier, order, count, encoding in rows:
-        owner = ""
+        owner: str | None = ""
         for field_name, ref in zip(REF_COLUMNS, refs, strict=True):
             if ref is not None:
-                owner = slugs[field_name][ref]
+                owner = slugs[field_name].get(ref)
+        if owner is None:
+            # Only under READ COMMITTED: its object was made (or it moved to one) after
+            # the catalog was read, so it belongs to a later state of the content.
+            continue
         if count is None or encoding != tok.name:
             count, encoding = tok.count(content), tok.name
         segments[pk] = SnapSegment(

@@ -1,4 +1,5 @@
-"""The preview's settings, read from the query string so a preview is a link."""
+"""The preview's settings, read from the query string so a preview is a link, and the
+form that saves a preview as a scenario."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.http import QueryDict
 
 import assembler
+from assembler.impact import MAX_EXPECTATION_TEXT
 from assembler.render import LAYER_TITLES, block_open
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import NPC, Entry, EntryNpc
@@ -183,3 +185,54 @@ class PreviewForm(forms.Form):
             history_budget=data.get("history_budget"),
             release=data.get("release") or WORKING,
         )
+
+
+class SaveScenarioForm(forms.Form):
+    """Save the preview shown as a named scenario, with the expectations every release's
+    impact report checks. Each expectation is optional; the preview's settings come from
+    its own form."""
+
+    prefix = "scenario"
+
+    name = forms.CharField(
+        max_length=100,
+        label="Scenario name",
+        error_messages={"required": "Name the scenario."},
+    )
+    fits = forms.BooleanField(required=False, label="Fits without cuts")
+    keeps_segment = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Keeps segment #",
+        help_text="A segment's number: it must stay in the prompt.",
+        widget=forms.NumberInput(attrs={"inputmode": "numeric"}),
+    )
+    contains = forms.CharField(
+        required=False,
+        max_length=MAX_EXPECTATION_TEXT,
+        label="Contains text",
+        help_text="The prompt must contain this text.",
+    )
+    max_tokens = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=assembler.MAX_BUDGET,
+        label="At most N tokens",
+        widget=forms.NumberInput(attrs={"inputmode": "numeric"}),
+    )
+
+    def expectations(self) -> list[tuple[str, dict[str, Any]]]:
+        """The expectations asked for, each with the field it came from."""
+        data = self.cleaned_data
+        found: list[tuple[str, dict[str, Any]]] = []
+        if data.get("fits"):
+            found.append(("fits", {"kind": "fits"}))
+        if data.get("keeps_segment") is not None:
+            found.append(
+                ("keeps_segment", {"kind": "keeps_segment", "segment": data["keeps_segment"]})
+            )
+        if data.get("contains"):
+            found.append(("contains", {"kind": "contains", "text": data["contains"]}))
+        if data.get("max_tokens") is not None:
+            found.append(("max_tokens", {"kind": "max_tokens", "tokens": data["max_tokens"]}))
+        return found

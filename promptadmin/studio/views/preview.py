@@ -4,17 +4,25 @@ The form is a GET form, so a preview is a URL that can be shared; htmx swaps the
 place as the settings change and keeps the address bar in step. While the author types, a
 setting that is not valid yet (half-typed JSON, a negative budget) is marked at its field
 and the last good preview stays, marked out of date: the page never jumps to an error.
+
+Authors save the preview shown as a named scenario by posting to the same address: its
+query string is the configuration saved, the body the name and the expectations.
 """
 
 from __future__ import annotations
 
+from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.views.decorators.vary import vary_on_headers
 
 from promptadmin.content.assembly import AssemblyInputError, preview_prompt
+from promptadmin.releases import services
+from promptadmin.releases.models import Scenario
 from promptadmin.releases.serving import resolve
 from promptadmin.studio.access import render_page, studio_view
-from promptadmin.studio.forms.preview import PreviewForm
+from promptadmin.studio.forms.preview import PreviewForm, SaveScenarioForm
 from promptadmin.studio.presenters import present
 
 TEMPLATE = "studio/preview.html"
@@ -29,10 +37,59 @@ def _stale_reason(form: PreviewForm) -> str:
     return f"fix {', '.join(str(name) for name in names)}."
 
 
+def _save_scenario(
+    request: HttpRequest, settings: PreviewForm, form: SaveScenarioForm
+) -> Scenario | None:
+    """Save the preview's configuration as a scenario; a problem goes to ``form``, at the
+    field it comes from (the preview's own settings are named in a form-wide error)."""
+    if not form.is_valid():
+        return None
+    if not (settings.is_bound and settings.is_valid()):
+        form.add_error(None, "Fix the preview's settings first: the scenario keeps them.")
+        return None
+    params = settings.params()
+    expectations = form.expectations()
+    try:
+        return services.scenario_create(
+            actor=request.user,
+            name=form.cleaned_data["name"],
+            entry=params.entry,
+            first_turn=params.first_turn,
+            npcs=[{"npc": slug, "tier": tier} for slug, tier in params.npcs],
+            state=dict(params.state),
+            token_budget=params.token_budget,
+            npc_budget=params.npc_budget,
+            expectations=[expectation for _field, expectation in expectations],
+        )
+    except ValidationError as exc:
+        for key, problems in exc.message_dict.items():
+            parts = key.split(".")
+            if parts[0] in ("name", "expectations"):
+                field = "name" if key == "name" else None
+                if len(parts) > 1 and parts[1].isdigit():
+                    field = expectations[int(parts[1])][0]
+                form.add_error(field, problems)
+                continue
+            # The preview's settings: a layer of the state by its field, NPCs as a whole.
+            name = parts[1] if parts[0] == "state" and len(parts) > 1 else parts[0]
+            where = settings[name].label if name in settings.fields else "NPCs"
+            form.add_error(None, [f"{where}: {problem}" for problem in problems])
+        return None
+
+
 @studio_view()
 @vary_on_headers("HX-Request")
 def preview(request: HttpRequest) -> HttpResponse:
     form = PreviewForm.from_query(request.GET)
+    scenario_form = SaveScenarioForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST":
+        scenario = _save_scenario(request, form, scenario_form)
+        if scenario is not None:
+            messages.success(
+                request,
+                f"Saved the scenario '{scenario.name}': every release's impact report checks it.",
+            )
+            return redirect(request.get_full_path())
     page = None
     served = None
     if form.is_bound and form.is_valid():
@@ -46,7 +103,15 @@ def preview(request: HttpRequest) -> HttpResponse:
         else:
             page = present(result, dict(form.npc_options))
     htmx = getattr(request, "htmx", None)
-    context = {"section": "preview", "form": form, "preview": page, "served": served}
+    context = {
+        "section": "preview",
+        "form": form,
+        "preview": page,
+        "served": served,
+        "scenario_form": scenario_form,
+        "scenario_action": request.get_full_path(),
+    }
+    status = 400 if request.method == "POST" else 200
     if htmx and not htmx.history_restore_request and not htmx.boosted:
         if form.is_bound and form.errors:
             # Keep the last good preview: refresh only the field errors and the notice.
@@ -54,10 +119,14 @@ def preview(request: HttpRequest) -> HttpResponse:
                 request,
                 f"{TEMPLATE}#invalid",
                 {**context, "oob": True, "stale": _stale_reason(form)},
+                status=status,
             )
             response["HX-Reswap"] = "none"
             return response
         return render_page(
-            request, f"{TEMPLATE}#update", {**context, "oob": True, "announce": True}
+            request,
+            f"{TEMPLATE}#update",
+            {**context, "oob": True, "announce": True},
+            status=status,
         )
-    return render_page(request, TEMPLATE, context)
+    return render_page(request, TEMPLATE, context, status=status)

@@ -211,17 +211,40 @@ def test_a_label_moves_only_from_where_the_mover_last_saw_it(  # type: ignore[no
     admin_client.post("/api/v1/releases/", {"name": "r-two"}, format="json")
     label = admin_client.get("/api/v1/release-labels/staging")
     assert label.headers["ETag"] == '"label-staging-r-one"'
-    no_header = admin_client.put(
-        "/api/v1/release-labels/staging", {"release": "r-two"}, format="json"
-    )
-    assert no_header.status_code == 428
     assert put_label(admin_client, "staging", None, release="r-two").status_code == 412
     assert put_label(admin_client, "staging", "r-one", release="r-two").status_code == 200
     assert put_label(admin_client, "staging", "r-one", release="r-one").status_code == 412
-    removed = admin_client.delete("/api/v1/release-labels/staging")
-    assert removed.status_code == 428
     assert remove_label(admin_client, "staging", "r-one").status_code == 412
     assert ReleaseLabel.objects.get(name="staging").release.name == "r-two"
+    # If-Match: * asks only that the label exists.
+    star = {"format": "json", "HTTP_IF_MATCH": "*"}
+    missing = admin_client.put("/api/v1/release-labels/qa", {"release": "r-one"}, **star)
+    assert missing.status_code == 412 and not ReleaseLabel.objects.filter(name="qa").exists()
+    moved = admin_client.put("/api/v1/release-labels/staging", {"release": "r-one"}, **star)
+    assert moved.status_code == 200
+    assert ReleaseLabel.objects.get(name="staging").release.name == "r-one"
+
+
+def test_labels_move_and_go_without_if_match_as_the_contract_shows(  # type: ignore[no-untyped-def]
+    admin_client, demo
+) -> None:
+    admin_client.post("/api/v1/releases/", {"name": "r-one"}, format="json")
+    admin_client.post("/api/v1/releases/", {"name": "r-two"}, format="json")
+    url = "/api/v1/release-labels/production"
+    created = admin_client.put(url, {"release": "r-one", "note": "launch"}, format="json")
+    assert created.status_code == 200, created.json()
+    moved = admin_client.put(url, {"release": "r-two", "note": "next"}, format="json")
+    assert moved.status_code == 200, moved.json()
+    assert (moved.json()["from_release"], moved.json()["to_release"]) == ("r-one", "r-two")
+    removed = admin_client.delete(url, {"note": "pause"}, format="json")
+    assert removed.status_code == 200, removed.json()
+    assert not ReleaseLabel.objects.filter(name="production").exists()
+    history = admin_client.get(f"{url}/history").json()
+    assert [(m["from_release"], m["to_release"], m["note"]) for m in history] == [
+        ("r-two", None, "pause"),
+        ("r-one", "r-two", "next"),
+        (None, "r-one", "launch"),
+    ]
 
 
 def test_label_history_says_who_when_from_to_and_why(  # type: ignore[no-untyped-def]

@@ -58,8 +58,13 @@ def test_every_operation_documents_its_error_responses(schema: dict[str, Any]) -
         # Setting or removing a label names its whole new state (the version, or none), so
         # it needs no If-Match: concurrent moves are serialized and every one is audited.
         label_change = "/labels/{label}" in path
+        release_label = path == "/api/v1/release-labels/{label}"
         if method in {"PUT", "PATCH", "DELETE"} and label_change:
             assert "404" in documented, (method, path)
+        elif method in {"PUT", "DELETE"} and release_label:
+            # If-Match is optional (the contract sends none): 412 only when sent.
+            assert {"404", "412"} <= documented and "428" not in documented, (method, path)
+            assert any(p["name"] == "If-Match" and not p.get("required") for p in op["parameters"])
         elif method in {"PUT", "PATCH", "DELETE"}:
             assert {"404", "412", "428"} <= documented, (method, path)
             assert any(p["name"] == "If-Match" and p["required"] for p in op["parameters"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
@@ -11,6 +12,8 @@ from django.utils.html import escape
 
 from promptadmin.content.models import NPC, Entry, Segment
 from promptadmin.content.services import catalog, segments
+from promptadmin.releases import services
+from promptadmin.releases.models import Scenario
 
 pytestmark = pytest.mark.usefixtures("demo")
 
@@ -267,3 +270,79 @@ def test_a_link_naming_only_the_entry_starts_from_its_cast(viewer: Client) -> No
         ("old-cobb", 1),
         ("marta-vell", 0),
     ]
+
+
+# Save as scenario: the preview shown, kept under a name with expectations
+
+
+def save_scenario(client: Client, query: dict[str, Any], **fields: Any) -> Any:
+    body = {f"scenario-{name}": value for name, value in fields.items()}
+    return client.post(f"{URL}?{urlencode(query, doseq=True)}", body)
+
+
+def test_an_author_saves_the_preview_as_a_scenario_with_expectations(
+    author: Client, viewer: Client
+) -> None:
+    opening = Segment.objects.get(import_key="es-bell-open")
+    query = {
+        **BELL,
+        "token_budget": 250,
+        "npc": ["marta-vell"],
+        "tier": ["2"],
+        "input": "I ring the bell.",
+    }
+    assert "Save as scenario" in author.get(URL, query).content.decode()
+    response = save_scenario(author, query, name="bell, tight", fits="on", keeps_segment=opening.pk)
+    assert response.status_code == 302
+    assert response["Location"] == f"{URL}?{urlencode(query, doseq=True)}"
+
+    scenario = Scenario.objects.get(name="bell, tight")
+    assert (scenario.entry, scenario.first_turn, scenario.token_budget, scenario.npc_budget) == (
+        "drowned-bell",
+        True,
+        250,
+        600,
+    )
+    assert scenario.npcs == [{"npc": "marta-vell", "tier": 2}]
+    assert scenario.state == {"input": "I ring the bell."}
+    assert scenario.expectations == [
+        {"kind": "fits"},
+        {"kind": "keeps_segment", "segment": opening.pk},
+    ]
+    page = author.get(response["Location"]).content.decode()
+    assert "Saved the scenario &#x27;bell, tight&#x27;" in page
+    # The impact report assembles it and names the expectation the prompt fails.
+    impact = viewer.get(reverse("studio:release_publish")).content.decode()
+    assert "bell, tight" in impact and f"keeps segment #{opening.pk}" in impact
+
+
+def test_viewers_neither_see_nor_use_save_as_scenario(viewer: Client) -> None:
+    assert "Save as scenario" not in preview(viewer).content.decode()
+    response = save_scenario(viewer, BELL, name="mine")
+    assert response.status_code == 403
+    assert not Scenario.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"name": ""}, "name", "Name the scenario."),
+        ({"name": "x", "keeps_segment": "0"}, "keeps_segment", "greater than or equal to 1"),
+        ({"name": "x", "max_tokens": "lots"}, "max_tokens", "Enter a whole number."),
+        # Past what the form checks, the scenario service's word, at the same field.
+        ({"name": "x", "keeps_segment": str(2**63)}, "keeps_segment", "Expected a whole number"),
+        ({"name": "taken"}, "name", "There is already a scenario named 'taken'."),
+    ],
+)
+def test_a_bad_expectation_or_a_taken_name_is_named_at_its_field(
+    author: Client, fields: dict[str, str], field: str, message: str
+) -> None:
+    services.scenario_create(actor=None, name="taken", entry="drowned-bell")
+    response = save_scenario(author, BELL, **fields)
+    assert response.status_code == 400
+    errors = response.context["scenario_form"].errors
+    assert list(errors) == [field]
+    assert any(message in error for error in errors[field])
+    html = response.content.decode()
+    assert escape(message) in html and 'id="save-scenario"' in html
+    assert Scenario.objects.count() == 1
