@@ -7,9 +7,12 @@ How a range is summarized exactly once:
   index), so two requests or two appends at once make one summary, never two;
 - a worker claims a summary by moving it from ``pending`` to ``running`` under a row
   lock, with a claim number (``attempts``); a second delivery of the same task finds it
-  ``running`` (or ``done``) and does nothing, so the summarizer is not called twice;
+  ``done`` (and does nothing) or ``running``, and then comes back once that run has had
+  its time (:class:`Busy`), so the summarizer is not called twice and the summary is not
+  dropped should that worker be gone;
 - a summary left ``running`` past the task's hard time limit belongs to a worker that is
-  gone (killed): the next delivery takes it over;
+  gone (killed): the next delivery takes it over, and the next append or
+  :func:`summary_request` sends its task again, in case the task was lost with it;
 - a result is stored only by the worker holding the current claim.
 """
 
@@ -24,7 +27,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Sum
+from django.db.models import F, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from assembler.history import (
@@ -113,26 +116,43 @@ def _validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
         raise ValidationError(errors)
 
 
-def _locked(key: str) -> Conversation | None:
-    return Conversation.objects.select_for_update().filter(key=key).first()
+def _locked(key: str) -> tuple[Conversation, int | None] | None:
+    """Conversation ``key`` under a row lock, and the id of its stuck summary (None if
+    there is none), read in the same query: one ``running`` past the time limit (its
+    worker is gone), or ``pending`` for as long (its task was lost, or never sent)."""
+    cutoff = timezone.now() - stale_after()
+    stuck = Summary.objects.filter(
+        Q(status=SummaryStatus.RUNNING, started_at__lt=cutoff)
+        | Q(status=SummaryStatus.PENDING, created_at__lt=cutoff),
+        conversation=OuterRef("pk"),
+    ).values("pk")[:1]
+    conversation = (
+        Conversation.objects.select_for_update()
+        .annotate(stuck_summary_id=Subquery(stuck))
+        .filter(key=key)
+        .first()
+    )
+    if conversation is None:
+        return None
+    return conversation, conversation.stuck_summary_id
 
 
-def _get_or_create_locked(key: str, history_budget: int | None) -> Conversation:
-    conversation = _locked(key)
-    if conversation is not None:
-        return conversation
+def _get_or_create_locked(key: str, history_budget: int | None) -> tuple[Conversation, int | None]:
+    located = _locked(key)
+    if located is not None:
+        return located
     try:
         with transaction.atomic():
             conversation = Conversation.objects.create(
                 key=key, history_budget=history_budget or DEFAULT_HISTORY_BUDGET
             )
-        return conversation
+        return conversation, None
     except IntegrityError:
         # Created by a concurrent append a moment ago: append after its messages.
-        conversation = _locked(key)
-        if conversation is None:  # pragma: no cover - the row cannot vanish
+        located = _locked(key)
+        if located is None:  # pragma: no cover - the row cannot vanish
             raise
-        return conversation
+        return located
 
 
 @transaction.atomic
@@ -148,15 +168,19 @@ def conversation_append(
     ``history_budget`` sets the conversation's budget (on creation, or a change later).
     Positions follow on from the last one under a row lock, so concurrent appends never
     interleave. When the history not yet summarized passes the threshold, a summary is
-    asked for (see :func:`summary_request`). Queries: the locked read (plus the insert on
-    creation), the insert of the messages, the update of the conversation's counters, and
-    only when over the threshold one more (the summary request).
+    asked for (see :func:`summary_request`). While one is asked for, an append that finds
+    it stuck (``running`` past the time limit, or ``pending`` as long) sends its task
+    again (after commit), so a summary whose worker or task was lost is still made.
+    Queries: the locked read (which also looks for a stuck summary; plus the insert on
+    creation), the insert of the
+    messages, the update of the conversation's counters, and only when over the threshold
+    with no summary asked for yet one more (the summary request).
     """
     validate_key(key)
     if history_budget is not None:
         validate_history_budget(history_budget)
     _validate_messages(messages)
-    conversation = _get_or_create_locked(key, history_budget)
+    conversation, stuck_summary_id = _get_or_create_locked(key, history_budget)
     tok = tokenizer()
     rows = []
     added = 0
@@ -187,6 +211,8 @@ def conversation_append(
     if not conversation.summary_pending and _over_threshold(conversation):
         _enqueue_summary(conversation)
         conversation.summary_pending = changes["summary_pending"] = True
+    elif stuck_summary_id is not None:
+        _send_stuck(stuck_summary_id)
     Conversation.objects.filter(pk=conversation.pk).update(**changes)
     return AppendResult(conversation, [row.position for row in rows], conversation.summary_pending)
 
@@ -211,6 +237,22 @@ RETURNING id, created_at
 """
 
 
+def _send_after_commit(summary_id: int) -> None:
+    from promptadmin.conversations.tasks import enqueue_summary
+
+    transaction.on_commit(lambda: enqueue_summary(summary_id))
+
+
+def _send_stuck(summary_id: int) -> None:
+    """Send again the task of a stuck summary: ``running`` past the time limit (its worker
+    is gone, and its task may be too: the broker dropped it, or it was acked by a delivery
+    that found the run still young) or ``pending`` as long (its task was lost). The
+    delivery claims or takes it over; any extra one finds it running and comes back later,
+    or finds it done."""
+    logger.warning("summary %s: stuck past the time limit; sending its task again", summary_id)
+    _send_after_commit(summary_id)
+
+
 def _enqueue_summary(conversation: Conversation, *, always: bool = False) -> int | None:
     """The guarded statement behind :func:`summary_request`; the id of the summary
     pending afterwards, or None while one is running. The caller holds the row lock.
@@ -224,9 +266,7 @@ def _enqueue_summary(conversation: Conversation, *, always: bool = False) -> int
         return None
     summary_id, created_at = row
     if always or created_at == now:  # inserted (an existing pending row keeps its created_at)
-        from promptadmin.conversations.tasks import enqueue_summary
-
-        transaction.on_commit(lambda: enqueue_summary(summary_id))
+        _send_after_commit(int(summary_id))
     return int(summary_id)
 
 
@@ -236,17 +276,22 @@ def summary_request(*, actor: Actor, key: str) -> int | None:
 
     One statement, guarded by the database: it inserts a pending summary (its task is
     enqueued after commit), or moves the pending one's range up to the newest message (a
-    newer request supersedes it), or does nothing while one is running (that one asks
-    again when done, if still needed). Returns the pending summary's id, or None.
-    The pending summary's task is sent again even when it already was: should the broker
-    have lost it, asking again is how it gets made.
+    newer request supersedes it), or leaves alone one that is running (that one asks
+    again when done, if still needed). Returns the pending summary's id, or None while
+    one is running.
+    The pending summary's task is sent again even when it already was, and so is that of
+    a summary stuck ``running`` past the time limit: should the broker have lost it, or
+    its worker have died with it, asking again is how it gets made.
     """
-    conversation = _locked(key)
-    if conversation is None:
+    located = _locked(key)
+    if located is None:
         raise Conversation.DoesNotExist(f"No conversation with key {key!r}.")
+    conversation, stuck_summary_id = located
     if conversation.last_position == 0:  # pragma: no cover - conversations start with one
         raise ValidationError({"key": "The conversation has no messages to summarize."})
     summary_id = _enqueue_summary(conversation, always=True)
+    if stuck_summary_id is not None and stuck_summary_id != summary_id:
+        _send_stuck(stuck_summary_id)
     if not conversation.summary_pending:
         Conversation.objects.filter(pk=conversation.pk).update(summary_pending=True)
     return summary_id
@@ -260,6 +305,18 @@ class Claim:
     summary_id: int
     attempt: int
     took_over: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Busy:
+    """Another worker is running the summary: come back in ``retry_in`` seconds, by when
+    it is done or that worker is presumed gone (and the summary can be taken over)."""
+
+    retry_in: float
+
+
+# Past the moment a run turns stale, so that the retry finds it stale (or done), not busy.
+BUSY_RETRY_MARGIN = timedelta(seconds=2)
 
 
 class RetryLater(Exception):
@@ -276,17 +333,26 @@ def stale_after() -> timedelta:
 
 
 @transaction.atomic
-def summary_claim(*, summary_id: int, task_id: str) -> Claim | None:
-    """Claim a pending summary (or one stuck in ``running``) for this worker; None when
-    there is nothing to do: it is done or failed, or another worker is running it."""
+def summary_claim(*, summary_id: int, task_id: str) -> Claim | Busy | None:
+    """Claim a pending summary (or one stuck in ``running``) for this worker.
+
+    :class:`Busy` when another worker is running it and may still be alive: the summary
+    is not touched (never two summarizer calls for one range at once), and the delivery
+    must come back when that run is done or stale; dropping it would leave the summary
+    ``running`` for ever should that worker be dead. None when there is nothing to do:
+    the summary is done, failed or gone.
+    """
     summary = Summary.objects.select_for_update().filter(pk=summary_id).first()
     if summary is None or summary.status in (SummaryStatus.DONE, SummaryStatus.FAILED):
         return None
     now = timezone.now()
     took_over = False
     if summary.status == SummaryStatus.RUNNING:
-        if summary.started_at is not None and now - summary.started_at < stale_after():
-            return None
+        window = stale_after()
+        if summary.started_at is not None and (age := now - summary.started_at) < window:
+            # At most the window itself, which is below the broker's visibility timeout.
+            wait = min(window - age + BUSY_RETRY_MARGIN, window)
+            return Busy(wait.total_seconds())
         took_over = True
         logger.warning(
             "summary %s: taking over from a worker gone since %s", summary_id, summary.started_at
@@ -424,6 +490,18 @@ def _holds(summary: Summary, claim: Claim) -> bool:
     return summary.status == SummaryStatus.RUNNING and summary.attempts == claim.attempt
 
 
+def _lock_for_result(summary_id: int) -> tuple[Conversation, Summary]:
+    """Lock the summary's conversation, then the summary: the order every path that holds
+    both takes (an append or a request locks the conversation, then its upsert the active
+    summary), so storing a result never deadlocks with a request."""
+    conversation_id = Summary.objects.filter(pk=summary_id).values_list(
+        "conversation_id", flat=True
+    )[0]
+    conversation = Conversation.objects.select_for_update().get(pk=conversation_id)
+    summary = Summary.objects.select_for_update().get(pk=summary_id)
+    return conversation, summary
+
+
 @transaction.atomic
 def summary_complete(
     *,
@@ -438,8 +516,7 @@ def summary_complete(
 ) -> bool:
     """Store the claimed summary as done and update the conversation's counters; False
     (nothing stored) when the claim was lost to a worker that took over."""
-    summary = Summary.objects.select_for_update().get(pk=claim.summary_id)
-    conversation = Conversation.objects.select_for_update().get(pk=summary.conversation_id)
+    conversation, summary = _lock_for_result(claim.summary_id)
     if not _holds(summary, claim):
         return False
     summary.status = SummaryStatus.DONE
@@ -489,11 +566,11 @@ def summary_release(*, claim: Claim, error: str) -> None:
 @transaction.atomic
 def summary_fail(*, claim: Claim, error: str) -> None:
     """Mark the claimed summary failed (nothing to summarize, or an unexpected error)."""
-    summary = Summary.objects.select_for_update().get(pk=claim.summary_id)
+    conversation, summary = _lock_for_result(claim.summary_id)
     if not _holds(summary, claim):
         return
     summary.status = SummaryStatus.FAILED
     summary.error = error
     summary.finished_at = timezone.now()
     summary.save(update_fields=["status", "error", "finished_at"])
-    Conversation.objects.filter(pk=summary.conversation_id).update(summary_pending=False)
+    Conversation.objects.filter(pk=conversation.pk).update(summary_pending=False)

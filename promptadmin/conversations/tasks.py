@@ -2,7 +2,11 @@
 
 Delivery guarantees come from the settings (``acks_late``, ``reject_on_worker_lost``,
 prefetch 1, a hard time limit below the broker's visibility timeout) and idempotency from
-the services: a repeated delivery finds the summary done or running and does nothing.
+the services: a repeated delivery finds the summary done and does nothing, or finds it
+running and retries once that run has had its time, by when it is done (nothing to do) or
+its worker is presumed gone (the delivery takes it over). Dropping such a delivery would
+leave the summary running for ever when that worker died (a pool process killed: its task
+is requeued at once, while the run still looks alive).
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ def summarize_conversation(self: Task, summary_id: int) -> str:
         claim = services.summary_claim(summary_id=summary_id, task_id=self.request.id or "")
         if claim is None:
             return "nothing_to_do"
+        if isinstance(claim, services.Busy):
+            if self.request.is_eager:
+                # In-process (no broker to come back through); a stuck run is re-sent
+                # when the summary is asked for again.
+                return "busy"
+            # Counted as a retry: the run waited for was an attempt that may not finish.
+            raise self.retry(countdown=claim.retry_in)
         try:
             return services.summary_make(
                 claim=claim, allow_fallback=retries >= settings.SUMMARIZER_TASK_RETRIES

@@ -63,6 +63,16 @@ def delay() -> Iterator[mock.MagicMock]:
 
 
 @pytest.fixture
+def in_process() -> Iterator[None]:
+    """Tasks run here and now when enqueued, as without a broker."""
+    from promptadmin.celery import app
+
+    eager, app.conf.task_always_eager = app.conf.task_always_eager, True
+    yield
+    app.conf.task_always_eager = eager
+
+
+@pytest.fixture
 def extractive_only() -> Iterator[None]:
     with override_settings(SUMMARIZER_BASE_URL=""):
         yield

@@ -3,12 +3,15 @@ trigger and its database-level guards, query counts."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from unittest import mock
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from promptadmin.conversations import services
@@ -133,6 +136,70 @@ def test_no_request_is_made_while_a_summary_is_running(
     assert delay.call_count == 1
 
 
+@override_settings(CELERY_TASK_TIME_LIMIT=30)
+def test_a_summary_stuck_running_past_the_time_limit_is_sent_again_when_asked_for(
+    django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-13", talk(4), history_budget=200)
+    summary = Summary.objects.get()
+    # Its worker was killed at the time limit, and its task is gone with it.
+    Summary.objects.update(
+        status=SummaryStatus.RUNNING,
+        attempts=1,
+        started_at=timezone.now() - timedelta(seconds=31),
+    )
+    delay.reset_mock()
+    with django_capture_on_commit_callbacks() as callbacks:
+        append("c-13", talk(1, start=4))
+    delay.assert_not_called()  # only once the append is committed
+    for callback in callbacks:
+        callback()
+    delay.assert_called_once_with(summary.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.summary_request(actor=None, key="c-13") is None
+    assert delay.call_args_list == [mock.call(summary.pk)] * 2
+    summary.refresh_from_db()
+    assert summary.status == SummaryStatus.RUNNING  # the delivery takes it over
+    assert summary.requested_through == 4 and Summary.objects.count() == 1
+
+
+@override_settings(CELERY_TASK_TIME_LIMIT=30)
+def test_a_summary_pending_past_the_time_limit_is_sent_again_by_the_next_append(
+    django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-14", talk(4), history_budget=200)
+    summary = Summary.objects.get()
+    # The broker lost its task: it has waited longer than any task may run.
+    Summary.objects.update(created_at=timezone.now() - timedelta(seconds=31))
+    delay.reset_mock()
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-14", talk(1, start=4))
+    delay.assert_called_once_with(summary.pk)
+    # A request sends it once, not twice (it is also the pending one it re-sends).
+    delay.reset_mock()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.summary_request(actor=None, key="c-14") == summary.pk
+    delay.assert_called_once_with(summary.pk)
+
+
+def test_storing_a_result_locks_the_conversation_before_the_summary(
+    django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
+) -> None:
+    # A request locks the conversation, then (its upsert) the active summary; storing a
+    # result in the other order could deadlock with it.
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-15", talk(4), history_budget=200)
+    summary = Summary.objects.get()
+    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, services.Claim)
+    with CaptureQueriesContext(connection) as queries:
+        services.summary_fail(claim=claim, error="boom")
+    locks = [q["sql"] for q in queries.captured_queries if "FOR UPDATE" in q["sql"]]
+    assert [("conversations_conversation" in sql) for sql in locks] == [True, False], locks
+
+
 def test_the_database_refuses_a_second_active_summary_for_a_conversation() -> None:
     conversation = Conversation.objects.create(key="c-8")
     now = timezone.now()
@@ -173,9 +240,15 @@ def test_appending_costs_one_query_more_only_when_a_summary_is_asked_for(
     ):
         result = append("c-11", talk(2, start=1))
     assert result.summary_pending
-    # Once one is pending, appending is back to the cheap path.
+    # Once one is pending, appending is back to the cheap path, and stays on it when the
+    # summary is stuck running (the locked read finds it; sending it again is no query).
     with django_assert_num_queries(5):
         append("c-11", talk(1, start=3))
+    Summary.objects.update(
+        status=SummaryStatus.RUNNING, started_at=timezone.now() - timedelta(days=1)
+    )
+    with django_assert_num_queries(5):
+        append("c-11", talk(1, start=4))
 
 
 def test_a_broker_that_is_down_never_fails_the_append_and_asking_again_resends(

@@ -1,14 +1,18 @@
 """The summarization task: it makes the summary, never twice for one range (repeated
-deliveries, two workers at once), takes over a summary whose worker is gone, and falls
-back to the extractive summarizer when the endpoint keeps failing, saying so."""
+deliveries, two workers at once), comes back later to a summary another worker is running,
+takes over a summary whose worker is gone, and falls back to the extractive summarizer when
+the endpoint keeps failing, saying so."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
+from celery.exceptions import Retry
 from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
@@ -63,14 +67,64 @@ def test_a_repeated_delivery_finds_the_summary_done_and_does_nothing(
     assert Summary.objects.filter(status=SummaryStatus.DONE).count() == 1
 
 
-def test_a_delivery_while_another_worker_runs_it_does_nothing(
+def running_since(summary: Summary, seconds: float) -> None:
+    """As if a worker claimed ``summary`` ``seconds`` ago (and may be gone since)."""
+    Summary.objects.filter(pk=summary.pk).update(
+        status=SummaryStatus.RUNNING,
+        attempts=1,
+        task_id="first",
+        started_at=timezone.now() - timedelta(seconds=seconds),
+    )
+
+
+@override_settings(CELERY_TASK_TIME_LIMIT=30)
+@pytest.mark.parametrize("age", [0, 10, 29])
+def test_a_claim_on_a_summary_running_elsewhere_says_when_to_come_back(age: int) -> None:
+    summary = pending_summary()
+    running_since(summary, age)
+    claim = services.summary_claim(summary_id=summary.pk, task_id="second")
+    assert isinstance(claim, services.Busy)
+    # Once the run turns stale (it is then done, or taken over), never past the window.
+    assert 30 - age <= claim.retry_in <= 30
+    summary.refresh_from_db()
+    assert summary.status == SummaryStatus.RUNNING
+    assert summary.attempts == 1 and summary.task_id == "first"
+
+
+@pytest.fixture
+def from_a_broker() -> Iterator[mock.MagicMock]:
+    """The task runs as a worker runs a delivery (not in-process); ``retry`` is recorded
+    instead of sending the task back to the broker."""
+    summarize_conversation.push_request(id="second", retries=0, is_eager=False)
+    try:
+        with mock.patch.object(summarize_conversation, "retry", side_effect=Retry) as retry:
+            yield retry
+    finally:
+        summarize_conversation.pop_request()
+
+
+@override_settings(CELERY_TASK_TIME_LIMIT=30)
+def test_a_delivery_while_another_worker_runs_it_comes_back_when_that_run_turns_stale(
+    counting: CountingSummarizer, from_a_broker: mock.MagicMock
+) -> None:
+    # Not dropped: that worker may be dead (its pool process killed, the task requeued).
+    summary = pending_summary()
+    running_since(summary, 10)
+    with pytest.raises(Retry):
+        summarize_conversation.run(summary.pk)
+    from_a_broker.assert_called_once()
+    assert 20 <= from_a_broker.call_args.kwargs["countdown"] <= 30
+    assert counting.calls == []
+    summary.refresh_from_db()
+    assert summary.status == SummaryStatus.RUNNING and summary.attempts == 1
+
+
+def test_a_delivery_in_process_while_another_worker_runs_it_does_nothing(
     counting: CountingSummarizer,
 ) -> None:
     summary = pending_summary()
-    Summary.objects.filter(pk=summary.pk).update(
-        status=SummaryStatus.RUNNING, attempts=1, started_at=timezone.now()
-    )
-    assert run(summary) == "nothing_to_do"
+    running_since(summary, 0)
+    assert run(summary) == "busy"
     assert counting.calls == []
     summary.refresh_from_db()
     assert summary.status == SummaryStatus.RUNNING and summary.attempts == 1
@@ -92,10 +146,25 @@ def test_a_summary_stuck_running_past_the_time_limit_is_taken_over(
     assert len(counting.calls) == 1
 
 
+@override_settings(CELERY_TASK_TIME_LIMIT=30)
+def test_a_summary_stuck_running_whose_task_was_lost_is_made_when_asked_again(
+    counting: CountingSummarizer, in_process: None, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Killed at the hard time limit, its delivery acknowledged: no task will come.
+    summary = pending_summary()
+    running_since(summary, 31)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.summary_request(actor=None, key="talk")
+    summary.refresh_from_db()
+    assert summary.status == SummaryStatus.DONE and summary.attempts == 2
+    assert len(counting.calls) == 1
+    assert not Conversation.objects.get().summary_pending
+
+
 def test_a_worker_that_lost_its_claim_stores_nothing(counting: CountingSummarizer) -> None:
     summary = pending_summary()
     claim = services.summary_claim(summary_id=summary.pk, task_id="old")
-    assert claim is not None
+    assert isinstance(claim, services.Claim)
     # Another worker takes over (the first looked gone) and finishes first.
     Summary.objects.filter(pk=summary.pk).update(started_at=timezone.now() - timedelta(hours=1))
     assert run(summary, task_id="new") == "done"
@@ -130,7 +199,7 @@ def test_two_workers_at_once_claim_the_summary_once(delay: Any) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(claim is None for claim in claims) == [False, True]
+    assert sorted(type(claim).__name__ for claim in claims) == ["Busy", "Claim"]
 
 
 def test_summaries_build_on_the_previous_one(counting: CountingSummarizer) -> None:

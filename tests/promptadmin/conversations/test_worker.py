@@ -1,6 +1,7 @@
 """Real Celery workers (``celery -A promptadmin worker`` subprocesses) against the real
 Redis broker and a local OpenAI-compatible server: summaries appear in the background and
-are used, and a worker killed mid-task leaves a task that completes exactly once."""
+are used, and a worker (or only its pool process) killed mid-task leaves a task that
+completes exactly once."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from promptadmin.celery import app as celery_app
@@ -61,19 +63,20 @@ def broker() -> Iterator[None]:
 
 
 @pytest.fixture
-def workers(broker: None) -> Iterator[Callable[[FakeLLM], subprocess.Popen[bytes]]]:
-    """Starts real workers; every one still running is stopped at the end."""
+def workers(broker: None) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Starts real workers (with a hard time limit of ``time_limit`` seconds); every one
+    still running is stopped at the end."""
     started: list[tuple[subprocess.Popen[bytes], Any]] = []
 
-    def start(llm: FakeLLM) -> subprocess.Popen[bytes]:
+    def start(llm: FakeLLM, time_limit: int = TIME_LIMIT) -> subprocess.Popen[bytes]:
         env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
             "DATABASE_URL": database_url(),
             "REDIS_URL": settings.REDIS_URL,
             "CELERY_TASK_ALWAYS_EAGER": "false",
-            "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_TIMEOUT),
-            "CELERY_TASK_TIME_LIMIT": str(TIME_LIMIT),
+            "CELERY_VISIBILITY_TIMEOUT": str(max(VISIBILITY_TIMEOUT, time_limit + 2)),
+            "CELERY_TASK_TIME_LIMIT": str(time_limit),
             "SUMMARIZER_BASE_URL": llm.url,
             "SUMMARIZER_MODEL": "fake-model",
             "SUMMARIZER_API_KEY": "test",
@@ -105,6 +108,19 @@ def workers(broker: None) -> Iterator[Callable[[FakeLLM], subprocess.Popen[bytes
         log.seek(0)
         sys.stdout.write(log.read().decode(errors="replace")[-4000:])
         log.close()
+
+
+def pool_processes(worker: subprocess.Popen[bytes]) -> list[int]:
+    """The worker's pool processes: its children."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == worker.pid:
+            children.append(int(stat.parent.name))
+    return children
 
 
 def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
@@ -186,5 +202,34 @@ def test_a_worker_killed_mid_task_leaves_a_task_that_completes_exactly_once(
             assert summary.attempts == 2  # the killed worker's claim, then the takeover
             assert len(llm.requests) == 2  # one died with its worker, unanswered
             assert llm.answered == 1  # the range was summarized by one answered call
+    finally:
+        never.set()
+
+
+def test_a_pool_process_killed_mid_task_leaves_a_task_that_completes_exactly_once(
+    workers: Callable[..., subprocess.Popen[bytes]], writer: APIClient
+) -> None:
+    # Only the pool process dies: its task is requeued at once, while the summary still
+    # looks alive. That delivery comes back when the run turns stale and takes it over.
+    time_limit = 10  # room for a slow first call before the kill, and no time-out kill
+    never = threading.Event()
+    try:
+        with fake_llm(Reply(hold=never)) as llm:
+            llm.default = Reply(text=SUMMARY)
+            worker = workers(llm, time_limit=time_limit)
+            append_until_pending(writer, "quest-3")
+            assert llm.received.wait(60), "the worker never called the endpoint"
+            started = Summary.objects.get(conversation__key="quest-3").started_at
+            assert started is not None
+            # Young enough that the requeued delivery finds the run alive, not stale.
+            assert (timezone.now() - started).total_seconds() < time_limit - 3
+            (pool_process,) = pool_processes(worker)
+            os.kill(pool_process, signal.SIGKILL)
+            wait_for(done("quest-3"), 60, "the summary after its pool process died")
+            summary = Summary.objects.get(conversation__key="quest-3")
+            assert summary.content == SUMMARY
+            assert summary.attempts == 2  # the killed claim, then the takeover
+            assert len(llm.requests) == 2 and llm.answered == 1
+            assert worker.poll() is None  # the worker itself lived on
     finally:
         never.set()
