@@ -12,10 +12,15 @@ class PageSizeSerializer(serializers.Serializer):
     page_size = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_SIZE, required=False)
 
 
+class PageSerializer(serializers.Serializer):
+    page = serializers.IntegerField(min_value=1)
+
+
 class PageNumberPagination(pagination.PageNumberPagination):
     """``?page=N`` (from 1) and ``?page_size=N`` (1 to 200; 50 by default).
 
-    A bad ``page_size`` is a 400 rather than silently the default, like any other input.
+    A bad ``page_size`` or ``page`` (empty, not a number, below 1) is a 400 rather than
+    silently the default, like any other input; a page past the last is a 404.
     """
 
     page_size_query_param = "page_size"
@@ -29,6 +34,14 @@ class PageNumberPagination(pagination.PageNumberPagination):
         checked = PageSizeSerializer(data={"page_size": values[-1]})
         checked.is_valid(raise_exception=True)
         return int(checked.validated_data["page_size"])
+
+    def get_page_number(self, request: Request, paginator: Any) -> int | str:
+        values = request.query_params.getlist(self.page_query_param)
+        if not values:
+            return 1
+        checked = PageSerializer(data={"page": values[-1]})
+        checked.is_valid(raise_exception=True)
+        return int(checked.validated_data["page"])
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         """The parameters as DRF describes them, with the bounds this class enforces."""

@@ -212,6 +212,11 @@ def test_filters_search_and_pagination(reader, demo) -> None:  # type: ignore[no
     assert reader.get("/api/v1/segments/?active=maybe").status_code == 400
     assert reader.get("/api/v1/segments/?page_size=0").status_code == 400
     assert reader.get("/api/v1/segments/?page=999").status_code == 404
+    # Found by schemathesis: an empty page was silently the first.
+    for page in ("", "0", "two", "1.5"):
+        response = reader.get(f"/api/v1/segments/?page={page}")
+        assert response.status_code == 400, page
+        assert response.json()["errors"][0]["attr"] == "page"
 
 
 def test_list_takes_a_constant_number_of_queries(reader, django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
