@@ -20,7 +20,7 @@ from django.utils import timezone
 from promptadmin.conversations import services
 from promptadmin.conversations.models import Conversation, Summary, SummaryStatus
 from promptadmin.conversations.selectors import conversation_history
-from promptadmin.conversations.tasks import summarize_conversation
+from promptadmin.conversations.tasks import retry_countdown, summarize_conversation
 from tests.promptadmin.conversations.conftest import CountingSummarizer, talk
 from tests.promptadmin.conversations.fake_llm import Reply, fake_llm
 
@@ -303,3 +303,33 @@ def test_a_refused_summary_falls_back_at_once_without_retrying() -> None:
     assert summary.backend == "extractive"
     assert "empty" in summary.error
     assert len(llm.requests) == 1 and summary.attempts == 1
+
+
+def test_from_a_broker_a_failing_endpoint_is_retried_later_with_backoff_and_jitter(
+    from_a_broker: mock.MagicMock,
+) -> None:
+    # In a worker the retry goes back through the broker after a growing, random wait;
+    # the summary is pending again meanwhile, and the endpoint was asked once.
+    with (
+        fake_llm() as llm,
+        endpoint(llm.url, task_retries=2),
+        override_settings(SUMMARIZER_RETRY_BACKOFF=5),
+    ):
+        llm.default = Reply(status=503)
+        summary = pending_summary()
+        with pytest.raises(Retry):
+            summarize_conversation.run(summary.pk)
+    from_a_broker.assert_called_once()
+    assert 0 <= from_a_broker.call_args.kwargs["countdown"] <= 5
+    assert len(llm.requests) == 1
+    summary.refresh_from_db()
+    assert summary.status == SummaryStatus.PENDING and "http_503" in summary.error
+
+
+def test_retry_waits_grow_exponentially_and_are_jittered() -> None:
+    with override_settings(SUMMARIZER_RETRY_BACKOFF=5):
+        waits = {retries: [retry_countdown(retries) for _ in range(200)] for retries in range(4)}
+    for retries, drawn in waits.items():
+        assert all(0 <= wait <= 5 * 2**retries for wait in drawn)
+        assert len(set(drawn)) > 150  # random, so workers that failed together spread out
+    assert max(waits[3]) > 5 * 2**2  # later retries may wait longer than earlier ones can
