@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -67,7 +68,12 @@ def main() -> None:
     parser.add_argument("--formats", default="csv,json")
     options = parser.parse_args()
     url = os.environ.get("BENCH_IMPORT_DATABASE_URL", DEFAULT_DATABASE_URL)
-    env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false", "SECRET_KEY": "bench-only"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+    }
     env.pop("REDIS_URL", None)  # the import needs no cache
     rows = generated(options.rows)
     print(f"Legacy import of {options.rows:,} rows into {urlsplit(url).path.lstrip('/')}")
