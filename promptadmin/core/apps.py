@@ -11,4 +11,12 @@ class CoreConfig(AppConfig):
     verbose_name = "promptadmin core"
 
     def ready(self) -> None:
+        from django.core.servers.basehttp import WSGIRequestHandler
+
         from promptadmin.core import checks  # noqa: F401  (registers the system checks)
+
+        # Django's own server (runserver, and the live server of the browser and
+        # schemathesis tests) writes a response's headers and body separately: on a
+        # kept-alive connection Nagle's algorithm then holds the body until the client's
+        # delayed ACK, about 40 ms per request. gunicorn is not affected.
+        WSGIRequestHandler.disable_nagle_algorithm = True
