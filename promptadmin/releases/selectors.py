@@ -7,6 +7,7 @@ from typing import Any
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import QuerySet
 
+from promptadmin.core import cache as content_cache
 from promptadmin.releases.impact import compare, object_changes, segment_changes
 from promptadmin.releases.models import (
     PRODUCTION,
@@ -65,16 +66,25 @@ def compare_report(before: str | None, after: str) -> dict[str, Any]:
 
 
 def unpublished() -> dict[str, Any] | None:
-    """What the working copy changes against the production release (None: no label)."""
+    """What the working copy changes against the production release (None: no label).
+
+    Worked out once per content change and production release (reading the whole working
+    copy takes about 0.3 s at 10,000 segments); the label itself is read every time.
+    """
     label = ReleaseLabel.objects.select_related("release").filter(name=PRODUCTION).first()
     if label is None:
         return None
-    old, new = release_content(label.release), working_content()
-    return {
-        "release": label.release.name,
-        "segments": segment_changes(old, new),
-        "objects": object_changes(old, new),
-    }
+    key = content_cache.key(content_cache.generation(), "unpublished", label.release.name)
+    found: dict[str, Any] | None = content_cache.get_many([key]).get(key)
+    if found is None:
+        old, new = release_content(label.release), working_content()
+        found = {
+            "release": label.release.name,
+            "segments": segment_changes(old, new),
+            "objects": object_changes(old, new),
+        }
+        content_cache.set_many({key: found})
+    return found
 
 
 def choices() -> list[tuple[str, str]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from promptadmin.content.services import segments
-from promptadmin.releases import services, serving
+from promptadmin.releases import selectors, services, serving
 from promptadmin.releases.models import ReleaseLabel, ReleaseLabelMove
 
 pytestmark = pytest.mark.django_db
@@ -126,6 +128,25 @@ def test_the_dashboard_shows_what_is_unpublished(  # type: ignore[no-untyped-def
     grow_tone(content, django_capture_on_commit_callbacks)
     page = author.get("/").content.decode()
     assert "1 changed" in page and f"#{content['tone'].pk} Tone" in page
+
+
+def test_what_is_unpublished_is_worked_out_once_per_content_change(  # type: ignore[no-untyped-def]
+    content: Any, django_capture_on_commit_callbacks
+) -> None:
+    # Reading the whole working copy costs about 0.3 s at 10,000 segments: not per view.
+    with django_capture_on_commit_callbacks(execute=True):
+        services.release_create(actor=None, name="r-one", labels=["production"])
+    with CaptureQueriesContext(connection) as first:
+        assert selectors.unpublished() == selectors.unpublished()
+    with CaptureQueriesContext(connection) as again:
+        before = selectors.unpublished()
+    assert len(again) == 1 < len(first)  # the label, read every time
+    assert before is not None and before["segments"]["changed"] == []
+    grow_tone(content, django_capture_on_commit_callbacks)
+    after = selectors.unpublished()
+    assert after is not None and [s["id"] for s in after["segments"]["changed"]] == [
+        content["tone"].pk
+    ]
 
 
 def test_the_preview_shows_any_release(  # type: ignore[no-untyped-def]
