@@ -286,3 +286,22 @@ function markInvalidFields() {
 document.addEventListener("DOMContentLoaded", markInvalidFields);
 document.addEventListener("htmx:afterSettle", markInvalidFields);
 document.addEventListener("htmx:oobAfterSwap", markInvalidFields);
+
+// A table that scrolls sideways in its own box (phone widths) must be reachable by
+// keyboard to be scrolled: one with no link or control inside becomes focusable itself.
+const FOCUSABLE = "a[href], button, input, select, textarea, [tabindex]";
+function focusableScrollers() {
+  for (const table of document.querySelectorAll("table.data")) {
+    const scrolls = table.scrollWidth > table.clientWidth + 1;
+    if (scrolls && !table.hasAttribute("tabindex") && !table.querySelector(FOCUSABLE)) {
+      table.tabIndex = 0;
+      table.dataset.scrollFocus = "";
+    } else if (!scrolls && "scrollFocus" in table.dataset) {
+      table.removeAttribute("tabindex");
+      delete table.dataset.scrollFocus;
+    }
+  }
+}
+document.addEventListener("DOMContentLoaded", focusableScrollers);
+document.addEventListener("htmx:afterSettle", focusableScrollers);
+window.addEventListener("resize", focusableScrollers);

@@ -3,13 +3,17 @@ or critical violation, nothing scrolls sideways, and a screenshot is kept for re
 
 from __future__ import annotations
 
+from io import StringIO
 from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.core.management import call_command
 from playwright.sync_api import expect
 
 from promptadmin.content.models import Segment
+from promptadmin.conversations.services import conversation_append
+from promptadmin.prompts.models import Prompt
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
 
@@ -31,6 +35,16 @@ PAGES = [
         "/preview/?entry=drowned-bell&first_turn=on&token_budget=330&npc_budget=90"
         "&npc=marta-vell&tier=2&npc=old-cobb&tier=1&input=I+ask+Marta+about+the+bell.",
     ),
+    ("prompts", "/prompts/"),
+    ("prompt", "/prompts/{prompt}/"),
+    ("prompt-version", "/prompts/{prompt}/versions/new/"),
+    ("playground", "/prompts/{prompt}/playground/"),
+    ("conversations", "/conversations/"),
+    ("conversation", "/conversations/tavern-1/"),
+    ("releases", "/releases/"),
+    ("publish", "/releases/publish/"),
+    ("deprecated", "/deprecated/"),
+    ("import", "/deprecated/import/"),
 ]
 BLOCKING = ("serious", "critical")
 
@@ -57,12 +71,25 @@ def test_main_pages_pass_axe_and_fit_the_screen(
     path: str,
     width: str,
 ) -> None:
-    make_user("ada", "author")
+    # An admin sees every page, the deprecated-content review included.
+    make_user("ada", "admin")
     segment = Segment.objects.get(import_key="w-iron-history")
+    if not Prompt.objects.exists():
+        call_command("seed_prompts", stdout=StringIO())
+    prompt = Prompt.objects.order_by("pk").first()
+    assert prompt is not None
+    conversation_append(
+        actor=None,
+        key="tavern-1",
+        messages=[
+            {"role": "user", "content": "Who keeps the lighthouse?"},
+            {"role": "assistant", "content": "Old Cobb, since the war."},
+        ],
+    )
     context = browser.new_context(base_url=live_server.url, viewport=WIDTHS[width])
     try:
         page = context.new_page()
-        sign_in(page, "ada", path.format(segment=segment.pk))
+        sign_in(page, "ada", path.format(segment=segment.pk, prompt=prompt.pk))
         expect(page.locator("h1")).to_be_visible()
         screenshot(page, f"a11y-{width}-{name}")
         assert serious_violations(page) == []
