@@ -184,6 +184,7 @@ def test_a_summary_pending_past_the_time_limit_is_sent_again_by_the_next_append(
     delay.assert_called_once_with(summary.pk)
 
 
+@pytest.mark.postgres  # SQLite has no row locks (no FOR UPDATE) to order
 def test_storing_a_result_locks_the_conversation_before_the_summary(
     django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
 ) -> None:
