@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
 import assembler
+from assembler.result import LayerStatus, StepAction
 from promptadmin.api import fields as f
 from promptadmin.api.fastpath import well_formed
 from promptadmin.api.serializers.common import (
@@ -255,7 +256,7 @@ class PreviewInputSerializer(AssembleInputSerializer):
 
 class TruncationStepSerializer(serializers.Serializer):
     scope = f.Text()
-    action = serializers.ChoiceField(choices=["trimmed", "dropped", "tier_lowered", "npc_dropped"])
+    action = serializers.ChoiceField(choices=get_args(StepAction))
     tokens_before = f.Integer()
     tokens_after = f.Integer()
     segment_id = f.Integer(allow_null=True)
@@ -264,7 +265,7 @@ class TruncationStepSerializer(serializers.Serializer):
 
 
 class LayerReportSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["included", "trimmed", "dropped", "empty", "skipped"])
+    status = serializers.ChoiceField(choices=get_args(LayerStatus))
     tokens = f.Integer(help_text="Tokens of the whole block, frame included.")
     segment_ids = serializers.ListField(child=f.Integer())
 
