@@ -242,6 +242,7 @@ class _Selection:
     start: int  # index of the newest user message (where the current exchange starts)
     last: int  # index after the newest message shown
     trimmed: HistoryTrim | None
+    tokens: int | None = None  # the price of the parts, when worked out on the way
 
     def all_parts(self) -> list[_Part]:
         return [self.summary, *self.parts] if self.summary is not None else list(self.parts)
@@ -277,6 +278,10 @@ def _select(
             summary_part = None
     first = start
     oldest = parts[0] if parts else None
+    # The join between the summary and the oldest message shown, in ``total``.
+    summary_join = 0
+    if summary_part is not None and oldest is not None:
+        summary_join = _join(tokenizer, summary_part, oldest)
     older: list[_Part] = []  # newest first
     while first > 0 and (older_cap is None or start - first < older_cap):
         part = _message_part(visible[first - 1], tokenizer)
@@ -285,17 +290,18 @@ def _select(
             added += _join(tokenizer, part, oldest)
         if summary_part is not None:
             # The summary moves in front of the new oldest message.
-            added += _join(tokenizer, summary_part, part)
-            if oldest is not None:
-                added -= _join(tokenizer, summary_part, oldest)
+            join = _join(tokenizer, summary_part, part)
+            added += join - summary_join
         if total + added > budget:
             break
         total += added
         older.append(part)
         oldest = part
+        if summary_part is not None:
+            summary_join = join
         first -= 1
     older.reverse()
-    return _Selection(summary_part, older + parts, first, start, len(visible), None)
+    return _Selection(summary_part, older + parts, first, start, len(visible), None, total)
 
 
 def _select_over_budget(
@@ -397,7 +403,9 @@ def fit_history(
         parts = selection.all_parts()
         text = PART_SEPARATOR.join(part.text for part in parts)
         if not exact_check:
-            tokens = _priced_total(parts, tokenizer)
+            tokens = selection.tokens
+            if tokens is None:
+                tokens = _priced_total(parts, tokenizer)
             break
         tokens = tokenizer.count(text)
         if tokens <= budget or target < 0:

@@ -69,9 +69,10 @@ class HistoryView(APIView):
     def get(self, request: Request, key: str) -> Response:
         query = s.HistoryQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        conversation = _conversation(key)
-        budget = query.validated_data.get("budget", conversation.history_budget)
-        history = selectors.conversation_history(conversation, budget=budget)
+        try:
+            history = selectors.history_block(key, budget=query.validated_data.get("budget"))
+        except Conversation.DoesNotExist:
+            raise Http404(f"No conversation with key '{key}'.") from None
         return Response(s.history_data(history))
 
 

@@ -8,6 +8,8 @@ range, once summarized, has one summary (unique ``covers_through``).
 
 from __future__ import annotations
 
+import re
+
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
@@ -22,6 +24,15 @@ key_validator = RegexValidator(
     "Use 1 to 200 letters, digits and . _ : @ - (starting with a letter or digit).",
     code="invalid_key",
 )
+_KEY = re.compile(KEY_PATTERN)
+
+
+def could_be_key(value: str) -> bool:
+    """Whether a conversation could have ``value`` as its key. Reads check it first: a
+    text PostgreSQL cannot store (with a NUL) fails the query instead of finding nothing."""
+    return _KEY.match(value) is not None
+
+
 DEFAULT_HISTORY_BUDGET = 2000
 MAX_MESSAGE_CHARS = 100_000
 """The longest message, in characters."""

@@ -53,6 +53,7 @@ from promptadmin.conversations.models import (
     Role,
     Summary,
     SummaryStatus,
+    could_be_key,
     key_validator,
 )
 from promptadmin.core.actors import Actor
@@ -119,7 +120,10 @@ def _validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
 def _locked(key: str) -> tuple[Conversation, int | None] | None:
     """Conversation ``key`` under a row lock, and the id of its stuck summary (None if
     there is none), read in the same query: one ``running`` past the time limit (its
-    worker is gone), or ``pending`` for as long (its task was lost, or never sent)."""
+    worker is gone), or ``pending`` for as long (its task was lost, or never sent).
+    None when there is no such conversation."""
+    if not could_be_key(key):
+        return None
     cutoff = timezone.now() - stale_after()
     stuck = Summary.objects.filter(
         Q(status=SummaryStatus.RUNNING, started_at__lt=cutoff)

@@ -19,7 +19,13 @@ from assembler import (
     render_message,
     render_summary,
 )
-from assembler.history import PART_SEPARATOR, HistoryFit
+from assembler.history import (
+    PART_SEPARATOR,
+    HistoryFit,
+    _message_part,
+    _priced_total,
+    _summary_part,
+)
 
 TOKENIZER = get_tokenizer()
 PROPERTY = settings(max_examples=60, deadline=None)
@@ -271,6 +277,23 @@ def test_the_priced_fit_is_within_budget_and_exact_for_ordinary_text(
     result = fit(messages, budget, summary, exact_check=False)
     # Each step is priced from parts and joins: without the final check, still exact.
     assert result.tokens == TOKENIZER.count(result.text) <= budget
+
+
+@PROPERTY
+@given(histories(TRICKY))
+def test_the_price_kept_while_fitting_is_the_price_of_the_parts_shown(
+    history: tuple[list[HistoryMessage], SummaryText | None, int],
+) -> None:
+    # Without the exact check, tokens is the price worked out step by step while choosing:
+    # it must be what pricing the chosen parts afresh gives, joins included.
+    messages, summary, budget = history
+    result = fit(messages, budget, summary, exact_check=False)
+    after = visible(messages, summary) if result.summary_used else messages
+    shown = [message for message in after if message.position in result.positions]
+    parts = [_summary_part(summary, TOKENIZER)] if result.summary_used and summary else []
+    parts += [_message_part(message, TOKENIZER) for message in shown]
+    if result.trimmed is None:
+        assert result.tokens == _priced_total(parts, TOKENIZER)
 
 
 @PROPERTY

@@ -15,6 +15,7 @@ from promptadmin.conversations.models import (
     Role,
     SummaryStatus,
 )
+from promptadmin.conversations.selectors import HistoryBlock
 
 
 class MessageInputSerializer(StrictSerializer):
@@ -91,7 +92,7 @@ class SummarizeOutputSerializer(serializers.Serializer):
     summary_pending = serializers.BooleanField()
 
 
-def history_data(history: Any) -> dict[str, Any]:
+def history_data(history: HistoryBlock) -> dict[str, Any]:
     summary = history.summary
     fit = history.fit
     return {

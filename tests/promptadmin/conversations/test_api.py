@@ -9,6 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from promptadmin.conversations.models import Conversation, Message, Summary, SummaryStatus
+from promptadmin.core.tokens import tokenizer
 from tests.promptadmin.api.conftest import errors
 from tests.promptadmin.conversations.conftest import talk
 
@@ -138,6 +139,20 @@ def test_history_of_an_unknown_conversation_is_404(reader: APIClient) -> None:
     assert response.json()["type"] == "client_error"
 
 
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [("get", "history"), ("get", "summaries"), ("post", "summarize")],
+)
+@pytest.mark.parametrize("key", ["k%00", "a%20b", "x" * 201])
+def test_a_key_no_conversation_can_have_is_404(
+    writer: APIClient, method: str, url: str, key: str
+) -> None:
+    # A NUL cannot even be looked up in PostgreSQL: it must not fail the request.
+    response = getattr(writer, method)(f"{BASE}/{key}/{url}")
+    assert response.status_code == 404
+    assert response.json()["type"] == "client_error"
+
+
 @pytest.mark.parametrize("budget", ["0", "-5", "abc", "1000001", "1e3", "NaN"])
 def test_a_bad_history_budget_is_refused(writer: APIClient, reader: APIClient, budget: str) -> None:
     post(writer, "c", {"messages": talk(1)})
@@ -183,11 +198,62 @@ def test_summarize_needs_write_access(writer: APIClient, reader: APIClient) -> N
     assert reader.post(f"{BASE}/c/summarize").status_code == 403
 
 
-def test_history_costs_a_fixed_number_of_queries(
-    writer: APIClient, reader: APIClient, django_assert_max_num_queries: Any
+def test_history_costs_a_fixed_number_of_queries_and_one_less_for_a_state_read_before(
+    writer: APIClient, reader: APIClient, django_assert_num_queries: Any
 ) -> None:
     post(writer, "c", {"messages": talk(100), "history_budget": 1_000_000})
     post(writer, "c", {"messages": talk(100, start=100)})
     # Authentication (key lookup), the conversation with its summary, the messages.
-    with django_assert_max_num_queries(3):
-        assert reader.get(f"{BASE}/c/history", {"budget": 300}).status_code == 200
+    with django_assert_num_queries(3):
+        first = reader.get(f"{BASE}/c/history", {"budget": 300})
+    assert first.status_code == 200
+    # The same conversation state and budget: the fitted block is remembered.
+    with django_assert_num_queries(2):
+        assert reader.get(f"{BASE}/c/history", {"budget": 300}).json() == first.json()
+    # A new message is a new state: read and fitted again, and shown.
+    post(writer, "c", {"messages": talk(1, start=200)})
+    with django_assert_num_queries(3):
+        body = reader.get(f"{BASE}/c/history", {"budget": 300}).json()
+    assert body["messages"][-1] == 201
+    assert body != first.json()
+
+
+def test_history_tokens_are_the_exact_count_of_the_text(
+    writer: APIClient, reader: APIClient, counting: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        post(writer, "c", {"messages": talk(12), "history_budget": 300})
+    for budget in (300, 120, 40, 300):  # the last one remembered
+        body = reader.get(f"{BASE}/c/history", {"budget": budget}).json()
+        assert body["tokens"] == tokenizer().count(body["text"]) <= budget
+
+
+def test_history_follows_a_new_summary_and_a_new_history_budget(
+    writer: APIClient, reader: APIClient, counting: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    post(writer, "c", {"messages": talk(8), "history_budget": 100_000})
+    before = reader.get(f"{BASE}/c/history").json()
+    assert before["mode"] == "full" and before["summary_pending"] is False
+    # Lowering the budget (the default of the endpoint) asks for a summary, made at once.
+    with django_capture_on_commit_callbacks(execute=True):
+        post(writer, "c", {"messages": talk(1, start=8), "history_budget": 200})
+    after = reader.get(f"{BASE}/c/history").json()
+    summary = Summary.objects.get(status=SummaryStatus.DONE)
+    assert after["mode"] == "summary_and_recent" and after["summary_pending"] is False
+    assert after["summary"]["id"] == summary.pk
+    assert after["tokens"] <= 200
+    # Asking for a summary shows as pending on the very next read, the state unchanged.
+    writer.post(f"{BASE}/c/summarize")
+    assert reader.get(f"{BASE}/c/history").json()["summary_pending"] is True
+
+
+def test_history_keeps_the_newest_user_message_from_further_back_than_the_budget_reaches(
+    writer: APIClient, reader: APIClient, django_assert_num_queries: Any
+) -> None:
+    replies = [{"role": "assistant", "content": f"Reply {n}."} for n in range(6)]
+    post(writer, "c", {"messages": [{"role": "user", "content": "Ring the bell."}, *replies]})
+    # A budget of 9 loads the newest 4 messages, all replies: then from the user's on.
+    with django_assert_num_queries(4):
+        body = reader.get(f"{BASE}/c/history", {"budget": 9}).json()
+    assert body["messages"][0] == 1
+    assert body["text"].startswith("User: Ring the bell.")
