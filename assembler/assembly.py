@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 from bisect import bisect_right
 from collections.abc import Callable
 
@@ -171,6 +172,9 @@ class _Assembly:
             self.history_layer,
             *self.text_layers.values(),
         ]
+        self.by_scope = {layer.scope: layer for layer in self.layers}
+        if blocks_join_on_token_boundaries(block_format):
+            self._price_whole_texts()
         self.text_layers[HISTORY_SCOPE] = self.history_layer
         self.floors = {
             scope: request.policy.floor(scope, request.token_budget) for scope in DYNAMIC_SCOPES
@@ -184,7 +188,7 @@ class _Assembly:
         self.npcs_put_back = False
 
     def layer(self, scope: str) -> Layer:
-        return self.layers[SCOPES.index(scope)]
+        return self.by_scope[scope]
 
     def _layer_changed(self, layer: Layer, before: int | None) -> None:
         if self._total is None:
@@ -215,6 +219,36 @@ class _Assembly:
             previous = layer
         return total
 
+    def _price_whole_texts(self) -> None:
+        """Price every dynamic text by its whole block when the prompt fits its budget even
+        with each of those blocks at its largest possible count (one token per byte).
+
+        Then no text will be cut (barring a stale cached count), and the exact count of
+        the prompt finds each block counted: one encode of a new text, not two. The total
+        is kept as :meth:`_measure` would sum it, with the blocks' exact counts.
+        """
+        budget = self.request.token_budget
+        total = bounds = 0
+        previous: Layer | None = None
+        for layer in self.layers:
+            if layer.empty():
+                continue
+            if layer.scope in DYNAMIC_SCOPES:
+                bound = self.text_layers[layer.scope].block_size_bound()
+                bounds += bound
+                total += bound
+            else:
+                total += layer.tokens()
+            if previous is not None:
+                total += self.tokenizer.join_cost(previous.tail(), BLOCK_SEPARATOR, layer.open)
+            if total > budget:
+                return
+            previous = layer
+        texts = list(self.text_layers.values())
+        for text in texts:
+            text.price_whole_block()
+        self._total = total - bounds + sum(text.tokens() for text in texts)
+
     def blocks(self) -> tuple[Block, ...]:
         """The emitted layers' blocks, in order; the prompt is them joined."""
         return tuple(
@@ -233,12 +267,42 @@ class _Assembly:
         """
         layer = self.npc_layer
         budget = self.request.npc_budget
+        # The outcome depends on the NPCs and the budget alone: the same scene, turn after
+        # turn, is fitted once and then replayed.
+        key, held = self._npc_fit_key()
+        found = _npc_fits.get(key)
+        if found is not None and all(map(operator.is_, found[0], held)):
+            for state, (tier, dropped) in zip(layer.npcs, found[1], strict=True):
+                state.set(tier, dropped=dropped)
+            layer.changed()
+            self.steps += map(_copy_step, found[2])
+            return
+        first_step = len(self.steps)
         self.put_backs = []
         while layer.tokens() > budget and self._shrink_npcs(layer.tokens() - budget):
             pass
         if layer.tokens() <= budget:
             self._put_back(self._npc_block_fits, npc=True)
         self._check_npc_block()
+        if len(_npc_fits) >= _NPC_FITS:
+            _npc_fits.clear()
+        _npc_fits[key] = (
+            held,
+            tuple((state.tier, state.dropped) for state in layer.npcs),
+            tuple(map(_copy_step, self.steps[first_step:])),
+        )
+
+    def _npc_fit_key(self) -> tuple[tuple[object, ...], tuple[object, ...]]:
+        """What the NPC budget's outcome depends on, and the objects named in it by id."""
+        layer = self.npc_layer
+        key = (
+            self.request.npc_budget,
+            layer.open,
+            layer.close,
+            id(self.tokenizer),
+            *((id(s.items), s.npc.name, s.npc.slug, s.npc.requested_tier) for s in layer.npcs),
+        )
+        return key, (self.tokenizer, *(state.items for state in layer.npcs))
 
     def _check_npc_block(self) -> None:
         """Shrink the NPC block, one exactly checked step at a time, until it fits."""
@@ -674,9 +738,9 @@ class _Assembly:
         request = self.request
         ids: dict[str, list[int]] = {scope: [] for scope in SCOPES}
         for scope, layer in self.segment_layers.items():
-            ids[scope] = [layer.items.segments[index].id for index in layer.kept_indices()]
+            ids[scope] = layer.kept_ids()
         for state in self.npc_layer.npcs:
-            ids["npc"] += [segment.id for segment in state.items.segments[: state.kept]]
+            ids["npc"] += state.items.ids[: state.kept]
         lints = lint_rules.lint_request(request)
         lints += self._segment_lints()
         if over_budget:
@@ -708,7 +772,7 @@ class _Assembly:
                 for state in self.npc_layer.npcs
             ],
             lints=lints,
-            content_hash="sha256:" + hashlib.sha256(prompt.encode()).hexdigest(),
+            content_hash=_content_hash(blocks, prompt),
             history=self._history_report(),
         )
         return AssemblyResult(prompt=prompt, meta=meta, blocks=blocks, explain=self._fates)
@@ -761,12 +825,16 @@ class _Assembly:
         budget, npc_budget = self.request.token_budget, self.request.npc_budget
         found: list[Lint] = []
         for layer in self.segment_layers.values():
+            if layer.items.max_count <= budget:
+                continue
             for segment, count in zip(layer.items.segments, layer.items.counts, strict=True):
                 if count > budget:
                     found.append(
                         lint_rules.segment_over_budget(layer.scope, segment, count, budget)
                     )
         for state in self.npc_layer.npcs:
+            if state.items.max_count <= min(budget, npc_budget):
+                continue
             for segment, count in zip(state.items.segments, state.items.counts, strict=True):
                 if segment.tier > state.npc.requested_tier:
                     break
@@ -803,6 +871,60 @@ class _Assembly:
         if layer.kept == len(layer.items.segments):
             return "included"
         return "trimmed" if layer.kept else "dropped"
+
+
+# Stored layers whose blocks lead the prompt. Their texts are the very same strings from
+# one turn to the next (see Segments.framed), so the hash of the prompt up to the end of
+# them is kept, by the identity of those strings, and only what follows is hashed anew.
+_LEADING_SCOPES = frozenset(("core", "ruleset", "world", "entry", "entry_start"))
+_HASHED_PREFIXES = 64
+_hashed_prefixes: dict[tuple[int, ...], tuple[tuple[str, ...], hashlib._Hash]] = {}
+
+
+def _content_hash(blocks: tuple[Block, ...], prompt: str) -> str:
+    """``sha256:`` and the hex digest of ``prompt``, the ``blocks`` joined."""
+    leading = 0
+    while leading < len(blocks) - 1 and blocks[leading].scope in _LEADING_SCOPES:
+        leading += 1
+    if not leading:
+        return "sha256:" + hashlib.sha256(prompt.encode()).hexdigest()
+    texts = tuple(block.text for block in blocks[:leading])
+    key = tuple(map(id, texts))
+    found = _hashed_prefixes.get(key)
+    if found is not None and all(map(operator.is_, found[0], texts)):
+        hasher = found[1].copy()
+    else:
+        hasher = hashlib.sha256((BLOCK_SEPARATOR.join(texts) + BLOCK_SEPARATOR).encode())
+        if len(_hashed_prefixes) >= _HASHED_PREFIXES:
+            _hashed_prefixes.clear()
+        _hashed_prefixes[key] = (texts, hasher.copy())
+    rest = BLOCK_SEPARATOR.join(block.text for block in blocks[leading:])
+    hasher.update(rest.encode())
+    return "sha256:" + hasher.hexdigest()
+
+
+# How the NPC block of a scene was fitted (see _Assembly.fit_npc_budget): by what the
+# outcome depends on, the objects named in that key by id (held, so that no id is reused
+# while its entry is here), each NPC's tier and whether it was dropped, and the steps.
+_NPC_FITS = 256
+_npc_fits: dict[
+    tuple[object, ...],
+    tuple[tuple[object, ...], tuple[tuple[int, bool], ...], tuple[TruncationStep, ...]],
+] = {}
+
+
+def _copy_step(step: TruncationStep) -> TruncationStep:
+    """A copy of ``step``, so that no result shares a record with another."""
+    return TruncationStep(
+        step.scope,
+        step.action,
+        step.tokens_before,
+        step.tokens_after,
+        step.reason,
+        segment_id=step.segment_id,
+        npc=step.npc,
+        explanation=step.explanation,
+    )
 
 
 def _state_text(request: AssemblyRequest, scope: str) -> str:

@@ -11,9 +11,11 @@ layer's price after a change is known in constant time.
 from __future__ import annotations
 
 import functools
+import operator
 from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeAlias
 
 from assembler.history import HistoryFit, fit_history
@@ -48,10 +50,9 @@ class Layer(ABC):
         self.scope = scope
         self.on_change = on_change
         self.tokenizer = tokenizer
-        self.open = block_open(scope, block_format)
-        self.close = block_close(scope, block_format)
-        self.open_tokens = tokenizer.count_cached(self.open)
-        self.close_tokens = 0 if self.close is None else tokenizer.count_cached(self.close)
+        self.open, self.close, self.open_tokens, self.close_tokens = _frame(
+            scope, block_format, tokenizer
+        )
         self._tokens: int | None = None
 
     @abstractmethod
@@ -103,6 +104,16 @@ class Layer(ABC):
         return text if self.close is None else text + LINE_SEPARATOR + self.close
 
 
+@functools.lru_cache(maxsize=256)
+def _frame(
+    scope: str, block_format: BlockFormat, tokenizer: Tokenizer
+) -> tuple[str, str | None, int, int]:
+    """A block's opening and closing lines, and their tokens."""
+    open_line, close_line = block_open(scope, block_format), block_close(scope, block_format)
+    close_tokens = 0 if close_line is None else tokenizer.count(close_line)
+    return open_line, close_line, tokenizer.count(open_line), close_tokens
+
+
 class Segments:
     """A layer's segments in order; any prefix of those it may emit priced in constant time.
 
@@ -112,15 +123,19 @@ class Segments:
     be local to one join).
 
     Read-only once built, so one instance serves every assembly of the same content
-    (see :func:`priced`).
+    (see :func:`priced`); what is worked out from it for an assembly (joined texts, framed
+    blocks, an NPC's pricing) is remembered on it for the next.
     """
 
     def __init__(self, ordered: list[Segment], tokenizer: Tokenizer, emit: bool = True) -> None:
         self.ordered = ordered
+        self.tokenizer = tokenizer
         segments = [segment for segment in ordered if segment.content.strip()] if emit else []
         self.segments = segments
         self.texts = [segment.content for segment in segments]
+        self.ids = [segment.id for segment in segments]
         self.counts = [declared_count(segment, tokenizer) for segment in segments]
+        self.max_count = max(self.counts, default=0)
         # prefix[k]: tokens of the first k segments joined by ITEM_SEPARATOR.
         self.prefix = [0]
         for index, count in enumerate(self.counts):
@@ -130,9 +145,73 @@ class Segments:
                 else 0
             )
             self.prefix.append(self.prefix[-1] + join + count)
+        # Bounded by the number of segments (prefixes) and of block formats (frames).
+        self._joined: dict[int, str] = {}
+        self._framed: dict[tuple[str, str | None], str] = {}
+        self._priced: dict[tuple[str, str | None], int] = {}
+        self._npc: dict[str, NpcPricing] = {}
 
     def joined(self, kept: int) -> str:
-        return ITEM_SEPARATOR.join(self.texts[:kept])
+        """The first ``kept`` segments joined by ITEM_SEPARATOR."""
+        text = self._joined.get(kept)
+        if text is None:
+            text = self._joined[kept] = ITEM_SEPARATOR.join(self.texts[:kept])
+        return text
+
+    def framed(self, open_line: str, close_line: str | None) -> str:
+        """Every segment, joined, between ``open_line`` and ``close_line``: a whole block.
+
+        The same string object each time, so the exact count of an unchanged block is
+        looked up without hashing its text again.
+        """
+        key = (open_line, close_line)
+        text = self._framed.get(key)
+        if text is None:
+            text = open_line + LINE_SEPARATOR + self.joined(len(self.segments))
+            if close_line is not None:
+                text += LINE_SEPARATOR + close_line
+            self._framed[key] = text
+        return text
+
+    def framed_price(
+        self, open_line: str, close_line: str | None, measure: Callable[[], int]
+    ) -> int:
+        """The price of :meth:`framed`'s block, ``measure()`` the first time."""
+        key = (open_line, close_line)
+        tokens = self._priced.get(key)
+        if tokens is None:
+            tokens = self._priced[key] = measure()
+        return tokens
+
+    def npc_pricing(self, name: str) -> NpcPricing:
+        """These segments as NPC ``name``'s: heading, tiers and the price of every prefix."""
+        pricing = self._npc.get(name)
+        if pricing is None:
+            pricing = self._npc[name] = NpcPricing.of(name, self)
+        return pricing
+
+
+@dataclass(frozen=True, slots=True)
+class NpcPricing:
+    """An NPC's heading, its segments' tiers, and ``priced[k]``: the tokens of the heading
+    and its first ``k`` segments (0 for none)."""
+
+    heading: str
+    tiers: tuple[int, ...]
+    priced: tuple[int, ...]
+
+    @classmethod
+    def of(cls, name: str, items: Segments) -> NpcPricing:
+        tokenizer = items.tokenizer
+        heading = npc_heading(name)
+        tokens = tokenizer.count_cached(heading)
+        if items.segments:
+            tokens += tokenizer.join_cost(heading, LINE_SEPARATOR, items.texts[0])
+        return cls(
+            heading,
+            tuple(segment.tier for segment in items.segments),
+            (0, *(tokens + prefix for prefix in items.prefix[1:])),
+        )
 
 
 def _layer_order(segment: Segment) -> tuple[int, int]:
@@ -156,6 +235,13 @@ def _build_segments(
 # they can be keys (a caller that passes lists gets a fresh pricing every time).
 _build_segments_cached = functools.lru_cache(maxsize=1024)(_build_segments)
 
+# In front of it, the same tuples by identity: a server hands the assembler the very same
+# tuples turn after turn (a release's bundles, the content cache's), and looking them up
+# by value hashes every segment on every call (a tuple does not keep its hash). Each entry
+# holds what its key names, so those ids cannot be reused while it is there.
+_IDENTITY_ENTRIES = 1024
+_by_identity: dict[tuple[object, ...], tuple[tuple[object, ...], Segments]] = {}
+
 
 def priced(
     groups: Sequence[Sequence[Segment]],
@@ -165,8 +251,17 @@ def priced(
     emit: bool = True,
 ) -> Segments:
     """The segments of ``groups`` (each sorted, then concatenated), priced."""
-    if isinstance(groups, tuple) and all(isinstance(group, tuple) for group in groups):
-        return _build_segments_cached(groups, tokenizer, npc, emit)
+    if isinstance(groups, tuple):
+        key = (npc, emit, id(tokenizer), *map(id, groups))
+        found = _by_identity.get(key)
+        if found is not None and all(map(operator.is_, found[0], (tokenizer, *groups))):
+            return found[1]
+        if all(isinstance(group, tuple) for group in groups):
+            items = _build_segments_cached(groups, tokenizer, npc, emit)
+            if len(_by_identity) >= _IDENTITY_ENTRIES:
+                _by_identity.clear()
+            _by_identity[key] = ((tokenizer, *groups), items)
+            return items
     return _build_segments(groups, tokenizer, npc, emit)
 
 
@@ -194,6 +289,12 @@ class SegmentLayer(Layer):
 
     def kept_indices(self) -> list[int]:
         return [index for index, included in enumerate(self.included) if included]
+
+    def kept_ids(self) -> list[int]:
+        """The ids of the segments emitted, in order."""
+        if self.kept == len(self.included):
+            return list(self.items.ids)
+        return [self.items.ids[index] for index in self.kept_indices()]
 
     def last_kept(self) -> int:
         """The index of the last segment emitted (the layer must not be empty)."""
@@ -250,23 +351,31 @@ class SegmentLayer(Layer):
             return self.items.joined(self.kept)
         return ITEM_SEPARATOR.join(self.items.texts[index] for index in self.kept_indices())
 
+    def render(self) -> str:
+        if self.kept == len(self.included):
+            return self.items.framed(self.open, self.close)
+        return super().render()
+
+    def _measure(self) -> int:
+        if self.kept and self.kept == len(self.included):
+            # Every segment emitted: priced as when these segments last were.
+            return self.items.framed_price(self.open, self.close, super()._measure)
+        return super()._measure()
+
 
 class NpcState:
     """One NPC: its segments by (tier, sort order, id) and the tier currently used."""
 
     def __init__(self, npc: Npc, tokenizer: Tokenizer) -> None:
         self.npc = npc
-        self.heading = npc_heading(npc.name)
         self.items = priced((npc.segments,), tokenizer, npc=True)
-        segments = self.items.segments
-        self.tiers = [segment.tier for segment in segments]
+        pricing = self.items.npc_pricing(npc.name)
+        self.heading = pricing.heading
+        self.tiers = pricing.tiers
+        # Tokens of the heading plus the first k segments, for every k.
+        self.priced = pricing.priced
         self.tier = npc.requested_tier
         self.dropped = False
-        # Tokens of the heading plus the first k segments, for every k.
-        heading = tokenizer.count_cached(self.heading)
-        if segments:
-            heading += tokenizer.join_cost(self.heading, LINE_SEPARATOR, self.items.texts[0])
-        self.priced = [0] + [heading + tokens for tokens in self.items.prefix[1:]]
         self._update()
 
     def _update(self) -> None:
@@ -291,6 +400,12 @@ class NpcState:
 
     def set_tier(self, tier: int) -> None:
         self.tier = tier
+        self._update()
+
+    def set(self, tier: int, *, dropped: bool) -> None:
+        """Use ``tier``, dropped or not (as an earlier fitting of the same NPCs left it)."""
+        self.tier = tier
+        self.dropped = dropped
         self._update()
 
     def drop(self) -> None:
@@ -318,6 +433,17 @@ class NpcLayer(Layer):
     ) -> None:
         super().__init__("npc", block_format, tokenizer, on_change)
         self.npcs = npcs
+        # The block as last rendered: checked against the NPC budget, then emitted.
+        self._text: str | None = None
+
+    def changed(self) -> None:
+        self._text = None
+        super().changed()
+
+    def render(self) -> str:
+        if self._text is None:
+            self._text = super().render()
+        return self._text
 
     def lower(self, state: NpcState) -> None:
         state.lower()
@@ -348,13 +474,28 @@ class NpcLayer(Layer):
         return self.emitting()[-1].last()
 
     def body_tokens(self) -> int:
+        return self._body_tokens(self.emitting())
+
+    def _body_tokens(self, emitting: list[NpcState]) -> int:
         tokens = 0
         previous: NpcState | None = None
-        for state in self.emitting():
+        for state in emitting:
             tokens += state.tokens
             if previous is not None:
                 tokens += self.tokenizer.join_cost(previous.last(), ITEM_SEPARATOR, state.heading)
             previous = state
+        return tokens
+
+    def _measure(self) -> int:
+        # Layer._measure, with the NPCs emitting listed once rather than three times.
+        emitting = self.emitting()
+        if not emitting:
+            return 0
+        join_cost = self.tokenizer.join_cost
+        tokens = self.open_tokens + join_cost(self.open, LINE_SEPARATOR, emitting[0].heading)
+        tokens += self._body_tokens(emitting)
+        if self.close is not None:
+            tokens += join_cost(emitting[-1].last(), LINE_SEPARATOR, self.close) + self.close_tokens
         return tokens
 
     def body(self) -> str:
@@ -362,7 +503,16 @@ class NpcLayer(Layer):
 
 
 class TextLayer(Layer):
-    """A dynamic layer: caller-supplied text that can be cut short."""
+    """A dynamic layer: caller-supplied text that can be cut short.
+
+    Its text is counted when its price is first needed, or never: a text that will not be
+    cut can be priced by its whole block instead (:meth:`price_whole_block`).
+    """
+
+    # The whole text framed, when priced that way.
+    _block: str | None = None
+    _count: int | None = None
+    _original_count: int | None = None
 
     def __init__(
         self,
@@ -374,13 +524,64 @@ class TextLayer(Layer):
     ) -> None:
         super().__init__(scope, block_format, tokenizer, on_change)
         self.original = text
-        # Counted through the tokenizer's memory of recent dynamic texts; the tokens are
-        # only needed if the text is trimmed (and are then usually still remembered).
+        # The tokens are only needed if the text is trimmed (and are then usually still
+        # remembered by the tokenizer, which counted them).
         self._cuts: TextCuts | None = None
         self.text = text
-        self.count = self.original_count = tokenizer.count_text(text)
         # The most tokens the text may have: None while it is whole.
         self.allowed: int | None = None
+
+    @property
+    def original_count(self) -> int:
+        """Tokens of the whole text."""
+        if self._original_count is None:
+            # Through the tokenizer's memory of recent dynamic texts.
+            self._original_count = self.tokenizer.count_text(self.original)
+        return self._original_count
+
+    @original_count.setter
+    def original_count(self, value: int) -> None:
+        self._original_count = value
+
+    @property
+    def count(self) -> int:
+        """Tokens of the text as it stands."""
+        if self._count is None:
+            self._count = self.original_count  # still whole: never cut yet
+        return self._count
+
+    @count.setter
+    def count(self, value: int) -> None:
+        self._count = value
+
+    def block_size_bound(self) -> int:
+        """At most how many tokens the block of the whole text can take: one per byte
+        (every token stands for one byte or more)."""
+        if not self.original:
+            return 0
+        text = self.original
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        frame = self.open + LINE_SEPARATOR + (self.close or "")
+        return size + len(frame.encode()) + (0 if self.close is None else len(LINE_SEPARATOR))
+
+    def price_whole_block(self) -> None:
+        """While the text is whole, price the layer by the exact count of its block, which
+        the exact count of the prompt then finds remembered (:meth:`Tokenizer.count_block`):
+        one encode of the text instead of two, for a text the caller knows will not be cut.
+        Should it be cut after all, its own count is worked out then."""
+        if not self.empty() and self.text is self.original:
+            self._block = Layer.render(self)
+            self._tokens = None
+
+    def _measure(self) -> int:
+        if self._block is not None and self.text is self.original:
+            return self.tokenizer.count_block(self._block)
+        return super()._measure()
+
+    def render(self) -> str:
+        if self._block is not None and self.text is self.original:
+            return self._block
+        return super().render()
 
     def cut(self, max_tokens: int | None) -> None:
         """Keep the start of the original text in at most ``max_tokens`` tokens (None: all)."""

@@ -38,7 +38,7 @@ from promptadmin.prompts.models import (
     LabelEvent,
     Prompt,
 )
-from promptadmin.prompts.selectors import ResolvedPrompt, fetch_prompt, render_prompt
+from promptadmin.prompts.selectors import ResolvedPrompt, fetch_and_render, fetch_prompt
 from promptadmin.prompts.services import interfaces as interface_services
 from promptadmin.prompts.services import prompts as prompt_services
 
@@ -337,24 +337,20 @@ class RenderView(APIView):
         summary="Render a version with variables and an interface's adapter instructions",
     )
     def post(self, request: Request, component: str, agent: str) -> Response:
-        serializer = s.RenderSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        resolved = fetch_prompt(
+        data = s.RenderSerializer.parse(request.data)
+        rendered = fetch_and_render(
             component=component,
             agent=agent,
             task_type=data["task_type"] or None,
             label=data.get("label") or (None if "version" in data else DEFAULT_LABEL),
             version=data.get("version"),
-        )
-        rendered = render_prompt(
-            resolved,
             template=data["template"],
             variables=data["variables"],
             interface=data["interface"],
             user_instructions=data["user_instructions"],
             instruction_context=data["instruction_context"],
         )
+        resolved = rendered.resolved
         body: dict[str, Any] = {
             "version": resolved.version,
             "task_type_used": resolved.task_type_used,

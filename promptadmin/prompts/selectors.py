@@ -4,11 +4,14 @@ Fetches go through the cache of :mod:`promptadmin.core.cache` under the prompts'
 own generation, which every version, label, interface or adapter change replaces when
 its transaction commits: the next fetch after a promotion sees the new version, on every
 process (the generation is read from the shared cache on every fetch). A warm fetch
-costs that one cache round trip and no query.
+costs that one cache round trip and no query; so does a warm render
+(:func:`fetch_and_render`: the version and the adapter instructions under one reading
+of the generation).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -23,6 +26,7 @@ from assembler.templates import (
     TemplateValueError,
     render_many,
 )
+from assembler.tokens import get_tokenizer
 from assembler.trisection import (
     AdapterInstruction as AdapterRule,
 )
@@ -176,7 +180,21 @@ def fetch_prompt(
     (component, agent); ``task_type_used`` says which one answered. An unknown label or
     version raises :class:`PromptLookupError`, never another label's version.
     """
-    generation = content_cache.generation(PROMPTS_GENERATION_KEY)
+    return _fetch(_generation(), component, agent, task_type, label, version)
+
+
+def _generation() -> str:
+    return content_cache.generation(PROMPTS_GENERATION_KEY)
+
+
+def _fetch(
+    generation: str,
+    component: str,
+    agent: str,
+    task_type: str | None,
+    label: str | None,
+    version: int | None,
+) -> ResolvedPrompt:
     ref = f"{component}:{agent}:{task_type or ''}:{label or ''}:{version or ''}"
     key = content_cache.key(generation, "prompt", ref)
     cached = content_cache.get_many([key]).get(key)
@@ -187,9 +205,13 @@ def fetch_prompt(
     return resolved
 
 
-def adapters_for(interface_name: str, task: str) -> tuple[InterfaceRule, tuple[AdapterRule, ...]]:
-    """The interface's capabilities and its active adapter instructions for ``task``."""
-    generation = content_cache.generation(PROMPTS_GENERATION_KEY)
+def adapters_for(
+    interface_name: str, task: str, generation: str | None = None
+) -> tuple[InterfaceRule, tuple[AdapterRule, ...]]:
+    """The interface's capabilities and its active adapter instructions for ``task``
+    (under ``generation`` when the caller has just read it)."""
+    if generation is None:
+        generation = _generation()
     key = content_cache.key(generation, "adapters", f"{interface_name}:{task}")
     if generation is not None:
         cached = content_cache.get_many([key]).get(key)
@@ -235,6 +257,34 @@ class Rendered:
     unused_variables: tuple[str, ...]
 
 
+def fetch_and_render(
+    *,
+    component: str,
+    agent: str,
+    task_type: str | None = None,
+    label: str | None = None,
+    version: int | None = None,
+    template: str = DEFAULT_TEMPLATE,
+    variables: Mapping[str, Any] | None = None,
+    interface: str | None = None,
+    user_instructions: str | None = None,
+    instruction_context: Mapping[str, Any] | None = None,
+) -> Rendered:
+    """:func:`fetch_prompt`, then :func:`render_prompt`, with one reading of the cache
+    generation for both (one cache round trip for a warm render, not two)."""
+    generation = _generation()
+    resolved = _fetch(generation, component, agent, task_type, label, version)
+    return _render(
+        resolved,
+        generation,
+        template=template,
+        variables=variables,
+        interface=interface,
+        user_instructions=user_instructions,
+        instruction_context=instruction_context,
+    )
+
+
 def render_prompt(
     resolved: ResolvedPrompt,
     *,
@@ -251,6 +301,27 @@ def render_prompt(
     Raises :class:`RenderInputError` naming an unknown template or interface, or every
     missing variable.
     """
+    return _render(
+        resolved,
+        None,
+        template=template,
+        variables=variables,
+        interface=interface,
+        user_instructions=user_instructions,
+        instruction_context=instruction_context,
+    )
+
+
+def _render(
+    resolved: ResolvedPrompt,
+    generation: str | None,
+    *,
+    template: str,
+    variables: Mapping[str, Any] | None,
+    interface: str | None,
+    user_instructions: str | None,
+    instruction_context: Mapping[str, Any] | None,
+) -> Rendered:
     templates = resolved.user_templates
     if template in templates:
         user_template = templates[template]
@@ -280,7 +351,7 @@ def render_prompt(
     if interface is None:
         rule, adapters = InterfaceRule("none"), ()
     else:
-        rule, adapters = adapters_for(interface, resolved.task)
+        rule, adapters = adapters_for(interface, resolved.task, generation)
     try:
         result = assemble_trisection(
             system_text=rendered.texts["system"],
@@ -293,9 +364,9 @@ def render_prompt(
     except TemplateError as error:
         raise RenderInputError({"instruction_context": [str(error)]}) from None
     # Each text is counted once: a message that is the system or the user text reuses its
-    # count (counting is most of the cost of a render).
-    count = tokenizer().count
-    tokens = {"system": count(result.system), "user": count(result.user)}
+    # count (counting is most of the cost of a render), and the system text, the same from
+    # one call to the next more often than not, is remembered.
+    tokens = {"system": _remembered_count(result.system), "user": tokenizer().count(result.user)}
     known = {result.system: tokens["system"], result.user: tokens["user"]}
     counts = [
         known[m.content] if m.content in known else message_tokens([m], tokenizer())[0]
@@ -306,3 +377,19 @@ def render_prompt(
         for m, n in zip(result.messages, counts, strict=True)
     )
     return Rendered(resolved, result.system, result.user, messages, tokens, rendered.unused)
+
+
+# System texts up to this many characters have their counts remembered (memory bounded).
+_REMEMBERED_TEXT = 32_000
+
+
+def _remembered_count(text: str) -> int:
+    """The token count of ``text``, remembered for a text that comes back (a system text)."""
+    if len(text) > _REMEMBERED_TEXT:
+        return tokenizer().count(text)
+    return _count_in(tokenizer().name, text)
+
+
+@functools.lru_cache(maxsize=128)
+def _count_in(encoding: str, text: str) -> int:
+    return get_tokenizer(encoding).count(text)

@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,9 @@ from assembler import (
     Tokenizer,
     assemble,
 )
+from assembler.assembly import _copy_step
 from assembler.render import block
+from assembler.result import TruncationStep
 from benchmarks.data import build_request as bench_request
 from benchmarks.data import prose
 from tests.assembler.builders import PROSE, conversation, full_request, npc, request, seg
@@ -647,6 +650,116 @@ def test_reused_pricing_follows_edited_content(tokenizer: Tokenizer) -> None:
     assert result.meta.segment_ids_by_scope["npc"] == [
         segment.id for segment in before.npcs[0].segments
     ]
+
+
+def test_the_content_hash_is_the_prompts_when_its_leading_blocks_are_reused(
+    tokenizer: Tokenizer,
+) -> None:
+    reused = frozen(bench_request(tokenizer, 12_000, 3_000))
+    for token_budget, text in ((12_000, "I wait."), (12_000, "I run."), (3_000, "I run.")):
+        turn = dataclasses.replace(
+            reused, token_budget=token_budget, state={**reused.state, "input": text}
+        )
+        result = assemble(turn, tokenizer)
+        digest = hashlib.sha256(result.prompt.encode("utf-8")).hexdigest()
+        assert result.meta.content_hash == f"sha256:{digest}"
+
+
+class CountingEncoding:
+    """A tiktoken encoding that records every text it encodes."""
+
+    def __init__(self, encoding: Any) -> None:
+        self.encoding = encoding
+        self.encoded: list[str] = []
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        self.encoded.append(text)
+        tokens: list[int] = self.encoding.encode_ordinary(text)
+        return tokens
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        return bytes(self.encoding.decode_single_token_bytes(token))
+
+
+def test_a_new_dynamic_text_that_cannot_be_cut_is_encoded_once(tokenizer: Tokenizer) -> None:
+    encoding = CountingEncoding(tokenizer._encoding)
+    counting = Tokenizer(tokenizer.name, encoding)  # type: ignore[arg-type]
+    fresh = bench_request(tokenizer, 12_000, 3_000)
+    new_input = "I ask the harbour master about the ship with black sails."
+    turn = dataclasses.replace(fresh, state={**fresh.state, "input": new_input})
+    result = assemble(turn, counting)
+    assert [text for text in encoding.encoded if new_input in text] == [
+        block("input", new_input, "delimited")
+    ]
+    assert report(result) == report(assemble(turn, tokenizer))
+    assert result.meta.tokens == result.meta.tokens_estimated == tokenizer.count(result.prompt)
+
+
+@pytest.mark.parametrize("block_format", ["delimited", "xml"])
+def test_an_uncut_dynamic_layer_reports_the_exact_count_of_its_block(
+    tokenizer: Tokenizer, block_format: str
+) -> None:
+    # Thirty line breaks at the join: longer than the window a join is priced on.
+    text = "text" + "\n" * 30
+    turn = request(
+        core=[seg(1, "core", "Rules.")],
+        state={"player": text},
+        policy=Policy(block_format=block_format),  # type: ignore[arg-type]
+    )
+    result = assemble(turn, tokenizer)
+    assert result.meta.layers["player"].tokens == tokenizer.count(
+        block("player", text, block_format)  # type: ignore[arg-type]
+    )
+    assert result.meta.tokens == result.meta.tokens_estimated == tokenizer.count(result.prompt)
+
+
+def test_a_text_priced_by_its_block_is_still_cut_when_a_stale_count_hid_the_need(
+    tokenizer: Tokenizer,
+) -> None:
+    # The stale counts say the world is tiny: the input seems safe from any cut, and is
+    # priced by its block; the exact count then shows the prompt over, and the policy
+    # trims the input (now counted) and drops world segments as ever.
+    stale_world = [seg(20 + index, "world", PROSE * 3, token_count=1) for index in range(4)]
+    result = assemble(
+        request(world=stale_world, state={"input": PROSE, "player": "Aster"}, token_budget=400),
+        tokenizer,
+    )
+    assert steps(result) == [
+        ("input", "trimmed", None),
+        *[("world", "dropped", 23 - i) for i in range(2)],
+    ]
+    assert result.meta.tokens == tokenizer.count(result.prompt) <= 400
+
+
+def test_a_scene_fitted_to_its_npc_budget_again_gives_the_same_steps_not_the_same_records(
+    tokenizer: Tokenizer,
+) -> None:
+    # A token budget the prompt fits: every step is the NPC budget's.
+    fresh = bench_request(tokenizer, 100_000, 300)
+    reused = frozen(fresh)
+    first = assemble(reused, tokenizer)
+    again = assemble(
+        dataclasses.replace(reused, state={**reused.state, "input": "I wait."}), tokenizer
+    )
+    npc_steps = [step for step in first.meta.truncated if step.scope == "npc"]
+    assert npc_steps
+    assert [step for step in again.meta.truncated if step.scope == "npc"] == npc_steps
+    assert not {id(step) for step in again.meta.truncated} & {id(s) for s in first.meta.truncated}
+    assert again.meta.npcs == first.meta.npcs
+    assert report(assemble(reused, tokenizer)) == report(assemble(fresh, tokenizer))
+    smaller = dataclasses.replace(reused, npc_budget=150)
+    assert report(assemble(smaller, tokenizer)) == report(
+        assemble(dataclasses.replace(fresh, npc_budget=150), tokenizer)
+    )
+
+
+def test_a_copied_step_keeps_every_field() -> None:
+    values: dict[str, Any] = {
+        field.name: f"value of {field.name}" for field in dataclasses.fields(TruncationStep)
+    }
+    step = TruncationStep(**values)
+    copied = _copy_step(step)
+    assert copied == step and copied is not step
 
 
 def test_fates_are_worked_out_when_first_read(tokenizer: Tokenizer) -> None:

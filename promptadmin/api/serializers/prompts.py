@@ -13,6 +13,7 @@ from rest_framework.exceptions import ValidationError
 
 from assembler.templates import SYNTAXES
 from promptadmin.api import fields as f
+from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, storable_json
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.prompts.selectors import RENDER_FORMATS
@@ -92,6 +93,21 @@ class RenderSerializer(StrictSerializer):
                 {"version": ["Give a label or a version, not both."]}, code="label_and_version"
             )
         return attrs
+
+    @classmethod
+    def parse(cls, data: Any) -> dict[str, Any]:
+        """The validated request, or a ValidationError naming every bad field.
+
+        Pipelines render on every call, and a well-formed request takes a fast path that
+        accepts only what full validation accepts, with the same result (property tests
+        hold it to that); anything else goes through the serializer, which words errors.
+        """
+        fast = well_formed_render(data)
+        if fast is not None:
+            return fast
+        serializer = cls(data=data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
 
 
 class LintSerializer(StrictSerializer):

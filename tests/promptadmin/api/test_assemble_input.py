@@ -120,6 +120,12 @@ NEAR_MISSES = (
     [None],
     [["a"]],
     {"k\ud800": ["v"]},
+    {"k": 2**64},
+    {"k": [float("nan")]},
+    {"k": {"v": "a\x00"}},
+    {"k\x00": 1},
+    {"k": json.loads("[" * 33 + "]" * 33)},  # deeper than stored JSON may nest
+    {"k": json.loads("[" * 31 + "]" * 31)},
 )
 near_misses = st.sampled_from(NEAR_MISSES)
 anything = st.one_of(

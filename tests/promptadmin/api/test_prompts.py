@@ -6,8 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from promptadmin.core import cache as core_cache
 from promptadmin.prompts.models import Prompt
 from promptadmin.prompts.services.interfaces import adapter_instruction_create, interface_create
 from promptadmin.prompts.services.prompts import prompt_create, prompt_version_create
@@ -394,6 +396,30 @@ def test_render_in_the_format_syntax_and_as_raw_texts(
     assert body["user"] == "Text: Why?"
     assert set(body["tokens"]) == {"system", "user"}
     assert "messages" not in body
+
+
+def test_a_warm_render_makes_no_query_and_one_cache_round_trip(
+    reader: APIClient,
+    parsing: Prompt,
+    interfaces: None,
+    django_assert_num_queries: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    body = {"interface": "langchain", "instruction_context": {"json_schema": {}}}
+    expected = render(reader, **body).json()
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(cache, name)
+
+    monkeypatch.setattr(core_cache, "cache", Counting())
+    with django_assert_num_queries(1):  # the API key
+        assert render(reader, **body).json() == expected
+    # The prompts' generation, read once for the version and the adapter instructions
+    # (process memory holds both).
+    assert calls == ["get"]
 
 
 def test_render_names_every_missing_variable(reader: APIClient, parsing: Prompt) -> None:
