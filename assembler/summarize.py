@@ -438,12 +438,19 @@ class SummaryResult:
 
 
 def summarize_with_fallback(
-    primary: Summarizer, fallback: Summarizer, plan: SummaryPlan
+    primary: Summarizer,
+    fallback: Summarizer,
+    plan: SummaryPlan,
+    *,
+    retry_unavailable: bool = False,
 ) -> SummaryResult:
     """``primary``'s summary of ``plan``, or ``fallback``'s when ``primary`` fails.
 
     Only :class:`SummarizerError` falls back (anything else is a bug and propagates); an
-    error of the fallback propagates too.
+    error of the fallback propagates too. With ``retry_unavailable``, an unavailable
+    primary (:class:`SummarizerUnavailable`: timeout, connection, 429, 5xx) propagates
+    instead, for the caller to try again later; a refused summary (empty, oversized, an
+    echo) still falls back at once, since asking again would not change it.
 
     >>> from assembler.history import HistoryMessage, plan_summary
     >>> from assembler.tokens import get_tokenizer
@@ -461,8 +468,9 @@ def summarize_with_fallback(
     """
     try:
         return SummaryResult(primary.summarize(plan), fallback_used=False, fallback_reason=None)
-    except SummarizerError as error:
-        outcome = fallback.summarize(plan)
-        return SummaryResult(
-            outcome, fallback_used=True, fallback_reason=f"{primary.backend}: {error}"
-        )
+    except SummarizerError as failure:
+        if retry_unavailable and isinstance(failure, SummarizerUnavailable):
+            raise
+        error = failure
+    outcome = fallback.summarize(plan)
+    return SummaryResult(outcome, fallback_used=True, fallback_reason=f"{primary.backend}: {error}")

@@ -41,8 +41,8 @@ from assembler.summarize import (
     ExtractiveSummarizer,
     OpenAISummarizer,
     Summarizer,
-    SummarizerError,
     SummarizerUnavailable,
+    summarize_with_fallback,
 )
 from promptadmin.conversations.models import (
     DEFAULT_HISTORY_BUDGET,
@@ -456,27 +456,21 @@ def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
         )
         return "nothing_to_summarize"
     primary = primary_summarizer()
-    fallback = ExtractiveSummarizer(tok)
     try:
-        try:
-            outcome, error = primary.summarize(plan), ""
-        except SummarizerUnavailable as unavailable:
-            # Worth another try later (timeout, connection, 429, 5xx), until the last.
-            if not allow_fallback:
-                summary_release(claim=claim, error=f"{primary.backend}: {unavailable}")
-                raise RetryLater(str(unavailable)) from unavailable
-            outcome = fallback.summarize(plan)
-            error = f"{FALLBACK_NOTE}{primary.backend}: {unavailable}"
-        except SummarizerError as refused:
-            # A refused summary (empty, oversized, an echo) is not retried.
-            if primary.backend == fallback.backend:
-                raise
-            outcome = fallback.summarize(plan)
-            error = f"{FALLBACK_NOTE}{primary.backend}: {refused}"
+        # An unavailable endpoint is worth another try later, until the last attempt; a
+        # refused summary falls back at once (the rule is the assembler's).
+        result = summarize_with_fallback(
+            primary, ExtractiveSummarizer(tok), plan, retry_unavailable=not allow_fallback
+        )
+    except SummarizerUnavailable as unavailable:
+        summary_release(claim=claim, error=f"{primary.backend}: {unavailable}")
+        raise RetryLater(str(unavailable)) from unavailable
     finally:
         close = getattr(primary, "close", None)
         if close is not None:
             close()
+    outcome = result.outcome
+    error = f"{FALLBACK_NOTE}{result.fallback_reason}" if result.fallback_used else ""
     stored = summary_complete(
         claim=claim,
         covers_through=plan.covers_through,

@@ -473,3 +473,25 @@ def test_no_fallback_when_the_primary_succeeds(endpoint: type[ChatEndpoint]) -> 
     )
     assert (result.fallback_used, result.fallback_reason) == (False, None)
     assert result.outcome.backend == "openai"
+
+
+def test_with_retry_unavailable_an_unavailable_endpoint_is_left_to_the_caller(
+    endpoint: type[ChatEndpoint],
+) -> None:
+    down = endpoint(Reply(status=503))
+    with pytest.raises(SummarizerUnavailable):
+        summarize_with_fallback(
+            summarizer(down, max_retries=0),
+            ExtractiveSummarizer(TOKENIZER),
+            plan_for(),
+            retry_unavailable=True,
+        )
+    # A refusal is not worth asking again: it still falls back at once.
+    echo = endpoint(Reply(content=DEFAULT_INSTRUCTIONS))
+    result = summarize_with_fallback(
+        summarizer(echo),
+        ExtractiveSummarizer(TOKENIZER),
+        plan_for(target_tokens=200),
+        retry_unavailable=True,
+    )
+    assert result.fallback_used and result.outcome.backend == "extractive"
