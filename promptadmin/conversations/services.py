@@ -57,7 +57,7 @@ from promptadmin.conversations.models import (
     key_validator,
 )
 from promptadmin.core.actors import Actor
-from promptadmin.core.tokens import tokenizer
+from promptadmin.core.tokens import cached_count, tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -387,8 +387,7 @@ def _history_messages(conversation_id: int, after: int, through: int) -> list[Hi
 def summary_text(summary: Summary) -> SummaryText:
     """A done summary as the assembler takes it."""
     assert summary.covers_through is not None
-    count = summary.token_count if summary.token_encoding == tokenizer().name else None
-    return SummaryText(summary.content, summary.covers_through, count)
+    return SummaryText(summary.content, summary.covers_through, cached_count(summary))
 
 
 def previous_summary(conversation_id: int) -> Summary | None:

@@ -27,7 +27,7 @@ from promptadmin.content.models import (
     Segment,
     World,
 )
-from promptadmin.core.tokens import tokenizer
+from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.releases.models import Release, ReleaseSegment
 
 CATALOG_KINDS = ("worlds", "rulesets", "npcs", "entries")
@@ -79,7 +79,7 @@ class SnapSegment:
             content=self.content,
             sort_order=self.sort_order,
             tier=self.tier,
-            token_count=self.token_count if self.token_encoding == tokenizer().name else None,
+            token_count=cached_count(self),
             title=self.title,
         )
 
