@@ -383,8 +383,8 @@ def deprecated_bulk(
 
 def _check_target(scope: str, ref: segments.Ref) -> None:
     """Refuse a bulk copy's target before any row is touched (as ``segment_create`` would)."""
-    segments._check_scope(scope)
-    segments._assign_ref(Segment(scope=scope), ref)
+    segments.check_scope(scope)
+    segments.assign_ref(Segment(scope=scope), ref)
 
 
 def _suggested_targets(rows: list[Segment]) -> dict[int, tuple[str, segments.Ref]]:
@@ -471,14 +471,14 @@ def _copy_batch(
             created_by=user,
             updated_by=user,
         )
-        segments._assign_ref(copy, ref)
+        segments.assign_ref(copy, ref)
         try:
             # The objects were just read: checking that each still exists is a query a row.
-            segments._validate(copy, exclude=[*REF_FIELDS, "created_by", "updated_by"])
+            segments.validate_segment(copy, exclude=[*REF_FIELDS, "created_by", "updated_by"])
         except ValidationError as exc:
             skipped.append(Skipped(row.pk, f"cannot be copied: {' '.join(exc.messages)}"))
             continue
-        segments._count(copy)
+        segments.count_tokens(copy)
         record_actor(copy, actor)
         sources.append(row)
         copies.append(copy)

@@ -30,7 +30,8 @@ Ref = World | Ruleset | Entry | NPC | None
 EDITABLE_FIELDS = ("title", "content", "metadata", "version", "active", "sort_order", "tier")
 
 
-def _check_scope(scope: str) -> None:
+def check_scope(scope: str) -> None:
+    """Refuse a scope that new or copied segments may not have (deprecated, or unknown)."""
     if scope in DEPRECATED_SCOPES:
         raise ValidationError(
             {
@@ -64,7 +65,7 @@ def check_not_deprecated(segment: Segment) -> None:
         )
 
 
-def _assign_ref(segment: Segment, ref: Ref) -> None:
+def assign_ref(segment: Segment, ref: Ref) -> None:
     """Point ``segment`` at ``ref``, checking that the scope allows that kind of object."""
     wanted = SCOPE_REF_FIELD[segment.scope]
     if wanted is None:
@@ -81,13 +82,14 @@ def _assign_ref(segment: Segment, ref: Ref) -> None:
         setattr(segment, name, ref if name == wanted else None)
 
 
-def _count(segment: Segment) -> None:
+def count_tokens(segment: Segment) -> None:
+    """Store the segment's token count with the encoding it was made with."""
     tok = tokenizer()
     segment.token_count = tok.count(segment.content)
     segment.token_encoding = tok.name
 
 
-def _validate(segment: Segment, exclude: list[str] | None = None) -> None:
+def validate_segment(segment: Segment, exclude: list[str] | None = None) -> None:
     if segment.active and not segment.content.strip():
         # An active segment is assembled: an empty block would only cost tokens and hide
         # a mistake (a paste that failed, a cleared field).
@@ -113,7 +115,7 @@ def segment_create(
     import_key: str = "",
 ) -> Segment:
     """Create a segment of one of the six assemblable scopes."""
-    _check_scope(scope)
+    check_scope(scope)
     segment = Segment(
         scope=scope,
         title=title,
@@ -127,9 +129,9 @@ def segment_create(
         created_by=user_or_none(actor),
         updated_by=user_or_none(actor),
     )
-    _assign_ref(segment, ref)
-    _validate(segment)
-    _count(segment)
+    assign_ref(segment, ref)
+    validate_segment(segment)
+    count_tokens(segment)
     record_actor(segment, actor)
     segment.save()
     content_changed()
@@ -157,8 +159,8 @@ def segment_import_legacy(
         created_by=user_or_none(actor),
         updated_by=user_or_none(actor),
     )
-    _validate(segment)
-    _count(segment)
+    validate_segment(segment)
+    count_tokens(segment)
     record_actor(segment, actor)
     segment.save()
     return segment
@@ -241,13 +243,13 @@ def segment_update(
             changed.append(name)
     if ref is not UNSET:
         before = {name: getattr(current, f"{name}_id") for name in REF_FIELDS}
-        _assign_ref(current, ref)
+        assign_ref(current, ref)
         changed += [name for name in REF_FIELDS if getattr(current, f"{name}_id") != before[name]]
     if not changed:
         return current
-    _validate(current)
+    validate_segment(current)
     if "content" in changed or cached_count(current) is None:
-        _count(current)
+        count_tokens(current)
         changed += ["token_count", "token_encoding"]
     current.revision += 1
     current.updated_by = user_or_none(actor)

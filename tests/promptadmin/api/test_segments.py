@@ -148,7 +148,7 @@ def test_of_two_concurrent_writers_with_the_same_etag_only_one_succeeds(  # type
     segment = make_segment(content="Original.")
     etag = f'"segment-{segment.pk}-r1"'
     first_holds_lock = threading.Event()
-    validate = segment_services._validate
+    validate = segment_services.validate_segment
 
     def slow_validate(current: Segment, exclude: Any = None) -> None:
         # The first writer has locked the row and checked its revision: let the second
@@ -158,7 +158,7 @@ def test_of_two_concurrent_writers_with_the_same_etag_only_one_succeeds(  # type
             time.sleep(0.5)
         validate(current, exclude)
 
-    monkeypatch.setattr(segment_services, "_validate", slow_validate)
+    monkeypatch.setattr(segment_services, "validate_segment", slow_validate)
     results: dict[str, int] = {}
 
     def write(content: str) -> None:
