@@ -15,6 +15,7 @@ from promptadmin.content.services import deprecated as review
 from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.content.services.legacy_import import check_can_migrate
+from promptadmin.core import cache as content_cache
 from tests.factories import EntryFactory, UserFactory, WorldFactory
 
 pytestmark = pytest.mark.django_db
@@ -292,6 +293,9 @@ def test_a_copy_into_an_active_segment_invalidates_the_assembly_cache(
     admin: object, django_capture_on_commit_callbacks: Any
 ) -> None:
     source = legacy()
-    with django_capture_on_commit_callbacks() as callbacks:
+    before = content_cache.generation()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
         review.deprecated_copy(actor=admin, segment=source, scope="core", ref=None, active=True)
     assert len(callbacks) >= 1
+    # Whatever else commits, the content generation moved: no bundle cached before is read.
+    assert content_cache.generation() != before
