@@ -175,3 +175,24 @@ def test_a_new_segment_offers_only_the_objects_its_scope_allows(
     page.get_by_role("button", name="Create segment").click()
     expect(page.locator(".msg-success")).to_contain_text("Created world segment")
     assert Segment.objects.get(title="Lights").world.slug == "iron-coast"
+
+
+def test_a_scope_chosen_the_moment_the_last_choice_swapped_in_still_narrows_the_fields(
+    page: Any, make_user: Any, sign_in: Any
+) -> None:
+    # htmx wires up swapped-in controls only when it settles; a change made before that
+    # (here, in the next task after the swap) used to go nowhere, and the form kept the
+    # fields of the previous scope.
+    make_user("ada", "author")
+    sign_in(page, "ada", "/segments/new/")
+    page.evaluate(
+        """() => document.body.addEventListener('htmx:afterSwap', () => setTimeout(() => {
+            const scope = document.getElementById('id_scope');
+            if (scope.value !== 'npc') return;
+            scope.value = 'world';
+            scope.dispatchEvent(new Event('change', {bubbles: true}));
+        }, 0), {once: true})"""
+    )
+    page.get_by_label("Scope").select_option("npc")
+    expect(page.get_by_label("Belongs to (world)").locator("option")).to_have_count(3)
+    expect(page.get_by_label("Tier")).to_have_count(0)

@@ -106,3 +106,37 @@ def test_active_segments_without_text_are_flagged(viewer: Client, content: dict)
     Segment.objects.filter(pk=content["tone"].pk).update(content="   ")
     html = viewer.get(URL).content.decode()
     assert f"World segment #{content['tone'].pk}</a> is active but has no text" in html
+
+
+def test_the_page_head_holds_only_head_elements(viewer: Client) -> None:
+    # Text in <head> (a template comment spread over lines renders as text) makes the
+    # browser open <body> there, so the scripts land in the body and htmx runs them again
+    # on every history restore.
+    from html.parser import HTMLParser
+
+    class Head(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside = False
+            self.text: list[str] = []
+            self.tags: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            if tag == "head":
+                self.inside = True
+            elif self.inside:
+                self.tags.append(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "head":
+                self.inside = False
+
+        def handle_data(self, data: str) -> None:
+            if self.inside and data.strip() and self.tags[-1:] != ["title"]:
+                self.text.append(data.strip())
+
+    head = Head()
+    head.feed(viewer.get(URL).content.decode())
+    assert head.text == []
+    assert set(head.tags) <= {"meta", "title", "link", "script"}
+    assert head.tags.count("script") == 2
