@@ -15,3 +15,12 @@ class ContentConfig(AppConfig):
     name = "promptadmin.content"
     label = "promptadmin"
     verbose_name = "Prompt content"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
+        from promptadmin.content.keys import api_key_changed
+        from promptadmin.content.models import ApiKey
+
+        post_save.connect(api_key_changed, sender=ApiKey, dispatch_uid="api-key-saved")
+        post_delete.connect(api_key_changed, sender=ApiKey, dispatch_uid="api-key-deleted")

@@ -12,8 +12,12 @@ class CoreConfig(AppConfig):
 
     def ready(self) -> None:
         from django.core.servers.basehttp import WSGIRequestHandler
+        from django.core.signals import request_finished, request_started
 
-        from promptadmin.core import checks  # noqa: F401  (registers the system checks)
+        from promptadmin.core import cache, checks  # noqa: F401  (checks: registers them)
+
+        request_started.connect(cache.request_started, dispatch_uid="generations-start")
+        request_finished.connect(cache.request_finished, dispatch_uid="generations-end")
 
         # Django's own server (runserver, and the live server of the browser and
         # schemathesis tests) writes a response's headers and body separately: on a

@@ -43,6 +43,11 @@ _process = secrets.token_hex(4)  # local generations never match another process
 _local_changes = 0  # content changes this process committed
 # Generation keys with a change committed while the shared cache was unreachable.
 _bump_pending: set[str] = set()
+# Keys this process reads on every request: a request fetches them all in one round trip.
+_known: set[str] = set()
+KNOWN_LIMIT = 32  # a handful in practice: the generations and the release labels
+# ``memo``: what the request being served on this thread has read (None outside one).
+_request = threading.local()
 
 
 def generation(generation_key: str = GENERATION_KEY) -> str:
@@ -53,6 +58,60 @@ def generation(generation_key: str = GENERATION_KEY) -> str:
     new one cannot match keys remembered from before. Another domain passes its own
     ``generation_key``, so its changes invalidate only its own entries.
     """
+    value = _from_request(generation_key)
+    if value is _MISSING:
+        value = _read_generation(generation_key)
+        _keep(generation_key, value)
+    return str(value)
+
+
+# What a request reads on every call (generations, release labels) is fetched at its
+# first read, all in one round trip, and kept for the rest of the request: a request sees
+# one state of the content throughout, and the next request reads again.
+_MISSING = object()
+
+
+def _from_request(key: str) -> Any:
+    """The value under ``key`` as the request being served read it, else ``_MISSING``
+    (outside a request, or not in the shared cache)."""
+    memo: dict[str, Any] | None = getattr(_request, "memo", None)
+    if memo is None or key in _bump_pending:
+        return _MISSING
+    if len(_known) < KNOWN_LIMIT:
+        _known.add(key)
+    if key not in memo and not _request.prefetched:
+        _request.prefetched = True
+        try:
+            memo.update(cache.get_many(sorted(_known)))
+        except Exception:  # the cache never fails a request
+            logger.warning("content cache unavailable", exc_info=True)
+    return memo.get(key, _MISSING)
+
+
+def _keep(key: str, value: Any) -> None:
+    memo: dict[str, Any] | None = getattr(_request, "memo", None)
+    if memo is not None:
+        memo[key] = value
+
+
+def _forget() -> None:
+    """This process changed what requests read: the request serving it reads again."""
+    if getattr(_request, "memo", None) is not None:
+        request_started()
+
+
+def request_started(**_signal: Any) -> None:
+    """Django's ``request_started``: the request reads afresh."""
+    _request.memo = {}
+    _request.prefetched = False
+
+
+def request_finished(**_signal: Any) -> None:
+    """Django's ``request_finished``: reads outside requests (tasks, commands) are not kept."""
+    _request.memo = None
+
+
+def _read_generation(generation_key: str) -> str:
     try:
         value = cache.get(generation_key)
         if value is not None and generation_key in _bump_pending:
@@ -123,6 +182,7 @@ def _remember(values: dict[str, Any]) -> None:
 def _bump(generation_key: str = GENERATION_KEY) -> None:
     global _local_changes
     _local_changes += 1
+    _forget()
     token = secrets.token_hex(8)
     try:
         # Read back: the Redis cache ignores its errors, so a lost write looks like success.
@@ -150,6 +210,13 @@ def generation_changed(generation_key: str) -> None:
     transaction.on_commit(lambda: _bump(generation_key))
 
 
+def generation_changed_now(generation_key: str) -> None:
+    """Invalidate every entry keyed by ``generation(generation_key)`` now, and again once
+    the current transaction commits (what was read in between is invalidated too)."""
+    _bump(generation_key)
+    transaction.on_commit(lambda: _bump(generation_key))
+
+
 # Small shared values read on every request (the release labels): kept in the shared
 # cache only, never in process memory, so that a change is seen by the very next request
 # whichever process serves it. A writer stores the new value once its transaction
@@ -161,6 +228,9 @@ SHARED_TTL_SECONDS = 60
 
 def shared(key: str, load: Callable[[], Any]) -> Any:
     """The value under ``key``, else ``load()`` (remembered for the next reader)."""
+    value = _from_request(key)
+    if value is not _MISSING:
+        return value
     try:
         value = cache.get(key)
     except Exception:
@@ -172,6 +242,7 @@ def shared(key: str, load: Callable[[], Any]) -> Any:
             cache.add(key, value, timeout=SHARED_TTL_SECONDS)
         except Exception:
             logger.warning("content cache unavailable", exc_info=True)
+    _keep(key, value)
     return value
 
 
@@ -181,6 +252,7 @@ def shared_changed(key: str, load: Callable[[], Any]) -> None:
     def store() -> None:
         try:
             cache.set(key, load(), timeout=SHARED_TTL_SECONDS)
+            _forget()
         except Exception:
             # Readers fall back to the database while the cache is away; the TTL bounds
             # what an unreachable cache might still hold when it comes back.

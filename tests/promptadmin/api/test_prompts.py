@@ -415,11 +415,11 @@ def test_a_warm_render_makes_no_query_and_one_cache_round_trip(
             return getattr(cache, name)
 
     monkeypatch.setattr(core_cache, "cache", Counting())
-    with django_assert_num_queries(1):  # the API key
+    with django_assert_num_queries(0):  # the API key is kept in memory too
         assert render(reader, **body).json() == expected
-    # The prompts' generation, read once for the version and the adapter instructions
-    # (process memory holds both).
-    assert calls == ["get"]
+    # The keys' and the prompts' generations, read at once, the latter used for both the
+    # version and the adapter instructions (process memory holds both).
+    assert calls == ["get_many"]
 
 
 def test_render_names_every_missing_variable(reader: APIClient, parsing: Prompt) -> None:

@@ -133,16 +133,16 @@ def test_assembling_with_history_adds_two_queries_and_one_for_a_state_loaded_bef
     demo: None, reader: APIClient, delay: Any, django_assert_num_queries: Any
 ) -> None:
     services.conversation_append(actor=None, key="run-6", messages=talk(100))
-    assemble(reader, TURN)  # content cached
-    # API key; the conversation with its newest summary; the recent messages.
-    with django_assert_num_queries(3):
+    assemble(reader, TURN)  # content cached, and the API key
+    # The conversation with its newest summary; the recent messages.
+    with django_assert_num_queries(2):
         first = assemble(reader, {**TURN, "conversation": "run-6"})
     assert first.status_code == 200
     # The same conversation state and budget: the loaded history is remembered.
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         assert assemble(reader, {**TURN, "conversation": "run-6"}).json() == first.json()
     # A new message is a new state: loaded again, and shown.
     services.conversation_append(actor=None, key="run-6", messages=talk(1, start=100))
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(2):
         meta = assemble(reader, {**TURN, "conversation": "run-6"}).json()["meta"]
     assert meta["history"]["messages"][-1] == 101
