@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.http import HttpRequest
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from promptadmin.api.errors import ClientErrorResponseSerializer
+from promptadmin.api.fastpath import well_formed
+from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead
 from promptadmin.api.serializers import assembly as s
-from promptadmin.content.assembly import assemble_prompt, preview_prompt
+from promptadmin.content.assembly import AssembleParams, assemble_prompt, preview_prompt
 from promptadmin.releases.serving import resolve
 
 A_TURN = OpenApiExample(
@@ -35,7 +40,7 @@ OVER_BUDGET = OpenApiResponse(
 )
 
 
-class AssembleView(APIView):
+class AssembleView(HotView):
     permission_classes = [CanRead]
 
     @extend_schema(
@@ -47,14 +52,21 @@ class AssembleView(APIView):
         summary="Assemble the prompt for a turn",
     )
     def post(self, request: Request) -> Response:
-        params = s.AssembleInputSerializer.parse(request.data)
-        served = resolve(params.release)
-        result = assemble_prompt(params, load=served.load)
-        # Meta.to_dict() is the assembler's own JSON form; AssembleOutputSerializer documents
-        # it, and the schema tests check that responses conform.
-        meta = result.meta.to_dict()
-        meta["release"] = served.to_dict()
-        return Response({"prompt": result.prompt, "meta": meta})
+        return Response(assembled(s.AssembleInputSerializer.parse(request.data)))
+
+    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer | None:
+        fast = well_formed(data, s.AssembleInputSerializer.FLAGS)
+        return None if fast is None else Answer(assembled(fast[0]))
+
+
+def assembled(params: AssembleParams) -> dict[str, Any]:
+    served = resolve(params.release)
+    result = assemble_prompt(params, load=served.load)
+    # Meta.to_dict() is the assembler's own JSON form; AssembleOutputSerializer documents
+    # it, and the schema tests check that responses conform.
+    meta = result.meta.to_dict()
+    meta["release"] = served.to_dict()
+    return {"prompt": result.prompt, "meta": meta}
 
 
 class PreviewView(APIView):

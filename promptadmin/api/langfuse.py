@@ -28,6 +28,7 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 from django.db.models import Max, Prefetch
+from django.http import HttpRequest
 from django.urls import path, re_path
 from django.utils.cache import parse_etags
 from drf_spectacular.utils import extend_schema
@@ -40,6 +41,7 @@ from assembler.templates import TemplateConversionError, to_curly
 from promptadmin.api.authentication import verified_key
 from promptadmin.api.content import actor_of
 from promptadmin.api.errors import Conflict
+from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
 from promptadmin.content.models import ApiKey
 from promptadmin.prompts.errors import PromptLookupError
@@ -65,24 +67,31 @@ MAX_LIMIT = 100
 _VERSION_PATH = re.compile(r"^(?P<name>.+)/versions/(?P<version>[0-9]{1,9})$")
 
 
+def basic_secret(authorization: str) -> str | None:
+    """The API key in Basic credentials (None: not Basic); AuthenticationFailed when they
+    are malformed or the public key is not the API key's prefix."""
+    keyword, _, encoded = authorization.partition(" ")
+    if keyword.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise exceptions.AuthenticationFailed("Malformed Basic credentials.") from None
+    public, _, secret = decoded.partition(":")
+    if not secret or secret.partition(".")[0] != public:
+        raise exceptions.AuthenticationFailed(
+            "Invalid keys: the public key is the API key's prefix (before the '.'), the "
+            "secret key is the whole API key."
+        )
+    return secret
+
+
 class BasicKeyAuthentication(authentication.BaseAuthentication):
     """``Authorization: Basic base64(public:secret)`` with public = key prefix, secret = key."""
 
     def authenticate(self, request: Request) -> tuple[Any, ApiKey] | None:
-        keyword, _, encoded = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-        if keyword.lower() != "basic":
-            return None
-        try:
-            decoded = base64.b64decode(encoded.strip(), validate=True).decode()
-        except (binascii.Error, UnicodeDecodeError):
-            raise exceptions.AuthenticationFailed("Malformed Basic credentials.") from None
-        public, _, secret = decoded.partition(":")
-        if not secret or secret.partition(".")[0] != public:
-            raise exceptions.AuthenticationFailed(
-                "Invalid keys: the public key is the API key's prefix (before the '.'), the "
-                "secret key is the whole API key."
-            )
-        return AnonymousUser(), verified_key(secret)
+        secret = basic_secret(request.META.get("HTTP_AUTHORIZATION", ""))
+        return None if secret is None else (AnonymousUser(), verified_key(secret))
 
     def authenticate_header(self, request: Request) -> str:
         return 'Basic realm="promptadmin"'
@@ -332,23 +341,35 @@ def _positive(value: str | None, name: str, default: int) -> int:
     return int(value)
 
 
-class PromptView(LangfuseView):
+class PromptView(LangfuseView, HotView):
     """``GET v2/prompts/{name}`` and ``PATCH v2/prompts/{name}/versions/{version}``: one
     view, so a name can never be mistaken for a version path."""
 
     permission_classes = [ReadOrWrite]
+    hot_method = "GET"
+    hot_query = frozenset({"label", "version"})
 
     @extend_schema(exclude=True)
     def get(self, request: Request, rest: str) -> Response:
-        params = request.query_params
+        answer = self.hot(request, None, rest=rest)
+        return Response(answer.body, status=answer.status, headers=answer.headers)
+
+    def hot_key(self, authorization: str) -> str | None:
+        try:
+            return basic_secret(authorization)
+        except exceptions.AuthenticationFailed:
+            return None  # BasicKeyAuthentication words it
+
+    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer:
+        params = request.GET  # DRF's query_params are these
         version = _one(params, "version")
         number = None if version is None else _positive(version, "version", 1)
-        resolved = _fetch(rest, _one(params, "label"), number)
+        resolved = _fetch(kwargs["rest"], _one(params, "label"), number)
         # Its own tag: the same version has another body here than on the native API.
         etag = f'"lf-{resolved.etag.strip(chr(34))}"'
         if etag in parse_etags(request.headers.get("If-None-Match", "")):
-            return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": etag})
-        return Response(langfuse_prompt(resolved), headers={"ETag": etag})
+            return Answer(None, status.HTTP_304_NOT_MODIFIED, {"ETag": etag})
+        return Answer(langfuse_prompt(resolved), headers={"ETag": etag})
 
     @extend_schema(exclude=True)
     def patch(self, request: Request, rest: str) -> Response:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Max, Prefetch, QuerySet
+from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils.cache import parse_etags
 from drf_spectacular.types import OpenApiTypes
@@ -23,6 +24,8 @@ from rest_framework.views import APIView
 from assembler.format_lint import lint_prompt
 from promptadmin.api.content import ETAG, IF_MATCH, PRECONDITION_ERRORS, actor_of
 from promptadmin.api.errors import ClientErrorResponseSerializer, PreconditionFailed
+from promptadmin.api.fastpath import well_formed_render
+from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
 from promptadmin.api.preconditions import if_match, updated_at_etag
 from promptadmin.api.serializers import prompts as s
@@ -61,7 +64,12 @@ TASK_TYPE = OpenApiParameter(
 def query_name(request: Request, field: str) -> str | None:
     """A component, agent or task type from the query: None when absent or empty, 400
     when it could not name anything."""
-    value = request.query_params.get(field, "")
+    return param_name(request.query_params, field)
+
+
+def param_name(params: Any, field: str) -> str | None:
+    """:func:`query_name` from query parameters (DRF's or Django's)."""
+    value = params.get(field, "")
     if value and not NAME_RE.fullmatch(value):
         raise ValidationError({field: [NAME_HELP]})
     return value or None
@@ -108,12 +116,12 @@ def selection(params: Any) -> tuple[str | None, int | None]:
     return label, version
 
 
-def fetched(resolved: ResolvedPrompt, request: Request) -> Response:
+def fetched(resolved: ResolvedPrompt, if_none_match: str) -> Answer:
     """The prompt with its strong ETag; 304 when the client already holds it."""
-    tags = parse_etags(request.headers.get("If-None-Match", ""))
+    tags = parse_etags(if_none_match)
     if resolved.etag in tags or tags == ["*"]:
-        return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": resolved.etag})
-    return Response(resolved.to_dict(), headers={"ETag": resolved.etag})
+        return Answer(None, status.HTTP_304_NOT_MODIFIED, {"ETag": resolved.etag})
+    return Answer(resolved.to_dict(), headers={"ETag": resolved.etag})
 
 
 class PromptListView(generics.GenericAPIView):
@@ -187,8 +195,10 @@ def summary(
     }
 
 
-class PromptFetchView(APIView):
+class PromptFetchView(HotView):
     permission_classes = [CanRead]
+    hot_method = "GET"
+    hot_query = frozenset({"task_type", "label", "version"})
 
     @extend_schema(
         operation_id="prompts_fetch",
@@ -204,15 +214,20 @@ class PromptFetchView(APIView):
         summary="Fetch a prompt version by label (default production) or version",
     )
     def get(self, request: Request, component: str, agent: str) -> Response:
-        label, version = selection(request.query_params)
+        answer = self.hot(request, None, component=component, agent=agent)
+        return Response(answer.body, status=answer.status, headers=answer.headers)
+
+    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer:
+        params = request.GET  # DRF's query_params are these
+        label, version = selection(params)
         resolved = fetch_prompt(
-            component=component,
-            agent=agent,
-            task_type=query_task_type(request),
+            component=kwargs["component"],
+            agent=kwargs["agent"],
+            task_type=param_name(params, "task_type"),
             label=label or (None if version is not None else DEFAULT_LABEL),
             version=version,
         )
-        return fetched(resolved, request)
+        return fetched(resolved, request.headers.get("If-None-Match", ""))
 
 
 class VersionCreateView(APIView):
@@ -326,7 +341,7 @@ def label_event(event: LabelEvent) -> dict[str, Any]:
     }
 
 
-class RenderView(APIView):
+class RenderView(HotView):
     permission_classes = [CanRead]
 
     @extend_schema(
@@ -337,30 +352,38 @@ class RenderView(APIView):
         summary="Render a version with variables and an interface's adapter instructions",
     )
     def post(self, request: Request, component: str, agent: str) -> Response:
-        data = s.RenderSerializer.parse(request.data)
-        rendered = fetch_and_render(
-            component=component,
-            agent=agent,
-            task_type=data["task_type"] or None,
-            label=data.get("label") or (None if "version" in data else DEFAULT_LABEL),
-            version=data.get("version"),
-            template=data["template"],
-            variables=data["variables"],
-            interface=data["interface"],
-            user_instructions=data["user_instructions"],
-            instruction_context=data["instruction_context"],
-        )
-        resolved = rendered.resolved
-        body: dict[str, Any] = {
-            "version": resolved.version,
-            "task_type_used": resolved.task_type_used,
-        }
-        if data["format"] == "text":
-            body.update(system=rendered.system, user=rendered.user, tokens=rendered.tokens)
-        else:
-            body["messages"] = list(rendered.messages)
-        body["unused_variables"] = list(rendered.unused_variables)
-        return Response(body)
+        return Response(rendered(s.RenderSerializer.parse(request.data), component, agent))
+
+    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer | None:
+        valid = well_formed_render(data)
+        return None if valid is None else Answer(rendered(valid, **kwargs))
+
+
+def rendered(data: dict[str, Any], component: str, agent: str) -> dict[str, Any]:
+    """The body of a render: ``data`` is the validated request."""
+    result = fetch_and_render(
+        component=component,
+        agent=agent,
+        task_type=data["task_type"] or None,
+        label=data.get("label") or (None if "version" in data else DEFAULT_LABEL),
+        version=data.get("version"),
+        template=data["template"],
+        variables=data["variables"],
+        interface=data["interface"],
+        user_instructions=data["user_instructions"],
+        instruction_context=data["instruction_context"],
+    )
+    resolved = result.resolved
+    body: dict[str, Any] = {
+        "version": resolved.version,
+        "task_type_used": resolved.task_type_used,
+    }
+    if data["format"] == "text":
+        body.update(system=result.system, user=result.user, tokens=result.tokens)
+    else:
+        body["messages"] = list(result.messages)
+    body["unused_variables"] = list(result.unused_variables)
+    return body
 
 
 class LintView(APIView):

@@ -1,0 +1,318 @@
+"""The hot path (promptadmin.api.hotpath) answers exactly what DRF answers.
+
+Every request here is sent twice, with the hot path on and off, and the two responses
+must agree in status, headers and body; plain requests must also have skipped DRF's
+cycle (else the comparison would prove nothing), and the others must have gone through
+it.
+"""
+
+from __future__ import annotations
+
+import base64
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+from rest_framework.views import APIView
+
+from promptadmin.api import hotpath
+from promptadmin.content.models import ApiKey
+from promptadmin.content.services.api_keys import api_key_create, api_key_revoke
+from tests.promptadmin.api.conftest import key_client
+
+pytestmark = pytest.mark.usefixtures("demo", "prompts")
+
+TURN = {
+    "entry": "drowned-bell",
+    "first_turn": True,
+    "token_budget": 2000,
+    "npcs": [{"npc": "marta-vell", "tier": 2}, "old-cobb"],
+    "state": {
+        "game_state": {"tide": "rising", "hour": 23},
+        "player": "Aster, a salvage diver with a cracked lantern.",
+        "input": "I ask Marta who rang the bell last night.",
+    },
+}
+PARSER = "/api/v1/prompts/verifier/parser/"
+RENDER = {"variables": {"question": "How far?", "response": "About 3 km."}}
+
+
+@pytest.fixture
+def prompts(db: None) -> None:
+    call_command("seed_prompts", stdout=StringIO())
+
+
+@pytest.fixture
+def drf_cycles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths of the requests that went through DRF's cycle."""
+    seen: list[str] = []
+    initial = APIView.initial
+
+    def counting(self: APIView, request: Any, *args: Any, **kwargs: Any) -> None:
+        seen.append(request.path)
+        initial(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(APIView, "initial", counting)
+    return seen
+
+
+def both(send: Any, monkeypatch: pytest.MonkeyPatch, cycles: list[str]) -> tuple[Any, bool]:
+    """The response with the hot path on, checked against the one with it off; and
+    whether the hot path answered."""
+    monkeypatch.setattr(hotpath, "enabled", False)
+    expected = send()
+    monkeypatch.setattr(hotpath, "enabled", True)
+    before = len(cycles)
+    response = send()
+    assert response.status_code == expected.status_code
+    assert dict(response.headers) == dict(expected.headers)
+    assert response.content == expected.content
+    return response, len(cycles) == before
+
+
+def post(client: APIClient, path: str, body: Any, **extra: Any) -> Any:
+    return lambda: client.post(path, body, format="json", **extra)
+
+
+def get(client: APIClient, path: str, **extra: Any) -> Any:
+    return lambda: client.get(path, **extra)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        TURN,
+        {**TURN, "release": "working", "policy": {"block_format": "markdown"}},
+        {**TURN, "token_budget": 300, "npc_budget": 50},  # truncated
+    ],
+)
+def test_a_plain_assembly_skips_drfs_cycle_and_answers_the_same(
+    reader: APIClient, body: Any, monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str]
+) -> None:
+    response, hot = both(post(reader, "/api/v1/assemble", body), monkeypatch, drf_cycles)
+    assert response.status_code == 200
+    assert hot
+
+
+@pytest.mark.parametrize(
+    ("body", "extra", "status"),
+    [
+        ({**TURN, "token_budget": -1}, {}, 400),  # full validation words the error
+        ({**TURN, "release": "no-such-release"}, {}, 400),
+        ({**TURN, "entry": "no-such-entry"}, {}, 400),
+        ({**TURN, "token_budget": 10, "strict": True}, {}, 422),
+        ({**TURN, "entry": " drowned-bell "}, {}, 200),  # trimmed by the serializer
+        (TURN, {"HTTP_ACCEPT": "application/json; indent=2"}, 200),
+        (TURN, {"HTTP_ACCEPT": "text/html"}, 406),
+        (TURN, {"QUERY_STRING": "api_key=abc"}, 400),
+    ],
+)
+def test_anything_else_goes_through_drf(
+    reader: APIClient,
+    body: Any,
+    extra: dict[str, str],
+    status: int,
+    monkeypatch: pytest.MonkeyPatch,
+    drf_cycles: list[str],
+) -> None:
+    response, hot = both(post(reader, "/api/v1/assemble", body, **extra), monkeypatch, drf_cycles)
+    assert response.status_code == status
+    assert not hot
+
+
+def test_bodies_drf_refuses_go_through_drf(
+    reader: APIClient, monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str]
+) -> None:
+    for content, content_type in [
+        (b'{"entry": NaN}', "application/json"),
+        (b'{"entry": "a"', "application/json"),
+        (b"\xff\xfe", "application/json"),
+        (b"entry=drowned-bell", "application/x-www-form-urlencoded"),
+        (b"", "application/json"),
+    ]:
+
+        def send(content: bytes = content, content_type: str = content_type) -> Any:
+            return reader.generic("POST", "/api/v1/assemble", content, content_type)
+
+        response, hot = both(send, monkeypatch, drf_cycles)
+        assert response.status_code in (400, 415), content
+        assert not hot
+
+
+def test_credentials_other_than_a_good_key_go_through_drf(
+    read_key: str, monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str]
+) -> None:
+    revoked, secret = api_key_create(actor=None, name="old", scope="read")
+    api_key_revoke(actor=None, api_key=revoked)
+    prefix = read_key.split(".")[0]
+    clients = [
+        APIClient(),
+        key_client(secret),
+        key_client(f"{prefix}.{'x' * 32}"),
+        key_client("nonsense"),
+    ]
+    for client in clients:
+        response, hot = both(post(client, "/api/v1/assemble", TURN), monkeypatch, drf_cycles)
+        assert response.status_code == 401
+        assert not hot
+
+
+def test_a_signed_in_person_goes_through_drf(
+    monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str], django_user_model: Any
+) -> None:
+    from django.contrib.auth.models import Group
+
+    person = django_user_model.objects.create_user("vic", password="pw-long-enough-1")
+    person.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    client = APIClient()
+    client.force_login(person)
+    response, hot = both(post(client, "/api/v1/assemble", TURN), monkeypatch, drf_cycles)
+    assert response.status_code == 200
+    assert not hot
+
+
+def test_a_configured_rate_limit_sends_every_call_through_drf(
+    reader: APIClient, monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str], settings: Any
+) -> None:
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_CLASSES": ["promptadmin.api.throttling.ApiKeyRateThrottle"],
+        "DEFAULT_THROTTLE_RATES": {"api_key": "1000/min"},
+    }
+    response, hot = both(post(reader, "/api/v1/assemble", TURN), monkeypatch, drf_cycles)
+    assert response.status_code == 200
+    assert not hot
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "plain"),
+    [
+        ("", 200, True),
+        ("?label=staging", 200, True),
+        ("?task_type=numeric&label=production", 200, True),
+        ("?task_type=unknown", 200, True),  # falls back to the default prompt
+        ("?version=1", 200, True),
+        ("?label=latest", 200, True),
+        ("?label=nope", 404, False),
+        ("?version=99", 404, False),
+        ("?label=staging&version=1", 400, False),
+        ("?task_type=Bad Name", 400, False),
+        ("?format=json", 200, False),
+        (f"?label={'a' * 8}.{'b' * 32}", 400, False),  # a key in the URL
+    ],
+)
+def test_fetching_a_prompt(
+    reader: APIClient,
+    query: str,
+    status: int,
+    plain: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    drf_cycles: list[str],
+) -> None:
+    response, hot = both(get(reader, PARSER + query), monkeypatch, drf_cycles)
+    assert response.status_code == status
+    assert hot is plain
+
+
+def test_revalidating_a_prompt(
+    reader: APIClient, monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str]
+) -> None:
+    etag = reader.get(PARSER)["ETag"]
+    for tag, status in [(etag, 304), ("*", 304), ('"other"', 200), (f'"x", {etag}', 304)]:
+        response, hot = both(get(reader, PARSER, HTTP_IF_NONE_MATCH=tag), monkeypatch, drf_cycles)
+        assert response.status_code == status
+        assert hot
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "plain"),
+    [
+        (RENDER, 200, True),
+        ({**RENDER, "format": "text", "label": "staging"}, 200, True),
+        ({**RENDER, "interface": "langchain", "user_instructions": "Be brief."}, 200, True),
+        ({"variables": {"question": "How far?"}}, 400, False),  # a missing variable
+        ({**RENDER, "template": "nope"}, 400, False),
+        ({**RENDER, "interface": "nope"}, 400, False),
+        ({**RENDER, "label": "nope"}, 404, False),
+        ({**RENDER, "variables": [1]}, 400, False),
+    ],
+)
+def test_rendering_a_prompt(
+    reader: APIClient,
+    body: Any,
+    status: int,
+    plain: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    drf_cycles: list[str],
+) -> None:
+    response, hot = both(post(reader, PARSER + "render", body), monkeypatch, drf_cycles)
+    assert response.status_code == status, response.json()
+    assert hot is plain
+
+
+def test_a_key_revoked_between_two_calls_is_refused_on_the_hot_path_too(
+    read_key: str, monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str]
+) -> None:
+    client = key_client(read_key)
+    assert client.post("/api/v1/assemble", TURN, format="json").status_code == 200
+    api_key_revoke(actor=None, api_key=ApiKey.objects.get(prefix=read_key.split(".")[0]))
+    response, hot = both(post(client, "/api/v1/assemble", TURN), monkeypatch, drf_cycles)
+    assert response.status_code == 401
+    assert not hot
+
+
+def basic(key: str, public: str | None = None) -> APIClient:
+    client = APIClient()
+    pair = f"{key.split('.')[0] if public is None else public}:{key}"
+    client.credentials(HTTP_AUTHORIZATION="Basic " + base64.b64encode(pair.encode()).decode())
+    return client
+
+
+LANGFUSE = "/api/public/v2/prompts/verifier%2Fparser"
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "plain"),
+    [
+        ("", 200, True),
+        ("?label=staging", 200, True),
+        ("?version=1", 200, True),
+        ("?label=nope", 404, False),
+        ("?label=staging&version=1", 400, False),
+        ("?version=x", 400, False),
+        ("?resolve=false", 200, False),
+    ],
+)
+def test_fetching_through_the_langfuse_api(
+    read_key: str,
+    query: str,
+    status: int,
+    plain: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    drf_cycles: list[str],
+) -> None:
+    response, hot = both(get(basic(read_key), LANGFUSE + query), monkeypatch, drf_cycles)
+    assert response.status_code == status
+    assert hot is plain
+    etag = response.headers.get("ETag")
+    if etag:
+        again, hot = both(
+            get(basic(read_key), LANGFUSE + query, HTTP_IF_NONE_MATCH=etag),
+            monkeypatch,
+            drf_cycles,
+        )
+        assert (again.status_code, hot) == (304, plain)
+
+
+def test_langfuse_credentials_other_than_a_good_key_go_through_drf(
+    read_key: str, monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str]
+) -> None:
+    clients = [basic(read_key, public="someone-else"), APIClient(), key_client(read_key)]
+    malformed = APIClient()
+    malformed.credentials(HTTP_AUTHORIZATION="Basic not-base64!")
+    for client in [*clients, malformed]:
+        response, hot = both(get(client, LANGFUSE), monkeypatch, drf_cycles)
+        assert response.status_code == 401
+        assert not hot
