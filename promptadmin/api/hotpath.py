@@ -27,6 +27,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
@@ -52,6 +53,10 @@ class Answer:
         self.body = body
         self.status = status
         self.headers = headers or {}
+
+    def response(self) -> Response:
+        """The same answer through DRF (the view's own handler)."""
+        return Response(self.body, status=self.status, headers=self.headers)
 
 
 class HotView(APIView):

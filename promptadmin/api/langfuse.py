@@ -351,8 +351,7 @@ class PromptView(LangfuseView, HotView):
 
     @extend_schema(exclude=True)
     def get(self, request: Request, rest: str) -> Response:
-        answer = self.hot(request, None, rest=rest)
-        return Response(answer.body, status=answer.status, headers=answer.headers)
+        return self.hot(request, None, rest=rest).response()
 
     def hot_key(self, authorization: str) -> str | None:
         try:

@@ -214,8 +214,7 @@ class PromptFetchView(HotView):
         summary="Fetch a prompt version by label (default production) or version",
     )
     def get(self, request: Request, component: str, agent: str) -> Response:
-        answer = self.hot(request, None, component=component, agent=agent)
-        return Response(answer.body, status=answer.status, headers=answer.headers)
+        return self.hot(request, None, component=component, agent=agent).response()
 
     def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer:
         params = request.GET  # DRF's query_params are these

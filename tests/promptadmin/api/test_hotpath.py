@@ -18,23 +18,14 @@ from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
 from promptadmin.api import hotpath
+from promptadmin.api.assembly import A_TURN
 from promptadmin.content.models import ApiKey
 from promptadmin.content.services.api_keys import api_key_create, api_key_revoke
 from tests.promptadmin.api.conftest import key_client
 
 pytestmark = pytest.mark.usefixtures("demo", "prompts")
 
-TURN = {
-    "entry": "drowned-bell",
-    "first_turn": True,
-    "token_budget": 2000,
-    "npcs": [{"npc": "marta-vell", "tier": 2}, "old-cobb"],
-    "state": {
-        "game_state": {"tide": "rising", "hour": 23},
-        "player": "Aster, a salvage diver with a cracked lantern.",
-        "input": "I ask Marta who rang the bell last night.",
-    },
-}
+TURN = A_TURN.value  # the documented example turn
 PARSER = "/api/v1/prompts/verifier/parser/"
 RENDER = {"variables": {"question": "How far?", "response": "About 3 km."}}
 
