@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.response import Response
@@ -101,6 +102,11 @@ class HotView(APIView):
         data = None
         if self.hot_method == "POST":
             if meta.get("CONTENT_TYPE", "").lower() not in JSON_TYPES:
+                return None
+            # request.body refuses a body over Django's upload limit (an HTML 400), where
+            # DRF reads the stream and answers as ever.
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            if limit is not None and int(meta.get("CONTENT_LENGTH") or 0) > limit:
                 return None
             try:
                 data = loads(request.body.decode("utf-8"))

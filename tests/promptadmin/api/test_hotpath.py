@@ -307,3 +307,13 @@ def test_langfuse_credentials_other_than_a_good_key_go_through_drf(
         response, hot = both(get(client, LANGFUSE), monkeypatch, drf_cycles)
         assert response.status_code == 401
         assert not hot
+
+
+def test_a_body_over_djangos_upload_limit_goes_through_drf(
+    reader: APIClient, monkeypatch: pytest.MonkeyPatch, drf_cycles: list[str], settings: Any
+) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 200  # the example turn is longer
+    response, hot = both(post(reader, "/api/v1/assemble", TURN), monkeypatch, drf_cycles)
+    assert response.status_code == 400  # in the API's error shape (it was an HTML page)
+    assert response.json()["type"] == "client_error"
+    assert not hot
