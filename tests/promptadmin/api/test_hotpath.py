@@ -77,6 +77,7 @@ def get(client: APIClient, path: str, **extra: Any) -> Any:
         TURN,
         {**TURN, "release": "working", "policy": {"block_format": "markdown"}},
         {**TURN, "token_budget": 300, "npc_budget": 50},  # truncated
+        {**TURN, "state": {"input": "a\x00b \u202e\U0001f600 " + "long " * 20_000}},
     ],
 )
 def test_a_plain_assembly_skips_drfs_cycle_and_answers_the_same(
@@ -122,6 +123,9 @@ def test_bodies_drf_refuses_go_through_drf(
         (b"\xff\xfe", "application/json"),
         (b"entry=drowned-bell", "application/x-www-form-urlencoded"),
         (b"", "application/json"),
+        (b'{"entry": ' + b"[" * 5000 + b"]" * 5000 + b"}", "application/json"),
+        (b'{"entry": "drowned-bell", "state": {"input": "\\ud800"}}', "application/json"),
+        (b'{"entry": "drowned-bell", "token_budget": 1e400}', "application/json"),
     ]:
 
         def send(content: bytes = content, content_type: str = content_type) -> Any:
