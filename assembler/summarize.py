@@ -9,9 +9,10 @@ Two implementations of the :class:`Summarizer` protocol:
   and assembly never needs it).
 
 Every summary either passes :func:`validate_summary` or is refused with
-:class:`SummaryRejected`; an endpoint that cannot answer raises
-:class:`SummarizerUnavailable`. Both are :class:`SummarizerError`, which
-:func:`summarize_with_fallback` turns into a fall back to a second summarizer.
+:class:`SummaryRejected`; an endpoint that cannot answer (for now) raises
+:class:`SummarizerUnavailable`, one that refuses the request :class:`SummarizerRefused`.
+All are :class:`SummarizerError`, which :func:`summarize_with_fallback` turns into a fall
+back to a second summarizer.
 
 >>> from assembler.history import HistoryMessage, plan_summary
 >>> from assembler.tokens import get_tokenizer
@@ -90,8 +91,28 @@ class SummaryRejected(SummarizerError):
 
 
 class SummarizerUnavailable(SummarizerError):
-    """The summarizing service did not answer (timeout, connection, HTTP error), after the
-    client's own retries. ``reason`` is ``timeout``, ``connection`` or ``http_<status>``."""
+    """The summarizing service did not answer (timeout, connection, or a status worth
+    asking again: :func:`worth_retrying`), after the client's own retries. ``reason`` is
+    ``timeout``, ``connection``, ``error`` or ``http_<status>``."""
+
+
+class SummarizerRefused(SummarizerError):
+    """The summarizing service refused the request (a 4xx status not worth asking again:
+    a bad key, an unknown model, a request it cannot take). ``reason`` is
+    ``http_<status>``."""
+
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+"""The 4xx statuses worth asking again (as the ``openai`` client retries them)."""
+
+
+def worth_retrying(status: int) -> bool:
+    """Whether an HTTP status may change on asking again later: 408, 409, 429 and 5xx.
+
+    >>> [worth_retrying(status) for status in (400, 401, 408, 429, 500, 503)]
+    [False, False, True, True, True, True]
+    """
+    return status in RETRYABLE_STATUSES or status >= 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,7 +370,9 @@ class OpenAISummarizer:
     plan's target in tokens) and a user message (the plan's text), with ``max_tokens`` a
     little above the summary limit. A reply cut off at that limit is refused as
     ``oversized``; every reply is checked by :func:`validate_summary`, the instructions
-    sent included. When the endpoint does not answer, :class:`SummarizerUnavailable`.
+    sent included. When the endpoint does not answer, or answers with a status worth
+    asking again (:func:`worth_retrying`), :class:`SummarizerUnavailable`; any other 4xx
+    is :class:`SummarizerRefused`.
 
     Base URL, model, key, timeout, retries and instructions come from the caller (the
     Django side reads them from its settings). The instructions are sent on top of the
@@ -411,6 +434,8 @@ class OpenAISummarizer:
         except openai.APIConnectionError as error:
             raise SummarizerUnavailable("connection", str(error)) from error
         except openai.APIStatusError as error:
+            if not worth_retrying(error.status_code):
+                raise SummarizerRefused(f"http_{error.status_code}", error.message) from error
             raise SummarizerUnavailable(f"http_{error.status_code}", error.message) from error
         except openai.OpenAIError as error:
             raise SummarizerUnavailable("error", str(error)) from error
@@ -448,9 +473,10 @@ def summarize_with_fallback(
 
     Only :class:`SummarizerError` falls back (anything else is a bug and propagates); an
     error of the fallback propagates too. With ``retry_unavailable``, an unavailable
-    primary (:class:`SummarizerUnavailable`: timeout, connection, 429, 5xx) propagates
-    instead, for the caller to try again later; a refused summary (empty, oversized, an
-    echo) still falls back at once, since asking again would not change it.
+    primary (:class:`SummarizerUnavailable`: timeout, connection, 408, 409, 429, 5xx)
+    propagates instead, for the caller to try again later; a refused request
+    (:class:`SummarizerRefused`: another 4xx) or summary (empty, oversized, an echo) still
+    falls back at once, since asking again would not change it.
 
     >>> from assembler.history import HistoryMessage, plan_summary
     >>> from assembler.tokens import get_tokenizer

@@ -495,3 +495,36 @@ def test_with_retry_unavailable_an_unavailable_endpoint_is_left_to_the_caller(
         retry_unavailable=True,
     )
     assert result.fallback_used and result.outcome.backend == "extractive"
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_a_request_the_endpoint_refuses_falls_back_at_once_even_when_retries_are_wanted(
+    endpoint: type[ChatEndpoint], status: int
+) -> None:
+    # A bad key, an unknown model, a request it cannot take: asking again changes nothing.
+    server = endpoint(Reply(status=status))
+    result = summarize_with_fallback(
+        summarizer(server, max_retries=2),
+        ExtractiveSummarizer(TOKENIZER),
+        plan_for(),
+        retry_unavailable=True,
+    )
+    assert result.fallback_used and result.outcome.backend == "extractive"
+    assert result.fallback_reason is not None
+    assert result.fallback_reason.startswith(f"openai: http_{status}: ")
+    assert len(server.seen) == 1  # the client does not retry it either
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503])
+def test_a_status_worth_asking_again_is_left_to_the_caller(
+    endpoint: type[ChatEndpoint], status: int
+) -> None:
+    server = endpoint(Reply(status=status, headers={"Retry-After": "0"}))
+    with pytest.raises(SummarizerUnavailable) as caught:
+        summarize_with_fallback(
+            summarizer(server, max_retries=0),
+            ExtractiveSummarizer(TOKENIZER),
+            plan_for(),
+            retry_unavailable=True,
+        )
+    assert caught.value.reason == f"http_{status}"

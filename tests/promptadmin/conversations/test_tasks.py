@@ -333,3 +333,18 @@ def test_retry_waits_grow_exponentially_and_are_jittered() -> None:
         assert all(0 <= wait <= 5 * 2**retries for wait in drawn)
         assert len(set(drawn)) > 150  # random, so workers that failed together spread out
     assert max(waits[3]) > 5 * 2**2  # later retries may wait longer than earlier ones can
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_a_request_the_endpoint_refuses_falls_back_at_once_saying_why(status: int) -> None:
+    # A bad key or an unknown model will not be fixed by asking again: no retry.
+    with fake_llm() as llm, endpoint(llm.url, task_retries=3):
+        llm.default = Reply(status=status)
+        summary = pending_summary()
+        assert run(summary) == "done"
+    summary.refresh_from_db()
+    assert summary.status == SummaryStatus.DONE and summary.backend == "extractive"
+    assert summary.error.startswith(
+        f"fell back to the extractive summarizer after: openai: http_{status}: "
+    )
+    assert summary.attempts == 1 and len(llm.requests) == 1
