@@ -7,11 +7,17 @@ cache is unreachable, nothing is throttled (the cache is never a dependency).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
-from rest_framework.views import APIView
 
 from promptadmin.content.models import ApiKey
+
+if TYPE_CHECKING:
+    # Only for the annotation: DRF imports this module while it defines APIView (its
+    # throttle_classes come from the settings), so importing APIView here is circular.
+    from rest_framework.views import APIView
 
 
 class ApiKeyRateThrottle(SimpleRateThrottle):
