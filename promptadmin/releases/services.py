@@ -87,9 +87,27 @@ def _attribution(actor: Actor) -> dict[str, Any]:
     return {"user": user_or_none(actor), "via": key_label(actor)[:100] if is_key(actor) else ""}
 
 
+# A PostgreSQL advisory lock: taken while a release name or a new label is checked and
+# written, so two transactions can never each miss the other's name (see _lock_names).
+NAMES_LOCK_ID = 0x5E1_EA5E  # "release"
+
+
+def _lock_names() -> None:
+    """Serialize making release names and labels until the transaction ends: the check
+    that a new name is neither a label nor a release then sees every name made before.
+
+    Taken before any label row lock (release_create) or with none held (a new label), so
+    it never waits in a cycle with the label row locks. SQLite allows one writer at a time.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [NAMES_LOCK_ID])
+
+
 def _default_name() -> str:
     base = f"r-{timezone.now():%Y-%m-%d}"
     taken = set(Release.objects.filter(name__startswith=base).values_list("name", flat=True))
+    taken.update(ReleaseLabel.objects.filter(name__startswith=base).values_list("name", flat=True))
     if base not in taken:
         return base
     number = 2
@@ -98,13 +116,18 @@ def _default_name() -> str:
     return f"{base}-{number}"
 
 
-def _check_name(name: str) -> None:
+def _check_name(name: str, labels: Sequence[str] = ()) -> None:
+    """A new release's name: well-formed, and neither a release's, a label's (existing or
+    among ``labels``, moved to it) nor ``working``."""
     try:
         release_name_validator(name)
     except ValidationError as exc:
         raise ValidationError({"name": exc.messages}) from None
     if name == WORKING:
         raise ValidationError({"name": "'working' names the working copy; choose another name."})
+    if name in labels:
+        why = "a release name must differ from every label"
+        raise ValidationError({"name": f"'{name}' is a label to move to this release; {why}."})
     if Release.objects.filter(name=name).exists():
         raise ValidationError({"name": f"There is already a release named '{name}'."})
     if ReleaseLabel.objects.filter(name=name).exists():
@@ -248,14 +271,7 @@ def release_create(
     _require_edit(actor)
     if labels:
         _require_admin(actor)
-        for index, label in enumerate(labels):
-            try:
-                _check_label(label)
-            except ValidationError as exc:
-                raise ValidationError({f"labels.{index}": exc.message_dict["label"]}) from None
-    if name is None or name == "":
-        name = _default_name()
-    _check_name(name)
+    _check_names(name or None, labels)
     _check_notes(notes)
     # Content writes are not locked out: the snapshot is read in one REPEATABLE READ
     # transaction of its own (see working_content). The release is written in another,
@@ -264,6 +280,11 @@ def release_create(
     # would fail this release with a serialization error instead.
     content = working_content()
     with transaction.atomic():
+        # The names checked above (before the costly read, to fail fast) again, under the
+        # lock: one made meanwhile by another transaction is seen now.
+        _lock_names()
+        name = name or _default_name()
+        _check_names(name, labels)
         if labels and not confirm:
             failures = failing(content, scenarios_for(()))
             if failures:
@@ -272,6 +293,17 @@ def release_create(
         for label in labels:
             _move(label, release, actor=actor, note=notes, confirmed=confirm, content=content)
     return release
+
+
+def _check_names(name: str | None, labels: Sequence[str]) -> None:
+    """A new release's name (None: the default, checked when made) and its labels."""
+    for index, label in enumerate(labels):
+        try:
+            _check_label(label)
+        except ValidationError as exc:
+            raise ValidationError({f"labels.{index}": exc.message_dict["label"]}) from None
+    if name is not None:
+        _check_name(name, labels)
 
 
 def _check_label(label: str) -> None:
@@ -297,6 +329,12 @@ def _move(
     content: ContentSet | None = None,
 ) -> ReleaseLabelMove | None:
     current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
+    if current is None and release is not None:
+        # A new label: under the names lock, no release may be named like it, and another
+        # transaction may have made it meanwhile.
+        _lock_names()
+        _check_label(label)
+        current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
     before = current.release if current is not None else None
     if before == release:
         return None

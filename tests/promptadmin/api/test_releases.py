@@ -424,3 +424,15 @@ def test_listing_releases_and_labels_takes_constant_queries(  # type: ignore[no-
         assert len(admin_client.get("/api/v1/release-labels/").json()) == 6
     with django_assert_max_num_queries(2):
         assert len(admin_client.get("/api/v1/release-labels/l1/history").json()) == 1
+
+
+def test_a_release_named_like_a_label_it_publishes_is_a_400_naming_name(  # type: ignore[no-untyped-def]
+    admin_client, demo
+) -> None:
+    response = admin_client.post(
+        "/api/v1/releases/", {"name": "production", "labels": ["production"]}, format="json"
+    )
+    assert response.status_code == 400
+    assert set(errors(response)) == {"name"}
+    assert admin_client.get("/api/v1/releases/").json() == []
+    assert admin_client.get("/api/v1/release-labels/").json() == []

@@ -243,13 +243,27 @@ def test_labels_and_release_names_never_collide() -> None:
 def test_a_release_of_the_working_copy_takes_constant_queries(
     django_assert_max_num_queries: Any,
 ) -> None:
-    with django_assert_max_num_queries(16) as small:
+    # The name is checked twice: before reading the working copy, then under the names lock.
+    with django_assert_max_num_queries(18) as small:
         services.release_create(actor=None, name="r-one")
     for index in range(30):
         segments.segment_create(actor=None, scope="core", content=f"Extra core rule {index}.")
-    with django_assert_max_num_queries(16) as large:
+    with django_assert_max_num_queries(18) as large:
         services.release_create(actor=None, name="r-two")
     assert len(large.captured_queries) == len(small.captured_queries)
     assert ReleaseSegment.objects.filter(release__name="r-two").count() == (
         Segment.objects.filter(active=True).count()
     )
+
+
+def test_a_release_is_never_named_like_a_label_it_is_published_under() -> None:
+    # Else the label is stuck: every later move fails, the name being a release's.
+    for name, labels in (("staging", ["staging"]), ("qa", ["production", "qa"])):
+        with pytest.raises(ValidationError) as caught:
+            services.release_create(actor=None, name=name, labels=labels)
+        assert set(caught.value.message_dict) == {"name"}
+        assert f"'{name}'" in caught.value.message_dict["name"][0]
+    assert not Release.objects.exists() and not ReleaseLabel.objects.exists()
+    with pytest.raises(ValidationError) as caught:
+        services.release_create(actor=None, labels=["working"])
+    assert "labels.0" in caught.value.message_dict

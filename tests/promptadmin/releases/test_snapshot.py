@@ -7,11 +7,13 @@ import threading
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
 
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.releases import services, snapshot
+from promptadmin.releases.models import Release
 from promptadmin.releases.snapshot import release_content, working_content
 from tests.factories import EntryFactory, NPCFactory, WorldFactory, make_segment
 
@@ -122,3 +124,46 @@ def test_the_snapshot_reads_the_callers_transaction_when_inside_one(
     # savepoint: the six queries of the read alone.
     with django_assert_num_queries(6):
         working_content()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_label_and_a_release_name_made_at_the_same_time_never_collide() -> None:
+    # A label 'qa' is being set (not committed yet) while a release 'qa' is made: the
+    # release waits for the label to commit, then sees it and is refused.
+    small_game()
+    services.release_create(actor=None, name="r-one")
+    release = Release.objects.get(name="r-one")
+    made: list[Any] = []
+
+    def make_release() -> None:
+        try:
+            made.append(services.release_create(actor=None, name="qa"))
+        except ValidationError as exc:
+            made.append(exc)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        services.release_label_set(actor=None, label="qa", release=release)
+        other = threading.Thread(target=make_release)
+        other.start()
+        # Commit once the release waits for this transaction (or, without a lock, is made).
+        for _ in range(1000):
+            if made or waiting_for_a_lock():
+                break
+            other.join(0.01)
+    other.join(10)
+
+    assert len(made) == 1 and isinstance(made[0], ValidationError), made
+    assert "name" in made[0].message_dict
+    assert not Release.objects.filter(name="qa").exists()
+
+
+def waiting_for_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+            "WHERE NOT l.granted AND a.datname = current_database())"
+        )
+        return bool(cursor.fetchone()[0])
