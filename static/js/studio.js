@@ -90,6 +90,42 @@ function findDraft(form) {
   return best;
 }
 
+// The revision a draft key names ("segment:12:3" -> "3"; "" for an object not yet saved).
+function revisionOf(key) {
+  return key.slice(key.lastIndexOf(":") + 1);
+}
+
+// A draft made on an older revision is restored onto that revision: the form then posts
+// the draft's base as its expected revision, so the save goes through the server's
+// three-way merge (their later changes kept, fields both changed shown for a decision)
+// instead of writing the draft's copies of their fields back over them.
+function restoreDraft(form, draft) {
+  const base = revisionOf(draft.key);
+  const now = revisionOf(form.dataset.draftKey);
+  const expected = form.elements.namedItem("expected_revision");
+  let note = null;
+  if (base !== now && expected) {
+    expected.value = base;
+    // Typing on keeps the draft under the revision it is based on.
+    form.dataset.draftKey = draft.key;
+    note = document.createElement("p");
+    note.className = "draft-restored notice";
+    note.setAttribute("role", "status");
+    note.textContent = `Restored your unsaved changes from revision ${base}. Revision ${now} `
+      + `was saved since: when you save, yours are merged with revision ${now}. Their `
+      + "changes to fields you did not touch are kept, and any field you both changed is "
+      + "shown for you to choose.";
+    form.before(note);
+  }
+  for (const el of draftFields(form)) {
+    if (!(el.name in draft.values)) continue;
+    if (el.type === "checkbox") el.checked = draft.values[el.name];
+    else el.value = draft.values[el.name];
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+  markDirty(form);
+}
+
 function offerDraft(form) {
   const draft = findDraft(form);
   if (!draft) return;
@@ -101,8 +137,10 @@ function offerDraft(form) {
   box.tabIndex = -1;
   const when = new Date(draft.at).toLocaleString();
   const text = document.createElement("p");
-  const older = key !== form.dataset.draftKey
-    ? " They were made on an older version: compare before you save." : "";
+  const base = revisionOf(key);
+  const older = base !== revisionOf(form.dataset.draftKey)
+    ? ` They were made on revision ${base}; restoring them merges them with the latest one.`
+    : "";
   text.textContent = `You have unsaved changes to this form from ${when}.${older}`;
   const restore = document.createElement("button");
   restore.type = "button";
@@ -115,13 +153,7 @@ function offerDraft(form) {
   box.append(text, restore, " ", discard);
   form.before(box);
   restore.addEventListener("click", () => {
-    for (const el of draftFields(form)) {
-      if (!(el.name in draft.values)) continue;
-      if (el.type === "checkbox") el.checked = draft.values[el.name];
-      else el.value = draft.values[el.name];
-      el.dispatchEvent(new Event("input", { bubbles: true }));
-    }
-    markDirty(form);
+    restoreDraft(form, draft);
     box.remove();
     const first = draftFields(form)[0];
     if (first) first.focus();
@@ -233,16 +265,24 @@ document.addEventListener("htmx:configRequest", (event) => {
 });
 
 // After an in-place update: the entry's other forms learn its new revision (the change
-// was the author's own), and focus returns to the control the author used.
+// was the author's own), and focus returns to the control the author used. Only the forms
+// that were at the revision before the update move on: one based on an older revision (a
+// restored draft) keeps it, so that its save is still merged.
+let revisionBeforeSwap = null;
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const target = event.detail.target;
+  const revision = target && target.querySelector("[data-entry-revision]");
+  revisionBeforeSwap = revision ? revision.value : null;
+});
 document.addEventListener("htmx:afterSwap", (event) => {
   // An outerHTML swap replaces the target: find its successor by id.
   const old = event.detail.target;
   const swapped = old && (old.isConnected ? old : old.id && document.getElementById(old.id));
   if (!swapped) return;
   const revision = swapped.querySelector("[data-entry-revision]");
-  if (revision) {
+  if (revision && revisionBeforeSwap !== null) {
     for (const input of document.querySelectorAll('input[name="expected_revision"]')) {
-      input.value = revision.value;
+      if (input.value === revisionBeforeSwap) input.value = revision.value;
     }
   }
   const focusForm = swapped.querySelector("form[data-focus]");

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from promptadmin.content.models import Segment
+from promptadmin.content.services import segments
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
 
@@ -67,3 +68,38 @@ def test_a_stale_save_beside_the_preview_shows_the_conflict_there(
     )
     segment.refresh_from_db()
     assert segment.content == "Bo's coast: fog and tar."
+
+
+def test_a_draft_from_an_older_revision_restored_beside_the_preview_merges(
+    page: Any, make_user: Any, sign_in: Any
+) -> None:
+    make_user("ada", "author")
+    bo = make_user("bo", "author")
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    chip = f'.chip[href="/segments/{segment.pk}/"]'
+    sign_in(page, "ada", URL)
+    page.locator(chip).click()
+    panel = page.locator("#preview-editor")
+    panel.get_by_label("Content").fill("The Iron Coast: lighthouses and salt.")
+    page.on("dialog", lambda dialog: dialog.accept())  # close anyway: the draft stays
+    panel.get_by_role("button", name="Close").click()
+    expect(panel.get_by_label("Content")).to_have_count(0)
+    segments.segment_update(
+        actor=bo, segment=segment, expected_revision=1, title="Bo's title", sort_order=9
+    )
+
+    page.locator(chip).click()
+    panel.locator(".draft-offer").get_by_role("button", name="Restore my unsaved changes").click()
+    expect(panel.locator(".draft-restored")).to_contain_text("merged with revision 2")
+    panel.get_by_role("button", name="Save").click()
+    expect(panel.locator(".msg-success")).to_contain_text(
+        "their changes (title, sort order) were kept"
+    )
+    expect(page.locator(".block.layer-world")).to_contain_text("lighthouses and salt")
+    segment.refresh_from_db()
+    assert (segment.content, segment.title, segment.sort_order, segment.revision) == (
+        "The Iron Coast: lighthouses and salt.",
+        "Bo's title",
+        9,
+        3,
+    )

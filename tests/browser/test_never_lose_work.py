@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from promptadmin.content.models import Entry, Segment, World
+from promptadmin.content.services import catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
 
@@ -178,3 +179,100 @@ def test_reordering_rulesets_keeps_focus_on_the_control_used(
     page.get_by_label("Description").fill("Reordered, then described.")
     page.get_by_role("button", name="Save").click()
     expect(page.locator(".msg-success")).to_have_text("Saved entry 'The Drowned Bell'.")
+
+
+def leave_with_a_draft(page: Any) -> None:
+    """Leave the page without saving (answering "leave" to the guard): the draft stays."""
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto("/")
+
+
+def test_restoring_a_draft_from_an_older_revision_merges(
+    new_page: Any, make_user: Any, sign_in: Any
+) -> None:
+    # Ada's draft was made on revision 1; Bo then raised the tier and retitled. Restoring
+    # the draft must not put Bo's fields back: it merges against revision 1, like a save.
+    make_user("ada", "author")
+    make_user("bo", "author")
+    marta = Segment.objects.get(import_key="npc-marta-0")
+    url = f"/segments/{marta.pk}/"
+    ada, bo = new_page(), new_page()
+    sign_in(ada, "ada", url)
+    ada.get_by_label("Content").fill("Marta Vell: tired of bells.")
+    leave_with_a_draft(ada)
+    sign_in(bo, "bo", url)
+    bo.get_by_label("Tier").fill("2")
+    bo.get_by_label("Title").fill("Marta, the harbourmaster")
+    bo.get_by_role("button", name="Save").click()
+    expect(bo.locator(".msg-success")).to_have_text("Saved revision 2.")
+
+    ada.goto(url)
+    offer = ada.locator(".draft-offer")
+    expect(offer).to_contain_text("They were made on revision 1")
+    offer.get_by_role("button", name="Restore my unsaved changes").click()
+    note = ada.locator(".draft-restored")
+    expect(note).to_contain_text("Restored your unsaved changes from revision 1.")
+    expect(note).to_contain_text("merged with revision 2")
+    ada.get_by_role("button", name="Save").click()
+    expect(ada.locator(".msg-success")).to_contain_text("their changes (title, tier) were kept")
+    marta.refresh_from_db()
+    assert (marta.content, marta.tier, marta.title, marta.revision) == (
+        "Marta Vell: tired of bells.",
+        2,
+        "Marta, the harbourmaster",
+        3,
+    )
+    # The draft was saved: it is not offered again.
+    ada.reload()
+    expect(ada.locator(".draft-offer")).to_have_count(0)
+
+
+def test_restoring_a_world_draft_from_an_older_revision_merges(
+    new_page: Any, make_user: Any, sign_in: Any
+) -> None:
+    make_user("ada", "author")
+    make_user("bo", "author")
+    name = World.objects.get(slug="iron-coast").name
+    ada, bo = new_page(), new_page()
+    sign_in(ada, "ada", "/worlds/iron-coast/")
+    ada.get_by_label("Description").fill("Grey, wet and stubborn.")
+    leave_with_a_draft(ada)
+    sign_in(bo, "bo", "/worlds/iron-coast/")
+    bo.get_by_label("Name").fill("The Rusted Coast")
+    bo.get_by_role("button", name="Save").click()
+    expect(bo.locator(".msg-success")).to_contain_text("Saved world")
+
+    ada.goto("/worlds/iron-coast/")
+    ada.locator(".draft-offer").get_by_role("button", name="Restore my unsaved changes").click()
+    expect(ada.get_by_label("Name")).to_have_value(name)  # the draft's, until the merge
+    ada.get_by_role("button", name="Save").click()
+    expect(ada.locator(".msg-success")).to_contain_text("their changes (name) were kept")
+    world = World.objects.get(slug="iron-coast")
+    assert (world.name, world.description) == ("The Rusted Coast", "Grey, wet and stubborn.")
+
+
+def test_a_restored_entry_draft_keeps_its_base_when_the_rulesets_are_reordered(
+    new_page: Any, make_user: Any, sign_in: Any
+) -> None:
+    # Reordering updates the entry's revision in the page's forms; a restored older draft
+    # must keep the revision it was made on, or its save would undo Bo's rename.
+    make_user("ada", "author")
+    bo = make_user("bo", "author")
+    entry = Entry.objects.get(slug="drowned-bell")
+    ada = new_page()
+    sign_in(ada, "ada", "/entries/drowned-bell/")
+    ada.get_by_label("Description").fill("A bell under the tide.")
+    leave_with_a_draft(ada)
+    catalog.entry_update(actor=bo, entry=entry, expected_revision=1, name="The Sunken Bell")
+
+    ada.goto("/entries/drowned-bell/")
+    ada.locator(".draft-offer").get_by_role("button", name="Restore my unsaved changes").click()
+    first = entry.ordered_rulesets()[0]
+    ada.get_by_role("button", name=f"Move \u2068{first.name}\u2069 down").click()
+    expect(ada.locator("#entry-rulesets [role=status]")).to_have_text(
+        "Saved the order of rulesets."
+    )
+    ada.locator("#details-form").get_by_role("button", name="Save").click()
+    expect(ada.locator(".msg-success")).to_contain_text("their changes (name) were kept")
+    entry.refresh_from_db()
+    assert (entry.name, entry.description) == ("The Sunken Bell", "A bell under the tide.")
