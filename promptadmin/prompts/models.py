@@ -76,10 +76,13 @@ class Prompt(models.Model):
         blank=True,
         help_text="When set, every version's system text must equal it exactly (lint).",
     )
+    # The highest version number ever given, deleted versions included: the next version
+    # takes the one after it, so a number once served never names other content.
+    last_version_number = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    history = HistoricalRecords(excluded_fields=["updated_at"])
+    history = HistoricalRecords(excluded_fields=["updated_at", "last_version_number"])
 
     class Meta:
         ordering = ["component", "agent", "task_type"]
@@ -104,7 +107,11 @@ class Prompt(models.Model):
 
 
 class PromptVersion(models.Model):
-    """One immutable version: templates, declared variables, task and config."""
+    """One immutable version: templates, declared variables, task and config.
+
+    On PostgreSQL a trigger refuses any UPDATE of a version's row (migration 0003), so
+    neither a queryset ``update()`` nor raw SQL can rewrite one.
+    """
 
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()

@@ -262,11 +262,16 @@ def prompt_version_create(
         raise ValidationError(errors)
     ordered = {name: templates[name] for name in sorted(templates)}
     declared = list(variables or [])
-    last = prompt.versions.aggregate(last=Max("number"))["last"] or 0
+    # Never a number given before, even one whose version was deleted since: a client
+    # pinned to a number must never get other content under it. The prompt's row is
+    # locked, so two creations cannot take the same number.
+    number = prompt.last_version_number + 1
+    Prompt.objects.filter(pk=prompt.pk).update(last_version_number=number)
+    prompt.last_version_number = number
     user, author_label = _actor_fields(actor)
     version = PromptVersion(
         prompt=prompt,
-        number=last + 1,
+        number=number,
         syntax=syntax,
         system=system,
         user_templates=ordered,
@@ -403,14 +408,19 @@ def prompt_label_remove(*, actor: Actor, prompt: Prompt, name: str) -> None:
 
 @transaction.atomic
 def prompt_version_delete(*, actor: Actor, version: PromptVersion) -> None:
-    """Delete a version no label points at."""
+    """Delete a version no label points at, ``latest`` included: the newest version
+    stays, or ``latest`` would move back to an older one without any label event."""
     check_can_write(actor)
-    lock_prompt(version.prompt)
-    names = list(version.labels.values_list("name", flat=True))
+    prompt = lock_prompt(version.prompt)
+    names = sorted(version.labels.values_list("name", flat=True))
+    problems = []
     if names:
+        problems.append(f"has the labels {', '.join(names)}; move or remove them first")
+    if version.number == prompt.versions.aggregate(newest=Max("number"))["newest"]:
+        problems.append("is the newest version, which 'latest' always names, so it stays")
+    if problems:
         raise InUseError(
-            f"Version {version.number} of {version.prompt.langfuse_name} has the labels "
-            f"{', '.join(sorted(names))}; move or remove them first."
+            f"Version {version.number} of {prompt.langfuse_name} {' and '.join(problems)}."
         )
     version.delete()
     prompts_changed()

@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
+from django.db.models import ProtectedError
 
 from promptadmin.content.services.api_keys import api_key_create
+from promptadmin.core.errors import InUseError
 from promptadmin.prompts.models import Label, LabelEvent, Prompt, PromptVersion
 from promptadmin.prompts.services.prompts import (
     prompt_create,
@@ -17,6 +19,7 @@ from promptadmin.prompts.services.prompts import (
     prompt_label_remove,
     prompt_label_set,
     prompt_version_create,
+    prompt_version_delete,
 )
 from tests.factories import UserFactory
 
@@ -147,3 +150,65 @@ def test_the_admin_shows_prompts_read_only(client: Any) -> None:
     assert page.status_code == 200
     assert b'type="submit"' not in page.content.split(b'id="content-main"')[1]
     assert client.get("/admin/prompts/prompt/add/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_newest_version_cannot_be_deleted_so_latest_never_moves_back_silently() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    first, second = versions(prompt, 2)
+    with pytest.raises(InUseError, match="'latest'"):
+        prompt_version_delete(actor=None, version=second)
+    assert prompt.versions.count() == 2
+    # An older version no label points at may go; latest stays where it was.
+    prompt_version_delete(actor=None, version=first)
+    assert list(prompt.versions.values_list("number", flat=True)) == [2]
+
+
+@pytest.mark.django_db
+def test_version_numbers_are_never_reused_even_after_the_newest_row_is_gone() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 3)
+    # Whatever removed it (a script, the ORM, a cascade), a number once given stays taken:
+    # a client pinned to version=3 must never get other content under that number.
+    PromptVersion.objects.filter(prompt=prompt, number=3).delete()
+    (fourth,) = versions(prompt, 1)
+    assert fourth.number == 4
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_database_refuses_to_change_a_version_whatever_the_code_path() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    (version,) = versions(prompt, 1)
+    attempts = [
+        lambda: PromptVersion.objects.filter(pk=version.pk).update(system="tampered"),
+        lambda: PromptVersion.objects.filter(pk=version.pk).update(config={"x": 1}),
+        lambda: PromptVersion.objects.filter(pk=version.pk).update(number=7),
+    ]
+    for attempt in attempts:
+        with pytest.raises(DatabaseError, match="never changes"), transaction.atomic():
+            attempt()
+    version.refresh_from_db()
+    assert (version.number, version.system, version.config) == (1, "", {})
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_deleting_the_author_of_a_version_only_forgets_who_wrote_it() -> None:
+    author = UserFactory(is_superuser=True)
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    version = prompt_version_create(actor=author, prompt=prompt, user_templates={"default": "x"})
+    author.delete()
+    version.refresh_from_db()
+    assert version.author is None
+    assert version.user_templates == {"default": "x"}
+
+
+@pytest.mark.django_db
+def test_a_labelled_version_is_protected_from_a_plain_orm_delete() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    first, _second = versions(prompt, 2)
+    prompt_label_set(actor=None, prompt=prompt, name="production", version=1)
+    with pytest.raises(ProtectedError):
+        first.delete()
+    assert prompt.versions.filter(number=1).exists()
