@@ -3,6 +3,8 @@ trigger and its database-level guards, query counts."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from datetime import timedelta
 from typing import Any
 from unittest import mock
@@ -15,7 +17,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from promptadmin.conversations import services
-from promptadmin.conversations.models import Conversation, Message, Summary, SummaryStatus
+from promptadmin.conversations.models import (
+    ACTIVE_STATUSES,
+    Conversation,
+    Message,
+    Summary,
+    SummaryStatus,
+)
 from tests.promptadmin.conversations.conftest import talk
 
 pytestmark = pytest.mark.django_db
@@ -274,3 +282,59 @@ def test_a_broker_that_is_down_never_fails_the_append_and_asking_again_resends(
         send.assert_called_with(Summary.objects.get().pk)
     finally:
         app.conf.task_always_eager = eager
+
+
+@pytest.mark.postgres  # SQLite serialises writers: no race to lose
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("existing", [False, True], ids=["new-key", "existing-key"])
+def test_appends_at_once_to_one_conversation_get_contiguous_positions_and_one_summary(
+    existing: bool, delay: mock.MagicMock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if existing:
+        append("race", talk(1), history_budget=200)
+    before = Message.objects.count()
+    barrier = threading.Barrier(2)
+    # Widen the race: each append lingers after reading the conversation until the other
+    # has read it too, which the row lock prevents (the wait then runs out, harmlessly).
+    # Without the lock both would read the same last position here.
+    read = threading.Barrier(2)
+    locked = services._get_or_create_locked
+
+    def lingering(*args: Any) -> Any:
+        located = locked(*args)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            read.wait(timeout=0.5)
+        return located
+
+    monkeypatch.setattr(services, "_get_or_create_locked", lingering)
+    results: list[services.AppendResult] = []
+    failures: list[BaseException] = []
+
+    def appender(start: int) -> None:
+        try:
+            barrier.wait()
+            # Each append alone passes the threshold of the budget.
+            results.append(append("race", talk(4, start=start), history_budget=200))
+        except BaseException as error:  # reported below, not lost in the thread
+            failures.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=appender, args=(start,)) for start in (10, 20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    positions = sorted(p for result in results for p in result.positions)
+    assert positions == list(range(before + 1, before + 9))
+    # Each append's messages are one run of positions, never interleaved with the other's.
+    for result in results:
+        assert result.positions == list(range(result.positions[0], result.positions[0] + 4))
+    assert Conversation.objects.count() == 1
+    conversation = Conversation.objects.get()
+    assert conversation.last_position == before + 8
+    stored = list(Message.objects.order_by("position").values_list("position", flat=True))
+    assert stored == list(range(1, before + 9))
+    assert Summary.objects.filter(status__in=ACTIVE_STATUSES).count() == 1
+    assert conversation.summary_pending
