@@ -17,10 +17,7 @@ from assembler.impact import cuts, failure
 from promptadmin.content.assembly import AssemblyInputError, build_request
 from promptadmin.core.tokens import tokenizer
 from promptadmin.releases.scenarios import ScenarioSpec
-from promptadmin.releases.snapshot import Bundles, ContentSet, SnapSegment
-
-# What a segment's change is reported by (the token count follows from the content).
-SEGMENT_FIELDS = ("scope", "owner", "content", "metadata", "version", "tier", "sort_order")
+from promptadmin.releases.snapshot import SEGMENT_FIELDS, Bundles, ContentSet, SnapSegment
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,11 @@ from promptadmin.releases.models import Release, ReleaseSegment
 CATALOG_KINDS = ("worlds", "rulesets", "npcs", "entries")
 
 
+# What a segment's state is made of, hashed into the content hash and compared between two
+# versions (the token count follows from the content and the encoding).
+SEGMENT_FIELDS = ("scope", "owner", "title", "content", "metadata", "version", "tier", "sort_order")
+
+
 def text_hash(content: str) -> str:
     # surrogatepass: a stored text is checked on the way in, but a hash must never fail.
     return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
@@ -60,16 +65,11 @@ class SnapSegment:
             object.__setattr__(self, "sha256", text_hash(self.content))
 
     def fingerprint(self) -> list[Any]:
-        """What identifies this segment's state (the token count follows from the text)."""
+        """What identifies this segment's state: its id and :data:`SEGMENT_FIELDS`, the
+        content by its hash."""
         return [
             self.id,
-            self.scope,
-            self.owner,
-            self.sha256,
-            self.metadata,
-            self.version,
-            self.tier,
-            self.sort_order,
+            *(self.sha256 if name == "content" else getattr(self, name) for name in SEGMENT_FIELDS),
         ]
 
     def to_assembler(self) -> assembler.Segment:
