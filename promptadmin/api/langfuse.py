@@ -30,7 +30,6 @@ from django.db import transaction
 from django.db.models import Max, Prefetch
 from django.http import HttpRequest
 from django.urls import path, re_path
-from django.utils.cache import parse_etags
 from drf_spectacular.utils import extend_schema
 from rest_framework import authentication, exceptions, status
 from rest_framework.request import Request
@@ -43,6 +42,7 @@ from promptadmin.api.content import actor_of
 from promptadmin.api.errors import Conflict
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
+from promptadmin.api.preconditions import none_match
 from promptadmin.content.models import ApiKey
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
@@ -366,7 +366,7 @@ class PromptView(LangfuseView, HotView):
         resolved = _fetch(kwargs["rest"], _one(params, "label"), number)
         # Its own tag: the same version has another body here than on the native API.
         etag = f'"lf-{resolved.etag.strip(chr(34))}"'
-        if etag in parse_etags(request.headers.get("If-None-Match", "")):
+        if none_match(request.headers.get("If-None-Match", ""), etag):
             return Answer(None, status.HTTP_304_NOT_MODIFIED, {"ETag": etag})
         return Answer(langfuse_prompt(resolved), headers={"ETag": etag})
 

@@ -1,4 +1,5 @@
-"""Optimistic concurrency: strong ETags on reads, ``If-Match`` required on writes.
+"""Optimistic concurrency: strong ETags on reads, ``If-Match`` required on writes; and
+``If-None-Match`` on reads (:func:`none_match`).
 
 An object's ETag names its revision (segments, worlds, rulesets, NPCs and entries all have
 one), and the revision a client sends is handed to the services as ``expected_revision``:
@@ -61,3 +62,20 @@ def expected_revision(request: Request, obj: models.Model) -> int:
             f"Read the {what} and send its ETag."
         )
     return max(revisions)
+
+
+def none_match(header: str, current: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``current``: the client holds it (304).
+
+    RFC 9110 13.1.2: If-None-Match uses the weak comparison, so ``W/"x"`` matches ``"x"``
+    (a proxy that compresses a response weakens its tag, and the client still holds the
+    same representation). The header may list several tags; ``*`` matches whatever exists.
+
+    >>> none_match('"a", W/"pv-1"', '"pv-1"'), none_match("*", '"pv-1"'), none_match('"b"', '"a"')
+    (True, True, False)
+    """
+    tags = parse_etags(header)
+    if tags == ["*"]:
+        return True
+    opaque = current.removeprefix("W/")
+    return any(tag.removeprefix("W/") == opaque for tag in tags)

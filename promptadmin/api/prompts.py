@@ -12,7 +12,6 @@ from typing import Any
 from django.db.models import Max, Prefetch, QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from django.utils.cache import parse_etags
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -27,7 +26,7 @@ from promptadmin.api.errors import ClientErrorResponseSerializer, PreconditionFa
 from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
-from promptadmin.api.preconditions import if_match, updated_at_etag
+from promptadmin.api.preconditions import if_match, none_match, updated_at_etag
 from promptadmin.api.serializers import prompts as s
 from promptadmin.prompts.models import (
     DEFAULT_LABEL,
@@ -117,9 +116,9 @@ def selection(params: Any) -> tuple[str | None, int | None]:
 
 
 def fetched(resolved: ResolvedPrompt, if_none_match: str) -> Answer:
-    """The prompt with its strong ETag; 304 when the client already holds it."""
-    tags = parse_etags(if_none_match)
-    if resolved.etag in tags or tags == ["*"]:
+    """The prompt with its strong ETag; 304 when the client already holds it (weak
+    comparison, as RFC 9110 asks of If-None-Match)."""
+    if none_match(if_none_match, resolved.etag):
         return Answer(None, status.HTTP_304_NOT_MODIFIED, {"ETag": resolved.etag})
     return Answer(resolved.to_dict(), headers={"ETag": resolved.etag})
 

@@ -13,7 +13,7 @@ from promptadmin.core import cache as core_cache
 from promptadmin.prompts.models import Prompt
 from promptadmin.prompts.services.interfaces import adapter_instruction_create, interface_create
 from promptadmin.prompts.services.prompts import prompt_create, prompt_version_create
-from tests.promptadmin.api.conftest import codes, errors, person, session_client
+from tests.promptadmin.api.conftest import codes, errors, key_client, person, session_client
 
 pytestmark = pytest.mark.django_db
 
@@ -134,6 +134,41 @@ def test_fetch_sends_a_strong_etag_and_answers_304_when_unchanged(
     assert again.status_code == 304
     assert again.content == b""
     assert reader.get(JUDGE, HTTP_IF_NONE_MATCH='"other"').status_code == 200
+
+
+def basic_client(read_key: str) -> APIClient:
+    import base64
+
+    basic = base64.b64encode(f"{read_key.partition('.')[0]}:{read_key}".encode()).decode()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Basic {basic}")
+    return client
+
+
+LANGFUSE_JUDGE = "/api/public/v2/prompts/verifier%2Fjudge"
+
+
+@pytest.mark.parametrize("hot", [True, False], ids=["hot path", "drf"])
+@pytest.mark.parametrize("api", ["native", "langfuse"])
+def test_if_none_match_uses_the_weak_comparison_a_list_and_star(
+    read_key: str, judge: Prompt, monkeypatch: pytest.MonkeyPatch, api: str, hot: bool
+) -> None:
+    from promptadmin.api import hotpath
+
+    monkeypatch.setattr(hotpath, "enabled", hot)
+    client, url = (
+        (key_client(read_key), JUDGE)
+        if api == "native"
+        else (basic_client(read_key), LANGFUSE_JUDGE)
+    )
+    etag = client.get(url).headers["ETag"]
+    # RFC 9110 13.1.2: If-None-Match compares weakly; a proxy that compresses a response
+    # weakens its tag, and the client still holds the same representation.
+    for header in (etag, f"W/{etag}", f'"other", W/{etag}', "*"):
+        again = client.get(url, HTTP_IF_NONE_MATCH=header)
+        assert (again.status_code, again.headers["ETag"]) == (304, etag), header
+    for header in ('"other"', 'W/"other"', etag.strip('"'), f'{etag[:-2]}x"'):
+        assert client.get(url, HTTP_IF_NONE_MATCH=header).status_code == 200, header
 
 
 def test_a_promotion_is_seen_by_the_next_fetch(
