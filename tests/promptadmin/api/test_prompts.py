@@ -202,6 +202,53 @@ def test_a_cold_fetch_makes_a_bounded_number_of_queries(
         assert reader.get(JUDGE, {"task_type": "rubric"}).status_code == 200
 
 
+def test_a_warm_langfuse_fetch_makes_no_query_and_one_cache_round_trip(
+    read_key: str,
+    judge: Prompt,
+    django_assert_num_queries: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = basic_client(read_key)
+    expected = client.get(LANGFUSE_JUDGE).json()
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(cache, name)
+
+    monkeypatch.setattr(core_cache, "cache", Counting())
+    with django_assert_num_queries(0):  # the API key is kept in memory
+        assert client.get(LANGFUSE_JUDGE).json() == expected
+    assert calls == ["get_many"]
+
+
+def test_a_cold_langfuse_fetch_makes_a_bounded_number_of_queries(
+    read_key: str, judge: Prompt, django_assert_max_num_queries: Any
+) -> None:
+    # The key, the prompt (with its fallback), the newest number, the version, its labels.
+    with django_assert_max_num_queries(5):
+        assert basic_client(read_key).get(f"{LANGFUSE_JUDGE}%2Frubric").status_code == 200
+
+
+def test_the_label_history_makes_the_same_few_queries_however_long_it_is(
+    reader: APIClient, judge: Prompt, django_assert_max_num_queries: Any
+) -> None:
+    from promptadmin.prompts.services.prompts import prompt_label_move
+
+    assert reader.get(f"{JUDGE}labels/history").json()["count"] == 2
+    authors = [person("author") for _ in range(3)]
+    for n in range(12):
+        prompt_label_move(actor=authors[n % 3], prompt=judge, name="production", version=2 - n % 2)
+    # The prompt, the count for the page, the events with their authors (the key is known).
+    with django_assert_max_num_queries(3):
+        history = reader.get(f"{JUDGE}labels/history").json()
+    assert history["count"] == 14
+    assert {event["actor"] for event in history["results"][:12]} == {
+        author.get_username() for author in authors
+    }
+
+
 def test_labels_are_removed_and_every_change_is_in_the_history(
     writer: APIClient, reader: APIClient, judge: Prompt
 ) -> None:
