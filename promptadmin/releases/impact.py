@@ -87,11 +87,27 @@ def segment_changes(before: ContentSet, after: ContentSet) -> dict[str, list[dic
                 {
                     **_segment_summary(new),
                     "fields": fields,
+                    "changes": _changes(fields, _fields_of(old), _fields_of(new), text="content"),
                     "tokens_before": old.token_count,
                     "diff": text_diff(old.content, new.content) if "content" in fields else "",
                 }
             )
     return {"added": added, "changed": changed, "removed": removed}
+
+
+def _fields_of(row: SnapSegment) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in SEGMENT_FIELDS}
+
+
+def _changes(
+    fields: Sequence[str], before: dict[str, Any], after: dict[str, Any], *, text: str
+) -> list[dict[str, Any]]:
+    """Each changed field's values before and after, but ``text`` (long: given as a diff)."""
+    return [
+        {"field": name, "before": before.get(name), "after": after.get(name)}
+        for name in fields
+        if name != text
+    ]
 
 
 def object_changes(before: ContentSet, after: ContentSet) -> dict[str, list[dict[str, Any]]]:
@@ -108,7 +124,16 @@ def object_changes(before: ContentSet, after: ContentSet) -> dict[str, list[dict
             if old[key].get(name) != new[key].get(name)
         )
         if fields:
-            changed.append({**summary(key, new[key]), "fields": fields})
+            changed.append(
+                {
+                    **summary(key, new[key]),
+                    "fields": fields,
+                    "changes": _changes(fields, old[key], new[key], text="description"),
+                    "diff": text_diff(old[key]["description"], new[key]["description"])
+                    if "description" in fields
+                    else "",
+                }
+            )
     return {
         "added": [summary(key, new[key]) for key in sorted(new.keys() - old.keys())],
         "changed": changed,

@@ -185,8 +185,17 @@ class SegmentSummarySerializer(serializers.Serializer):
     tokens = f.Integer()
 
 
+class FieldChangeSerializer(serializers.Serializer):
+    field = f.Text()
+    before = serializers.JSONField()
+    after = serializers.JSONField()
+
+
 class SegmentChangeSerializer(SegmentSummarySerializer):
     fields = serializers.ListField(child=f.Text())
+    changes = FieldChangeSerializer(
+        many=True, help_text="Each changed field but the content, before and after."
+    )
     tokens_before = f.Integer()
     diff = f.Text(allow_blank=True, help_text="Unified diff of the content ('' if unchanged).")
 
@@ -205,6 +214,10 @@ class ObjectSummarySerializer(serializers.Serializer):
 
 class ObjectChangeSerializer(ObjectSummarySerializer):
     fields = serializers.ListField(child=f.Text())
+    changes = FieldChangeSerializer(
+        many=True, help_text="Each changed field but the description, before and after."
+    )
+    diff = f.Text(allow_blank=True, help_text="Unified diff of the description ('' if unchanged).")
 
 
 class ObjectChangesSerializer(serializers.Serializer):

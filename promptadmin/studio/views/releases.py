@@ -3,6 +3,7 @@ compare any two versions, and one scenario's prompts side by side."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,10 +34,19 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
     return lines
 
 
+def _shown(value: Any) -> str:
+    """A field's value as a person reads it: text as is, anything else (metadata) as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _report(before: str | None, after: str) -> dict[str, Any]:
     report = selectors.compare_report(before, after)
-    for change in report["segments"]["changed"]:
+    for change in [*report["segments"]["changed"], *report["objects"]["changed"]]:
         change["diff_lines"] = _diff_lines(change["diff"])
+        change["shown_changes"] = [
+            (item["field"], _shown(item["before"]), _shown(item["after"]))
+            for item in change["changes"]
+        ]
     scenarios = report["scenarios"]
     report["changed_scenarios"] = [s for s in scenarios if s["changed"]]
     report["unchanged_count"] = len(scenarios) - len(report["changed_scenarios"])

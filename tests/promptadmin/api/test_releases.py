@@ -436,3 +436,56 @@ def test_a_release_named_like_a_label_it_publishes_is_a_400_naming_name(  # type
     assert set(errors(response)) == {"name"}
     assert admin_client.get("/api/v1/releases/").json() == []
     assert admin_client.get("/api/v1/release-labels/").json() == []
+
+
+def test_compare_two_releases(  # type: ignore[no-untyped-def]
+    admin_client, demo, django_capture_on_commit_callbacks
+) -> None:
+    tone = Segment.objects.get(import_key="w-iron-tone")
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-one")
+    edit_tone("Fog, always fog.", django_capture_on_commit_callbacks)
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-two", labels=["staging"])
+    edit_tone("Working-copy weather.", django_capture_on_commit_callbacks)
+
+    report = admin_client.get("/api/v1/releases/r-one/compare/staging").json()
+
+    assert report["before"] == {"name": "r-one", "label": None}
+    assert report["after"] == {"name": "r-two", "label": "staging"}
+    [change] = report["segments"]["changed"]
+    assert change["id"] == tone.pk and change["fields"] == ["content"]
+    assert "+Fog, always fog." in change["diff"] and "Working-copy" not in change["diff"]
+    assert report["objects"] == {"added": [], "changed": [], "removed": []}
+    scenario = next(s for s in report["scenarios"] if s["scenario"] == "drowned-bell: first turn")
+    assert scenario["changed"] and scenario["tokens_before"] != scenario["tokens_after"]
+
+
+def test_a_confirmed_label_move_records_the_expectations_it_confirmed(  # type: ignore[no-untyped-def]
+    admin_client, demo, django_capture_on_commit_callbacks
+) -> None:
+    tone = Segment.objects.get(import_key="w-iron-tone")
+    scenario = {
+        "name": "bell keeps its tone",
+        "entry": "drowned-bell",
+        "first_turn": True,
+        "token_budget": 900,
+        "expectations": [{"kind": "keeps_segment", "segment": tone.pk}],
+    }
+    assert admin_client.post("/api/v1/scenarios/", scenario, format="json").status_code == 201
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-one", labels=["production"])
+    edit_tone("The iron coast is grey and cold. " * 150, django_capture_on_commit_callbacks)
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-two")
+
+    refused = put_label(admin_client, "production", "r-one", release="r-two")
+    assert refused.status_code == 409 and codes(refused) == ["expectations_failing"]
+    assert ReleaseLabel.objects.get(name="production").release.name == "r-one"
+    with django_capture_on_commit_callbacks(execute=True):
+        moved = put_label(
+            admin_client, "production", "r-one", release="r-two", note="known", confirm=True
+        )
+
+    assert moved.status_code == 200, moved.json()
+    [failure] = moved.json()["confirmed_failures"]
+    assert failure["scenario"] == "bell keeps its tone"
+    assert failure["expectation"] == f"keeps segment #{tone.pk}" and "left out" in failure["reason"]
+    [latest, *_] = admin_client.get("/api/v1/release-labels/production/history").json()
+    assert latest["to_release"] == "r-two" and latest["confirmed_failures"] == [failure]

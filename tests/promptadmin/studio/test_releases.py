@@ -9,7 +9,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from promptadmin.content.services import segments
+from promptadmin.content.models import NPC
+from promptadmin.content.services import catalog, segments
 from promptadmin.releases import selectors, services, serving
 from promptadmin.releases.models import ReleaseLabel, ReleaseLabelMove
 
@@ -159,3 +160,17 @@ def test_the_preview_shows_any_release(  # type: ignore[no-untyped-def]
     assert "Fog, always fog." in viewer.get(query).content.decode()
     page = viewer.get(query + "&release=r-one").content.decode()
     assert "Fog, always fog." not in page and "release r-one" in page
+
+
+def test_compare_shows_what_an_object_change_was(  # type: ignore[no-untyped-def]
+    viewer: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    services.release_create(actor=None, name="r-one")
+    npc = NPC.objects.get(slug="marta-vell")
+    with django_capture_on_commit_callbacks(execute=True):
+        catalog.catalog_update(
+            actor=None, obj=npc, name="Marta Orr", description=f"{npc.description}\nAnd more."
+        )
+    page = viewer.get("/releases/compare/?before=r-one&after=working").content.decode()
+    assert f"<bdi>{npc.name}</bdi> → <bdi>Marta Orr</bdi>" in page
+    assert '<span class="u-added">+And more.</span>' in page
