@@ -6,9 +6,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.db import transaction
 from django.db.models import QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 from simple_history.admin import SimpleHistoryAdmin
@@ -48,19 +51,96 @@ class SuperuserOnly:
         return self.has_module_permission(request)
 
 
+BLIND_DELETE = (
+    "The delete form did not say which revision you saw, so nothing was deleted: "
+    "delete it again from this page if you still want to."
+)
+
+
+def _revision(raw: str | None) -> int | None:
+    try:
+        return int(raw or "")
+    except ValueError:
+        return None
+
+
+def _stale_delete(model: Any, expected: int, current: int, name: str = "") -> str:
+    what = str(model._meta.verbose_name).capitalize() + (f" '{name}'" if name else "")
+    return (
+        f"{what} was changed by someone else: you saw revision {expected}, the current "
+        f"revision is {current}. Nothing was deleted: this is the current version; delete it "
+        "again if you still want to."
+    )
+
+
 class ServiceDeleteMixin:
-    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+    """Deletes go through the service and name the revision the admin saw.
+
+    The change page's delete link carries its revision (``?revision=``, see
+    templates/admin/promptadmin/submit_line.html) into the confirmation, which posts it
+    back; the bulk confirmation posts each object's revision as listed. A delete of an
+    older revision, or one naming none, deletes nothing and says why: the admin's delete
+    views run in a transaction, so the refusal also takes back the log entry Django wrote.
+    """
+
+    delete_confirmation_template = "admin/revision_delete_confirmation.html"
+    delete_selected_confirmation_template = "admin/revision_delete_selected_confirmation.html"
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        seen = _revision(request.GET.get("revision"))
+        obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
+        if obj is None or not self.has_delete_permission(request, obj):  # type: ignore[attr-defined]
+            return super().delete_view(request, object_id, extra_context)  # type: ignore[misc, no-any-return]
+        change_url = reverse(
+            f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[quote(obj.pk)]
+        )
+        if request.method == "GET" and seen is not None and seen != obj.revision:
+            # Opened from a page that is out of date: say so before asking to confirm.
+            messages.error(request, _stale_delete(type(obj), seen, obj.revision))
+            return HttpResponseRedirect(change_url)
+        context = {
+            **(extra_context or {}),
+            "expected_revision": obj.revision if seen is None else seen,
+        }
         try:
-            self._delete(request, obj)
+            return super().delete_view(request, object_id, context)  # type: ignore[misc, no-any-return]
         except ConflictError as exc:
             messages.error(request, str(exc))
+            return HttpResponseRedirect(change_url)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self._delete_checked(request, obj, request.POST.get("expected_revision"))
+
+    def response_action(self, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
+        # Django's bulk delete logs, then deletes one by one: all of it, or none of it.
+        try:
+            with transaction.atomic():
+                return super().response_action(request, queryset)  # type: ignore[misc]
+        except ConflictError as exc:
+            messages.error(request, str(exc))
+            return HttpResponseRedirect(request.get_full_path())
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         for obj in queryset:
-            self.delete_model(request, obj)
+            self._delete_checked(
+                request, obj, request.POST.get(f"expected_revision_{obj.pk}"), name=str(obj)
+            )
 
-    def _delete(self, request: HttpRequest, obj: Any) -> None:
-        catalog.catalog_delete(actor=request.user, obj=obj)
+    def _delete_checked(
+        self, request: HttpRequest, obj: Any, raw: str | None, name: str = ""
+    ) -> None:
+        expected = _revision(raw)
+        if expected is None:
+            raise ConflictError(BLIND_DELETE)
+        try:
+            self._delete(request, obj, expected)
+        except StaleRevisionError as exc:
+            raise ConflictError(_stale_delete(type(obj), exc.expected, exc.current, name)) from None
+
+    def _delete(self, request: HttpRequest, obj: Any, expected: int) -> None:
+        catalog.catalog_delete(actor=request.user, obj=obj, expected_revision=expected)
 
 
 STALE_ADVICE = "Nothing was saved: open it again to see the other change, then redo yours."
@@ -292,8 +372,8 @@ class SegmentAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHist
         obj.pk = saved.pk
         obj.refresh_from_db()
 
-    def _delete(self, request: HttpRequest, obj: Segment) -> None:
-        segments.segment_delete(actor=request.user, segment=obj)
+    def _delete(self, request: HttpRequest, obj: Segment, expected: int) -> None:
+        segments.segment_delete(actor=request.user, segment=obj, expected_revision=expected)
 
     def get_form(self, request: HttpRequest, obj: Segment | None = None, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, **kwargs)

@@ -242,3 +242,127 @@ def test_the_admin_shows_deprecated_segments_read_only(superuser_client: Client)
     )
     legacy.refresh_from_db()
     assert legacy.content == "Old."
+
+
+def shown(response: Any) -> list[str]:
+    """The messages a (followed) response shows."""
+    return [str(message) for message in response.context["messages"]]
+
+
+def make_object(kind: str) -> Any:
+    if kind == "segment":
+        return make_segment(scope="core", content="Speak plainly.")
+    return {"world": WorldFactory, "entry": EntryFactory}[kind]()
+
+
+def change_it(obj: Any) -> None:
+    """Someone saves the object in the studio or the API."""
+    if isinstance(obj, Segment):
+        segments.segment_update(actor=None, segment=obj, content="Speak in riddles.")
+    else:
+        catalog.catalog_update(actor=None, obj=obj, name="Theirs")
+
+
+KINDS = ["segment", "world", "entry"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_delete_confirmation_carries_the_revision_seen_on_the_change_page(
+    superuser_client: Client, kind: str
+) -> None:
+    obj = make_object(kind)
+    change_it(obj)
+    base = f"/admin/promptadmin/{kind}/{obj.pk}"
+    page = superuser_client.get(f"{base}/change/").content.decode()
+    assert f'href="{base}/delete/?revision=2"' in page
+
+    confirmation = superuser_client.get(f"{base}/delete/?revision=2").content.decode()
+
+    assert '<input type="hidden" name="expected_revision" value="2">' in confirmation
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_admin_delete_from_an_older_copy_is_refused_and_keeps_the_object(
+    superuser_client: Client, kind: str
+) -> None:
+    obj = make_object(kind)
+    url = f"/admin/promptadmin/{kind}/{obj.pk}/delete/"
+    superuser_client.get(f"{url}?revision=1")
+    change_it(obj)
+
+    response = superuser_client.post(url, {"post": "yes", "expected_revision": "1"}, follow=True)
+
+    assert response.redirect_chain[-1][0] == f"/admin/promptadmin/{kind}/{obj.pk}/change/"
+    assert shown(response) == [
+        f"{type(obj)._meta.verbose_name.capitalize()} was changed by someone else: you saw "
+        "revision 1, the current revision is 2. Nothing was deleted: this is the current "
+        "version; delete it again if you still want to."
+    ]
+    assert type(obj).objects.filter(pk=obj.pk, revision=2).exists()
+
+
+def test_opening_the_delete_confirmation_from_an_older_copy_says_so_at_once(
+    superuser_client: Client,
+) -> None:
+    world = WorldFactory()
+    change_it(world)
+    response = superuser_client.get(
+        f"/admin/promptadmin/world/{world.pk}/delete/?revision=1", follow=True
+    )
+    assert response.redirect_chain[-1][0] == f"/admin/promptadmin/world/{world.pk}/change/"
+    assert "you saw revision 1" in shown(response)[0]
+
+
+def test_an_admin_delete_that_names_no_revision_deletes_nothing(superuser_client: Client) -> None:
+    segment = make_segment(scope="core", content="Speak plainly.")
+    response = superuser_client.post(
+        f"/admin/promptadmin/segment/{segment.pk}/delete/", {"post": "yes"}, follow=True
+    )
+    assert shown(response) == [
+        "The delete form did not say which revision you saw, so nothing was deleted: "
+        "delete it again from this page if you still want to."
+    ]
+    assert Segment.objects.filter(pk=segment.pk).exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_admin_delete_of_the_revision_seen_deletes_it(
+    superuser_client: Client, kind: str
+) -> None:
+    obj = make_object(kind)
+    response = superuser_client.post(
+        f"/admin/promptadmin/{kind}/{obj.pk}/delete/",
+        {"post": "yes", "expected_revision": "1"},
+        follow=True,
+    )
+    assert "was deleted successfully" in shown(response)[0]
+    assert not type(obj).objects.filter(pk=obj.pk).exists()
+
+
+def test_a_bulk_delete_carries_each_revision_and_a_stale_one_deletes_nothing(
+    superuser_client: Client,
+) -> None:
+    a, b = make_segment(content="A."), make_segment(content="B.")
+    data = {"action": "delete_selected", "_selected_action": [a.pk, b.pk]}
+    confirmation = superuser_client.post("/admin/promptadmin/segment/", data).content.decode()
+    for obj in (a, b):
+        assert f'name="expected_revision_{obj.pk}" value="1"' in confirmation
+    change_it(b)
+
+    response = superuser_client.post(
+        "/admin/promptadmin/segment/",
+        {**data, "post": "yes", f"expected_revision_{a.pk}": "1", f"expected_revision_{b.pk}": "1"},
+        follow=True,
+    )
+
+    [message] = shown(response)
+    assert "you saw revision 1, the current revision is 2" in message
+    assert Segment.objects.filter(pk__in=[a.pk, b.pk]).count() == 2
+
+    response = superuser_client.post(
+        "/admin/promptadmin/segment/",
+        {**data, "post": "yes", f"expected_revision_{a.pk}": "1", f"expected_revision_{b.pk}": "2"},
+        follow=True,
+    )
+    assert "Successfully deleted 2 segments" in shown(response)[0]
+    assert not Segment.objects.filter(pk__in=[a.pk, b.pk]).exists()
