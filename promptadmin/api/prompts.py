@@ -32,6 +32,7 @@ from promptadmin.prompts.models import (
     DEFAULT_LABEL,
     LABEL_HELP,
     LABEL_RE,
+    LATEST,
     NAME_HELP,
     NAME_RE,
     AdapterInstruction,
@@ -140,10 +141,14 @@ class PromptListView(generics.GenericAPIView):
                 prompts = prompts.filter(**{field: value})
         if "task_type" in params:
             prompts = prompts.filter(task_type=query_name(self.request, "task_type") or "")
-        if params.get("label"):
-            if not LABEL_RE.fullmatch(params["label"]):
-                raise ValidationError({"label": [LABEL_HELP]})
-            prompts = prompts.filter(labels__name=params["label"]).distinct()
+        label = params.get("label")
+        if label and not LABEL_RE.fullmatch(label):
+            raise ValidationError({"label": [LABEL_HELP]})
+        if label == LATEST:
+            # Never stored: every prompt with a version has it (as on the Langfuse list).
+            prompts = prompts.filter(latest_version__isnull=False)
+        elif label:
+            prompts = prompts.filter(labels__name=label).distinct()
         return prompts
 
     @extend_schema(
@@ -153,7 +158,11 @@ class PromptListView(generics.GenericAPIView):
             OpenApiParameter("component", OpenApiTypes.STR),
             OpenApiParameter("agent", OpenApiTypes.STR),
             OpenApiParameter("task_type", OpenApiTypes.STR, description="Empty: default prompts."),
-            OpenApiParameter("label", OpenApiTypes.STR, description="Prompts with this label."),
+            OpenApiParameter(
+                "label",
+                OpenApiTypes.STR,
+                description="Prompts with this label; latest: every prompt with a version.",
+            ),
         ],
         responses=s.PromptSummarySerializer(many=True),
         summary="List registered prompts with their labels",

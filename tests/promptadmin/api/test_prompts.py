@@ -624,6 +624,32 @@ def test_the_prompt_list_filters_and_shows_labels(
     assert defaults["count"] == 1
 
 
+def test_the_prompt_list_treats_latest_as_having_a_version_as_the_langfuse_list_does(
+    reader: APIClient, read_key: str, judge: Prompt
+) -> None:
+    make_prompt("empty")  # no version yet: nothing is latest
+    listed = reader.get("/api/v1/prompts/", {"label": "latest"}).json()
+    assert [(p["task_type"], p["latest_version"]) for p in listed["results"]] == [
+        (None, 2),
+        ("rubric", 1),
+    ]
+    langfuse = basic_client(read_key).get("/api/public/v2/prompts", {"label": "latest"}).json()
+    assert [p["name"] for p in langfuse["data"]] == ["verifier/judge", "verifier/judge/rubric"]
+
+
+def test_the_prompt_list_filters_by_agent(reader: APIClient, judge: Prompt) -> None:
+    prompt_create(actor=None, component="verifier", agent="parser")
+    prompt_create(actor=None, component="summarizer", agent="judge")
+    listed = reader.get("/api/v1/prompts/", {"agent": "judge"}).json()
+    assert [(p["component"], p["task_type"]) for p in listed["results"]] == [
+        ("summarizer", None),
+        ("verifier", None),
+        ("verifier", "rubric"),
+    ]
+    both = reader.get("/api/v1/prompts/", {"agent": "parser", "component": "verifier"}).json()
+    assert [(p["agent"], p["latest_version"]) for p in both["results"]] == [("parser", None)]
+
+
 def test_creating_the_same_prompt_twice_names_the_address(writer: APIClient, judge: Prompt) -> None:
     response = writer.post(
         "/api/v1/prompts/", {"component": "verifier", "agent": "judge"}, format="json"
