@@ -146,9 +146,13 @@ class Summary(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     task_id = models.CharField(max_length=64, blank=True)
+    # Times from the database's clock (one clock for every web process and worker).
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When an append last sent the task of this summary again, found stuck: at most once
+    # per stale window, so that a backlog on the broker does not grow with every append.
+    resent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["conversation", "-id"]

@@ -11,9 +11,14 @@ How a range is summarized exactly once:
   its time (:class:`Busy`), so the summarizer is not called twice and the summary is not
   dropped should that worker be gone;
 - a summary left ``running`` past the task's hard time limit belongs to a worker that is
-  gone (killed): the next delivery takes it over, and the next append or
-  :func:`summary_request` sends its task again, in case the task was lost with it;
+  gone (killed): the next delivery takes it over, and the next append (at most once per
+  such window) or :func:`summary_request` sends its task again, in case the task was lost
+  with it;
 - a result is stored only by the worker holding the current claim.
+
+Whether a run or a request is stale is judged by the database's clock (``Now()``), which
+also stamps every summary time: web processes and workers on other hosts may disagree on
+the time, and one whose clock ran ahead would take over a run started moments ago.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from assembler.history import (
@@ -117,22 +123,25 @@ def _validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
         raise ValidationError(errors)
 
 
-def _locked(key: str) -> tuple[Conversation, int | None] | None:
+def _locked(key: str, *, resent_too: bool = False) -> tuple[Conversation, int | None] | None:
     """Conversation ``key`` under a row lock, and the id of its stuck summary (None if
     there is none), read in the same query: one ``running`` past the time limit (its
-    worker is gone), or ``pending`` for as long (its task was lost, or never sent).
-    None when there is no such conversation."""
+    worker is gone), or ``pending`` for as long (its task was lost, or never sent), and
+    unless ``resent_too``, not sent again within that time. None when there is no such
+    conversation."""
     if not could_be_key(key):
         return None
-    cutoff = timezone.now() - stale_after()
+    cutoff = Now() - stale_after()
     stuck = Summary.objects.filter(
         Q(status=SummaryStatus.RUNNING, started_at__lt=cutoff)
         | Q(status=SummaryStatus.PENDING, created_at__lt=cutoff),
         conversation=OuterRef("pk"),
-    ).values("pk")[:1]
+    )
+    if not resent_too:
+        stuck = stuck.filter(Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff))
     conversation = (
         Conversation.objects.select_for_update()
-        .annotate(stuck_summary_id=Subquery(stuck))
+        .annotate(stuck_summary_id=Subquery(stuck.values("pk")[:1]))
         .filter(key=key)
         .first()
     )
@@ -174,11 +183,12 @@ def conversation_append(
     interleave. When the history not yet summarized passes the threshold, a summary is
     asked for (see :func:`summary_request`). While one is asked for, an append that finds
     it stuck (``running`` past the time limit, or ``pending`` as long) sends its task
-    again (after commit), so a summary whose worker or task was lost is still made.
+    again (after commit), so a summary whose worker or task was lost is still made; at
+    most once per such window, however many appends come.
     Queries: the locked read (which also looks for a stuck summary; plus the insert on
-    creation), the insert of the
-    messages, the update of the conversation's counters, and only when over the threshold
-    with no summary asked for yet one more (the summary request).
+    creation), the insert of the messages, the update of the conversation's counters,
+    and one more only when over the threshold with no summary asked for yet (the summary
+    request) or when sending a stuck summary's task again (recording when).
     """
     validate_key(key)
     if history_budget is not None:
@@ -229,16 +239,28 @@ def _over_threshold(conversation: Conversation) -> bool:
     )
 
 
+# Inserted rows are stamped with the database's clock (``{now}``: the statement's time);
+# a row whose time is the statement's is the one it inserted (an existing pending row
+# keeps its own). Should one have been made in the very same instant (a millisecond on
+# SQLite), its task is only sent once more, which the task shrugs off.
 _UPSERT = """
 INSERT INTO conversations_summary (
     conversation_id, requested_through, status, attempts, content, token_encoding,
     backend, model, error, task_id, created_at
-) VALUES (%s, %s, 'pending', 0, '', '', '', '', '', '', %s)
+) VALUES (%s, %s, 'pending', 0, '', '', '', '', '', '', {now})
 ON CONFLICT (conversation_id) WHERE status IN ('pending', 'running')
 DO UPDATE SET requested_through = EXCLUDED.requested_through
 WHERE conversations_summary.status = 'pending'
-RETURNING id, created_at
+RETURNING id, created_at = {now}
 """
+
+
+def _upsert_sql() -> str:
+    """:data:`_UPSERT` for this database, with its ``Now()`` as Django writes it."""
+    compiler = Summary.objects.none().query.get_compiler(connection=connection)
+    now, params = compiler.compile(Now())
+    assert not params
+    return _UPSERT.format(now=now)
 
 
 def _send_after_commit(summary_id: int) -> None:
@@ -252,8 +274,9 @@ def _send_stuck(summary_id: int) -> None:
     is gone, and its task may be too: the broker dropped it, or it was acked by a delivery
     that found the run still young) or ``pending`` as long (its task was lost). The
     delivery claims or takes it over; any extra one finds it running and comes back later,
-    or finds it done."""
+    or finds it done. When is recorded: it is not sent again within the next window."""
     logger.warning("summary %s: stuck past the time limit; sending its task again", summary_id)
+    Summary.objects.filter(pk=summary_id).update(resent_at=Now())
     _send_after_commit(summary_id)
 
 
@@ -262,14 +285,13 @@ def _enqueue_summary(conversation: Conversation, *, always: bool = False) -> int
     pending afterwards, or None while one is running. The caller holds the row lock.
     The task is enqueued for a new summary, or with ``always`` for a pending one too (the
     task is idempotent: a second delivery finds it running or done)."""
-    now = timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute(_UPSERT, [conversation.pk, conversation.last_position, now])
+        cursor.execute(_upsert_sql(), [conversation.pk, conversation.last_position])
         row = cursor.fetchone()
     if row is None:
         return None
-    summary_id, created_at = row
-    if always or created_at == now:  # inserted (an existing pending row keeps its created_at)
+    summary_id, inserted = row
+    if always or inserted:
         _send_after_commit(int(summary_id))
     return int(summary_id)
 
@@ -284,10 +306,11 @@ def summary_request(*, actor: Actor, key: str) -> int | None:
     again when done, if still needed). Returns the pending summary's id, or None while
     one is running.
     The pending summary's task is sent again even when it already was, and so is that of
-    a summary stuck ``running`` past the time limit: should the broker have lost it, or
-    its worker have died with it, asking again is how it gets made.
+    a summary stuck ``running`` past the time limit (even one an append sent again
+    lately): should the broker have lost it, or its worker have died with it, asking
+    again is how it gets made.
     """
-    located = _locked(key)
+    located = _locked(key, resent_too=True)
     if located is None:
         raise Conversation.DoesNotExist(f"No conversation with key {key!r}.")
     conversation, stuck_summary_id = located
@@ -346,10 +369,17 @@ def summary_claim(*, summary_id: int, task_id: str) -> Claim | Busy | None:
     ``running`` for ever should that worker be dead. None when there is nothing to do:
     the summary is done, failed or gone.
     """
-    summary = Summary.objects.select_for_update().filter(pk=summary_id).first()
+    # The database's time, read with the row: the start recorded, and the age judged, by
+    # one clock for every worker.
+    summary = (
+        Summary.objects.select_for_update()
+        .annotate(database_now=Now())
+        .filter(pk=summary_id)
+        .first()
+    )
     if summary is None or summary.status in (SummaryStatus.DONE, SummaryStatus.FAILED):
         return None
-    now = timezone.now()
+    now = summary.database_now
     took_over = False
     if summary.status == SummaryStatus.RUNNING:
         window = stale_after()
@@ -525,7 +555,7 @@ def summary_complete(
     summary.backend = backend
     summary.model = model[:200]
     summary.error = error
-    summary.finished_at = timezone.now()
+    summary.finished_at = Now()
     summary.save()
     unsummarized = Message.objects.filter(
         conversation=conversation, position__gt=covers_through
@@ -568,6 +598,6 @@ def summary_fail(*, claim: Claim, error: str) -> None:
         return
     summary.status = SummaryStatus.FAILED
     summary.error = error
-    summary.finished_at = timezone.now()
+    summary.finished_at = Now()
     summary.save(update_fields=["status", "error", "finished_at"])
     Conversation.objects.filter(pk=conversation.pk).update(summary_pending=False)

@@ -12,6 +12,7 @@ from unittest import mock
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
+from django.db.models.functions import Now
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -249,15 +250,18 @@ def test_appending_costs_one_query_more_only_when_a_summary_is_asked_for(
     ):
         result = append("c-11", talk(2, start=1))
     assert result.summary_pending
-    # Once one is pending, appending is back to the cheap path, and stays on it when the
-    # summary is stuck running (the locked read finds it; sending it again is no query).
+    # Once one is pending, appending is back to the cheap path. When the summary is stuck
+    # running (the locked read finds it), the append that sends its task again records
+    # when, one query more; the next ones in that window are on the cheap path again.
     with django_assert_num_queries(5):
         append("c-11", talk(1, start=3))
     Summary.objects.update(
         status=SummaryStatus.RUNNING, started_at=timezone.now() - timedelta(days=1)
     )
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         append("c-11", talk(1, start=4))
+    with django_assert_num_queries(5):
+        append("c-11", talk(1, start=5))
 
 
 def test_a_broker_that_is_down_never_fails_the_append_and_asking_again_resends(
@@ -338,3 +342,56 @@ def test_appends_at_once_to_one_conversation_get_contiguous_positions_and_one_su
     assert stored == list(range(1, before + 9))
     assert Summary.objects.filter(status__in=ACTIVE_STATUSES).count() == 1
     assert conversation.summary_pending
+
+
+@override_settings(CELERY_TASK_TIME_LIMIT=30)
+def test_a_stuck_summary_is_sent_again_once_per_window_however_many_appends_come(
+    django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
+) -> None:
+    # A backlog on the broker must not grow by one task per append.
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-16", talk(4), history_budget=200)
+    summary = Summary.objects.get()
+    Summary.objects.update(created_at=Now() - timedelta(seconds=31))
+    delay.reset_mock()
+    for start in range(4, 9):
+        with django_capture_on_commit_callbacks(execute=True):
+            append("c-16", talk(1, start=start))
+    delay.assert_called_once_with(summary.pk)
+    # A window after that re-send, the summary still stuck: sent once more.
+    Summary.objects.update(resent_at=Now() - timedelta(seconds=31))
+    delay.reset_mock()
+    for start in range(9, 12):
+        with django_capture_on_commit_callbacks(execute=True):
+            append("c-16", talk(1, start=start))
+    delay.assert_called_once_with(summary.pk)
+
+
+def clock_off_by(seconds: float) -> Any:
+    """This process's clock ``seconds`` away from the database's (a web process or a
+    worker on a host whose clock drifted)."""
+    skewed = timezone.now() + timedelta(seconds=seconds)
+    return mock.patch.object(timezone, "now", return_value=skewed)
+
+
+@override_settings(CELERY_TASK_TIME_LIMIT=30)
+@pytest.mark.parametrize(
+    ("age", "skew", "sent"),
+    [(10, 3600, False), (31, -3600, True)],
+    ids=["young-clock-ahead", "stale-clock-behind"],
+)
+def test_whether_a_summary_is_stuck_is_judged_by_the_databases_clock(
+    django_capture_on_commit_callbacks: Any,
+    delay: mock.MagicMock,
+    age: int,
+    skew: int,
+    sent: bool,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-17", talk(4), history_budget=200)
+    summary = Summary.objects.get()
+    Summary.objects.update(created_at=Now() - timedelta(seconds=age))
+    delay.reset_mock()
+    with clock_off_by(skew), django_capture_on_commit_callbacks(execute=True):
+        append("c-17", talk(1, start=4))
+    assert delay.call_args_list == ([mock.call(summary.pk)] if sent else [])

@@ -14,6 +14,7 @@ from unittest import mock
 import pytest
 from celery.exceptions import Retry
 from django.db import connection
+from django.db.models.functions import Now
 from django.test import override_settings
 from django.utils import timezone
 
@@ -348,3 +349,34 @@ def test_a_request_the_endpoint_refuses_falls_back_at_once_saying_why(status: in
         f"fell back to the extractive summarizer after: openai: http_{status}: "
     )
     assert summary.attempts == 1 and len(llm.requests) == 1
+
+
+@override_settings(CELERY_TASK_TIME_LIMIT=30)
+@pytest.mark.parametrize(
+    ("age", "skew", "outcome"),
+    [(10, 3600, "Busy"), (31, -3600, "Claim")],
+    ids=["young-clock-ahead", "stale-clock-behind"],
+)
+def test_a_worker_judges_whether_a_run_is_stale_by_the_databases_clock(
+    age: int, skew: int, outcome: str
+) -> None:
+    # A worker whose clock runs ahead must not take over a run another worker started
+    # moments ago; one whose clock runs behind must still take over a stale one.
+    summary = pending_summary()
+    Summary.objects.filter(pk=summary.pk).update(
+        status=SummaryStatus.RUNNING,
+        attempts=1,
+        task_id="first",
+        started_at=Now() - timedelta(seconds=age),
+    )
+    skewed = timezone.now() + timedelta(seconds=skew)
+    with mock.patch.object(timezone, "now", return_value=skewed):
+        claim = services.summary_claim(summary_id=summary.pk, task_id="second")
+    assert type(claim).__name__ == outcome
+    if isinstance(claim, services.Busy):
+        assert 30 - age <= claim.retry_in <= 30
+    else:
+        summary.refresh_from_db()
+        # The new start is the database's time too, not this worker's.
+        assert summary.started_at is not None
+        assert abs((summary.started_at - (skewed - timedelta(seconds=skew))).total_seconds()) < 60
