@@ -41,7 +41,12 @@ from promptadmin.prompts.models import (
     LabelEvent,
     Prompt,
 )
-from promptadmin.prompts.selectors import ResolvedPrompt, fetch_and_render, fetch_prompt
+from promptadmin.prompts.selectors import (
+    ResolvedPrompt,
+    fetch_and_render,
+    fetch_prompt,
+    lint_stored,
+)
 from promptadmin.prompts.services import interfaces as interface_services
 from promptadmin.prompts.services import prompts as prompt_services
 
@@ -400,13 +405,28 @@ class LintView(APIView):
         operation_id="prompts_lint",
         tags=TAGS,
         request=s.LintSerializer,
-        responses={200: s.LintResultSerializer},
-        summary="Lint a template, a version's templates or a whole version",
+        responses={200: s.LintResultSerializer, **NOT_FOUND},
+        summary="Lint a template, a version's templates, a whole version, or a stored version",
     )
     def post(self, request: Request) -> Response:
         serializer = s.LintSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        if "component" in data:
+            resolved, findings = lint_stored(
+                component=data["component"],
+                agent=data["agent"],
+                task_type=data.get("task_type") or None,
+                label=data.get("label") or (None if "version" in data else DEFAULT_LABEL),
+                version=data.get("version"),
+            )
+            return Response(
+                {
+                    "findings": [finding.to_dict() for finding in findings],
+                    "version": resolved.version,
+                    "task_type_used": resolved.task_type_used,
+                }
+            )
         findings = lint_prompt(
             syntax=data["syntax"],
             system=data["system"],

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from django.db.models import Max
 
+from assembler.format_lint import FormatFinding, lint_prompt
 from assembler.templates import (
     MissingVariablesError,
     TemplateError,
@@ -203,6 +204,35 @@ def _fetch(
     resolved = resolve_from_db(component, agent, task_type, label, version)
     content_cache.set_many({key: resolved})
     return resolved
+
+
+def lint_stored(
+    *,
+    component: str,
+    agent: str,
+    task_type: str | None = None,
+    label: str | None = None,
+    version: int | None = None,
+) -> tuple[ResolvedPrompt, list[FormatFinding]]:
+    """The version :func:`fetch_prompt` finds, and its lint findings against the
+    ``expected_system`` of the prompt it belongs to (read now: the expectation may have
+    changed since the version was made)."""
+    resolved = fetch_prompt(
+        component=component, agent=agent, task_type=task_type, label=label, version=version
+    )
+    expected = (
+        Prompt.objects.filter(pk=resolved.prompt_id)
+        .values_list("expected_system", flat=True)
+        .first()
+    )
+    findings = lint_prompt(
+        syntax=resolved.syntax,
+        system=resolved.system,
+        user_templates=resolved.user_templates,
+        variables=resolved.variables,
+        expected_system=expected,
+    )
+    return resolved, findings
 
 
 def adapters_for(

@@ -16,6 +16,7 @@ from promptadmin.api import fields as f
 from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, storable_json
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.prompts.models import LABEL_HELP, LABEL_RE, NAME_HELP, NAME_RE
 from promptadmin.prompts.selectors import RENDER_FORMATS
 
 NAME = {"max_length": 64}
@@ -110,7 +111,15 @@ class RenderSerializer(StrictSerializer):
         return dict(serializer.validated_data)
 
 
+#: What names a stored version to lint, and what lints posted content instead.
+LINT_REFERENCE = ("component", "agent", "task_type", "label", "version")
+LINT_CONTENT = ("syntax", "system", "user_templates", "variables", "expected_system")
+
+
 class LintSerializer(StrictSerializer):
+    """Either posted content, or a reference to a stored version (linted against its
+    prompt's ``expected_system``), never both."""
+
     syntax = serializers.ChoiceField(choices=list(SYNTAXES), default="curly")
     system = f.Text(allow_blank=True, default="", trim_whitespace=False, max_length=MAX_TEXT)
     user_templates = serializers.DictField(
@@ -123,6 +132,44 @@ class LintSerializer(StrictSerializer):
     expected_system = f.Text(
         allow_blank=True, allow_null=True, default=None, trim_whitespace=False, max_length=MAX_TEXT
     )
+    component = f.Text(
+        **NAME, required=False, help_text="With agent: lint a stored version instead."
+    )
+    agent = f.Text(**NAME, required=False)
+    task_type = f.Text(
+        **NAME,
+        allow_null=True,
+        allow_blank=True,
+        required=False,
+        help_text="Falls back to the default prompt of (component, agent), as a fetch does.",
+    )
+    label = f.Text(max_length=64, required=False, help_text="Default: production.")
+    version = f.Integer(min_value=1, max_value=2**31 - 1, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = set(self.initial_data) if isinstance(self.initial_data, dict) else set()
+        if not given & set(LINT_REFERENCE):
+            return attrs
+        errors: dict[str, list[str]] = {}
+        for field in sorted(given & set(LINT_CONTENT)):
+            errors[field] = [
+                "Lint posted content or a stored version (component, agent, ...), not both."
+            ]
+        for field in ("component", "agent"):
+            if field not in attrs:
+                errors[field] = ["Name the stored version's component and agent."]
+            elif not NAME_RE.fullmatch(attrs[field]):
+                errors[field] = [NAME_HELP]
+        task_type = attrs.get("task_type")
+        if task_type and not NAME_RE.fullmatch(task_type):
+            errors["task_type"] = [NAME_HELP]
+        if "label" in attrs and not LABEL_RE.fullmatch(attrs["label"]):
+            errors["label"] = [LABEL_HELP]
+        if "label" in attrs and "version" in attrs:
+            errors["version"] = ["Give a label or a version, not both."]
+        if errors:
+            raise ValidationError(errors)
+        return attrs
 
 
 class InterfaceSerializer(StrictSerializer):
@@ -232,3 +279,5 @@ class RenderedSerializer(serializers.Serializer):
 
 class LintResultSerializer(serializers.Serializer):
     findings = FindingSerializer(many=True)
+    version = f.Integer(required=False, help_text="The stored version linted, when one was named.")
+    task_type_used = f.Text(allow_null=True, required=False)

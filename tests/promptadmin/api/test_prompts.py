@@ -563,6 +563,71 @@ def test_lint_returns_findings_with_code_level_message_template_and_position(
     assert set(findings[0]) == {"code", "level", "message", "template", "position"}
 
 
+@pytest.fixture
+def expecting() -> Prompt:
+    """verifier/checker expects the system text "You check." and has v1 (production) that
+    keeps it, v2 (staging) that does not."""
+    prompt = prompt_create(
+        actor=None, component="verifier", agent="checker", expected_system="You check."
+    )
+    make_version(prompt, ("production",), system="You check.", user_templates={"default": "x"})
+    # A version made before the expectation changed can differ; stored, it is linted anew.
+    Prompt.objects.filter(pk=prompt.pk).update(expected_system=None)
+    make_version(prompt, ("staging",), system="You check twice.", user_templates={"default": "x"})
+    Prompt.objects.filter(pk=prompt.pk).update(expected_system="You check.")
+    return prompt
+
+
+def lint(client: APIClient, **body: Any) -> Any:
+    return client.post("/api/v1/lint", body, format="json")
+
+
+def test_lint_names_a_stored_version_and_checks_it_against_its_prompts_expected_system(
+    reader: APIClient, expecting: Prompt
+) -> None:
+    production = lint(reader, component="verifier", agent="checker")
+    assert production.status_code == 200, production.json()
+    assert production.json() == {"findings": [], "version": 1, "task_type_used": None}
+    for ref in ({"label": "staging"}, {"version": 2}, {"label": "latest"}):
+        staged = lint(reader, component="verifier", agent="checker", **ref).json()
+        assert staged["version"] == 2
+        assert [f["code"] for f in staged["findings"]] == ["system_mismatch"], ref
+
+
+def test_lint_of_a_stored_version_falls_back_to_the_default_prompt_as_a_fetch_does(
+    reader: APIClient, judge: Prompt
+) -> None:
+    body = lint(reader, component="verifier", agent="judge", task_type="rubric").json()
+    assert (body["task_type_used"], body["version"]) == ("rubric", 1)
+    body = lint(reader, component="verifier", agent="judge", task_type="nothing").json()
+    assert (body["task_type_used"], body["version"]) == (None, 1)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"component": "verifier", "agent": "checker", "label": "canary"}, 404, None),
+        ({"component": "verifier", "agent": "checker", "version": 9}, 404, None),
+        ({"component": "nobody", "agent": "here"}, 404, None),
+        ({"component": "verifier"}, 400, "agent"),
+        ({"agent": "checker", "version": 1}, 400, "component"),
+        ({"component": "verifier", "agent": "checker", "label": "staging", "version": 2}, 400,
+         "version"),
+        ({"component": "verifier", "agent": "checker", "system": "x"}, 400, "system"),
+        ({"component": "Verifier", "agent": "checker"}, 400, "component"),
+        ({"component": "verifier", "agent": "checker", "label": "Bad Label"}, 400, "label"),
+        ({"component": "verifier", "agent": "checker", "version": 0}, 400, "version"),
+        ({"component": "verifier\x00", "agent": "checker"}, 400, "component"),
+    ],
+)  # fmt: skip
+def test_lint_of_a_stored_version_names_what_is_wrong_with_the_reference(
+    reader: APIClient, expecting: Prompt, body: dict[str, Any], status: int, field: str | None
+) -> None:
+    response = lint(reader, **body)
+    assert response.status_code == status, response.json()
+    assert field in errors(response), errors(response)
+
+
 def test_interfaces_and_adapter_instructions_are_managed_with_the_write_scope(
     writer: APIClient, reader: APIClient
 ) -> None:
