@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 import pytest
@@ -457,3 +458,61 @@ def test_to_curly_renders_like_the_format_template_or_refuses(
     # and the Langfuse SDK fills it the same way
     text_values = {name: value_text(value) for name, value in values.items()}
     assert langfuse_compile(curly, text_values) == render(template, "format", values).text
+
+
+class Recording(Mapping[str, object]):
+    """Values that record every name a render looks up (and hold a text for each)."""
+
+    def __init__(self) -> None:
+        self.looked_up: list[str] = []
+
+    def __getitem__(self, name: str) -> object:
+        self.looked_up.append(name)
+        return f"<{name}>"
+
+    def __contains__(self, name: object) -> bool:
+        self.looked_up.append(str(name))
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+# What an attacker would put in a placeholder to reach an object: names (dunders
+# included), the operators of attribute access, indexing, conversions, format specs,
+# calls and filters, digits and spaces.
+HOSTILE_BODIES = st.lists(
+    st.sampled_from(
+        ["a", "name", "_x", "Q2", "0", "1", "__class__", "__globals__", "__init__",
+         "__import__", "__builtins__", "os", ".", "[", "]", "!", ":", "(", ")", "|", " "]
+    ),
+    max_size=8,
+).map("".join)  # fmt: skip
+
+
+@PROPERTY
+@given(body=HOSTILE_BODIES, syntax=st.sampled_from(SYNTAXES))
+def test_a_placeholder_is_a_plain_name_or_a_syntax_error_with_its_position_never_evaluated(
+    body: str, syntax: str
+) -> None:
+    prefix = "Q:\n"
+    placeholder = "{{" + body + "}}" if syntax == "curly" else "{" + body + "}"
+    template = prefix + placeholder + " end"
+    values = Recording()
+    try:
+        result = render(template, syntax, values)
+    except TemplateSyntaxError as error:
+        assert error.code == "invalid_placeholder"
+        assert error.position == Position(len(prefix), 2, 1)
+        assert placeholder in error.message
+        assert values.looked_up == []  # refused before any value was looked at
+        return
+    name = body.strip() if syntax == "curly" else body
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+    assert variables(template, syntax) == (name,)
+    # The name is only ever a key: its value is inserted as text, nothing else is asked.
+    assert set(values.looked_up) == {name}
+    assert result.text == f"{prefix}<{name}> end"
