@@ -384,7 +384,7 @@ def summary_claim(*, summary_id: int, task_id: str) -> Claim | Busy | None:
     if summary.status == SummaryStatus.RUNNING:
         window = stale_after()
         if summary.started_at is not None and (age := now - summary.started_at) < window:
-            # At most the window itself, which is below the broker's visibility timeout.
+            # At most the window itself (the task holds it within the visibility timeout).
             wait = min(window - age + BUSY_RETRY_MARGIN, window)
             return Busy(wait.total_seconds())
         took_over = True

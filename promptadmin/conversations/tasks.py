@@ -22,11 +22,25 @@ from promptadmin.conversations import services
 logger = logging.getLogger(__name__)
 
 
+# Past this many doublings the backoff is over any ceiling (and 2**n would overflow a float).
+_MAX_DOUBLINGS = 32
+
+
+def longest_countdown() -> float:
+    """The longest a retry may wait: Redis hands a task not yet acknowledged to another
+    worker after ``CELERY_VISIBILITY_TIMEOUT``, and a retry is held unacknowledged while
+    it waits and then while it runs (up to ``CELERY_TASK_TIME_LIMIT``); waiting longer
+    would have it run twice at once."""
+    return float(settings.CELERY_VISIBILITY_TIMEOUT - settings.CELERY_TASK_TIME_LIMIT)
+
+
 def retry_countdown(retries: int) -> float:
     """Seconds before retry number ``retries + 1``: exponential backoff with full jitter
-    (a random wait up to ``SUMMARIZER_RETRY_BACKOFF * 2**retries``), so workers that
-    failed together do not all come back at once."""
-    return random.uniform(0, settings.SUMMARIZER_RETRY_BACKOFF * 2**retries)
+    (a random wait up to ``SUMMARIZER_RETRY_BACKOFF * 2**retries``, and never past
+    :func:`longest_countdown`), so workers that failed together do not all come back at
+    once."""
+    ceiling = settings.SUMMARIZER_RETRY_BACKOFF * 2 ** min(retries, _MAX_DOUBLINGS)
+    return random.uniform(0, min(ceiling, longest_countdown()))
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
@@ -42,7 +56,8 @@ def summarize_conversation(self: Task, summary_id: int) -> str:
                 # when the summary is asked for again.
                 return "busy"
             # Counted as a retry: the run waited for was an attempt that may not finish.
-            raise self.retry(countdown=claim.retry_in)
+            # Should it be too long to wait at once, the delivery finds it busy again.
+            raise self.retry(countdown=min(claim.retry_in, longest_countdown()))
         try:
             return services.summary_make(
                 claim=claim, allow_fallback=retries >= settings.SUMMARIZER_TASK_RETRIES

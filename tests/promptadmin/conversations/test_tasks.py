@@ -380,3 +380,27 @@ def test_a_worker_judges_whether_a_run_is_stale_by_the_databases_clock(
         # The new start is the database's time too, not this worker's.
         assert summary.started_at is not None
         assert abs((summary.started_at - (skewed - timedelta(seconds=skew))).total_seconds()) < 60
+
+
+@override_settings(
+    SUMMARIZER_RETRY_BACKOFF=5, CELERY_TASK_TIME_LIMIT=600, CELERY_VISIBILITY_TIMEOUT=900
+)
+def test_a_retry_never_waits_so_long_that_the_broker_hands_the_task_out_again() -> None:
+    # Redis gives an unacknowledged task to another worker after the visibility timeout;
+    # a retry waits its countdown and then runs up to the time limit, unacknowledged all
+    # along. Many task retries must not push it past that point.
+    for retries in (6, 10, 5000):
+        waits = [retry_countdown(retries) for _ in range(100)]
+        assert all(0 <= wait <= 900 - 600 for wait in waits)
+        assert max(waits) > 150  # still spread out, up to the ceiling
+
+
+@override_settings(CELERY_TASK_TIME_LIMIT=30, CELERY_VISIBILITY_TIMEOUT=40)
+def test_a_delivery_coming_back_to_a_busy_summary_waits_within_the_visibility_timeout(
+    counting: CountingSummarizer, from_a_broker: mock.MagicMock
+) -> None:
+    summary = pending_summary()
+    running_since(summary, 0)
+    with pytest.raises(Retry):
+        summarize_conversation.run(summary.pk)
+    assert 0 < from_a_broker.call_args.kwargs["countdown"] <= 40 - 30
