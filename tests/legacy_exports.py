@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 from typing import Any
 
 COLUMNS = (
@@ -206,20 +207,35 @@ def _csv_value(value: Any) -> str:
     return str(value)
 
 
-def generated(count: int, *, start: int = 1) -> list[dict[str, Any]]:
-    """``count`` valid rows of every scope that needs no object (a big, clean export)."""
+def generated(
+    count: int, *, start: int = 1, targets: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, Any]]:
+    """``count`` valid rows of every scope that needs no object (a big, clean export).
+
+    ``targets``: (scope, slug) pairs of objects that exist; then one row in six is of an
+    allowed scope that needs an object, naming each target in turn (so the import looks
+    references up).
+    """
     scopes = ("core", "game_state", "player", "rng", "input")
-    return [
-        {
-            "id": start + n,
-            "scope": scopes[n % len(scopes)],
-            "ref_id": None,
-            "content": f"Legacy segment {start + n}: the tide comes in at dusk, twice.",
-            "metadata": {"n": n},
-            "version": "1.0",
-            "active": n % 3 == 0,
-            "created_at": "2022-11-01 10:00:00+00",
-            "updated_at": "2022-11-02 10:00:00+00",
-        }
-        for n in range(count)
-    ]
+    cycle = len(scopes) + (1 if targets else 0)
+    rows = []
+    for n in range(count):
+        scope, ref = (
+            targets[(n // cycle) % len(targets)]
+            if n % cycle == len(scopes)
+            else (scopes[n % cycle], None)
+        )
+        rows.append(
+            {
+                "id": start + n,
+                "scope": scope,
+                "ref_id": ref,
+                "content": f"Legacy segment {start + n}: the tide comes in at dusk, twice.",
+                "metadata": {"n": n},
+                "version": "1.0",
+                "active": n % 3 == 0,
+                "created_at": "2022-11-01 10:00:00+00",
+                "updated_at": "2022-11-02 10:00:00+00",
+            }
+        )
+    return rows

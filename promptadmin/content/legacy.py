@@ -3,12 +3,13 @@
 An export is a JSON array (as a hosted Postgres dashboard writes it) or CSV with a header
 (as ``\\copy prompt_segments to FILE csv header`` writes it), with the columns ``id, scope,
 ref_id, content, metadata, version, active, created_at, updated_at``. Every problem is
-reported with the row's line number and the legacy id, so an admin can fix the export:
-nothing here touches the database (``promptadmin.content.services.legacy`` does).
+reported with the row's line number, its position in the export (``row``: a JSON export
+on one line has every row on line 1) and the legacy id, so an admin can fix the export:
+nothing here touches the database (``promptadmin.content.services.legacy_import`` does).
 
 >>> rows, problems = parse_export(b'id,scope,ref_id,content\\r\\n7,core,,"Be terse."\\r\\n', "csv")
->>> (rows[0].line, rows[0].legacy_id, rows[0].scope, rows[0].content, problems)
-(2, '7', 'core', 'Be terse.', [])
+>>> (rows[0].line, rows[0].index, rows[0].legacy_id, rows[0].scope, rows[0].content, problems)
+(2, 1, '7', 'core', 'Be terse.', [])
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import csv
 import hashlib
 import io
 import json
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -43,6 +45,12 @@ MAX_VERSION = 32
 # The csv module's default field limit (128 KiB) is below what one segment may hold: a
 # field over the content limit must be reported for its row, not fail the whole file.
 CSV_FIELD_LIMIT = 16 * 1024 * 1024
+MAX_REF = 200
+# The dates an import takes, in UTC. PostgreSQL stores dates Python cannot read (the year
+# 10000 in UTC, from "9999-12-31T23:59:59-05:00"): one such row would break every page
+# that lists it. No legacy table holds real content from outside these years.
+FIRST_YEAR = 1900
+LAST_YEAR = 2100
 TRUE = {"t", "true", "1", "yes", "y", "on"}
 FALSE = {"f", "false", "0", "no", "n", "off", ""}
 
@@ -55,16 +63,49 @@ class ExportError(ValueError):
         super().__init__(message)
 
 
+def shown(text: str) -> str:
+    """``text`` as it can be printed, encoded and read: NUL, lone surrogates, control and
+    other invisible characters escaped (a report quotes what an export holds).
+
+    >>> shown("a\\x00b\\ud800 café")
+    'a\\\\x00b\\\\ud800 café'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def sentence(text: str) -> str:
+    """``text`` with a capital first letter and one final period."""
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else f"{text}."
+
+
 @dataclass(frozen=True)
 class Problem:
-    """A row that cannot be imported: where, which legacy id, and why."""
+    """A row that cannot be imported: where (line; ``row``, its position in the export, the
+    first is 1), which legacy id, and why. The id and reason are kept showable."""
 
     line: int | None
     id: str | None
     reason: str
+    row: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.id is not None:
+            object.__setattr__(self, "id", shown(self.id))
+        object.__setattr__(self, "reason", shown(self.reason))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "id": self.id, "reason": self.reason}
+        return {"line": self.line, "row": self.row, "id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """An element of the export that is not a row that can be read: why, and its id if any."""
+
+    reason: str
+    id: str | None = None
 
 
 @dataclass
@@ -72,6 +113,7 @@ class LegacyRow:
     """One valid row of an export, normalised."""
 
     line: int
+    index: int  # its position in the export, the first is 1
     legacy_id: str
     scope: str
     ref_id: str  # "" when empty
@@ -108,6 +150,43 @@ def _decode(data: bytes) -> str:
     return text
 
 
+def _decoder(too_long: list[int]) -> json.JSONDecoder:
+    """A JSON decoder that reads an integer of more digits than Python converts (see
+    ``sys.get_int_max_str_digits``) as None and notes its digits in ``too_long``."""
+
+    def parse_int(digits: str) -> int | None:
+        try:
+            return int(digits)
+        except ValueError:
+            too_long.append(len(digits.lstrip("-")))
+            return None
+
+    return json.JSONDecoder(parse_int=parse_int)
+
+
+def _too_long(digits: int) -> str:
+    return (
+        f"holds an integer of {digits} digits; at most {sys.get_int_max_str_digits()} can be read"
+    )
+
+
+def _loads(text: str, name: str) -> Any:
+    """``json.loads`` for a cell or a small file, every failure a ValueError naming ``name``."""
+    too_long: list[int] = []
+    try:
+        value = _decoder(too_long).decode(text)
+    except json.JSONDecodeError as exc:
+        where = (
+            f"line {exc.lineno}, column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+        )
+        raise ValueError(f"{name} is not valid JSON: {exc.msg} ({where})") from None
+    except RecursionError:
+        raise ValueError(f"{name} nests too deeply") from None
+    if too_long:
+        raise ValueError(f"{name} {_too_long(too_long[0])}")
+    return value
+
+
 def _json_records(text: str) -> list[tuple[int, Any]]:
     """The elements of a JSON array with the line each starts on."""
     newlines = [i for i, char in enumerate(text) if char == "\n"]
@@ -115,7 +194,8 @@ def _json_records(text: str) -> list[tuple[int, Any]]:
     def line_of(pos: int) -> int:
         return bisect.bisect_left(newlines, pos) + 1
 
-    decoder = json.JSONDecoder()
+    too_long: list[int] = []
+    decoder = _decoder(too_long)
     pos = _skip_ws(text, 0)
     if pos >= len(text) or text[pos] != "[":
         raise ExportError("A JSON export must be an array of rows ([{...}, ...]).", line_of(pos))
@@ -130,6 +210,13 @@ def _json_records(text: str) -> list[tuple[int, Any]]:
             raise ExportError(f"The file is not valid JSON: {exc.msg}.", exc.lineno) from None
         except RecursionError:
             raise ExportError("The file nests too deeply to be a row.", line_of(pos)) from None
+        if too_long:
+            raw_id = value.get("id") if isinstance(value, dict) else None
+            value = Unreadable(
+                f"the row {_too_long(too_long[0])}",
+                str(raw_id) if isinstance(raw_id, str | int) else None,
+            )
+            too_long.clear()
         records.append((line_of(pos), value))
         pos = _skip_ws(text, end)
         if pos < len(text) and text[pos] == ",":
@@ -170,7 +257,13 @@ def _csv_records(text: str) -> list[tuple[int, Any]]:
             if values:
                 if len(values) != len(names):
                     records.append(
-                        (start, f"has {len(values)} fields where the header has {len(names)}")
+                        (
+                            start,
+                            Unreadable(
+                                f"the row has {len(values)} fields where the header has "
+                                f"{len(names)}"
+                            ),
+                        )
                     )
                 else:
                     records.append((start, dict(zip(names, values, strict=True))))
@@ -181,11 +274,22 @@ def _csv_records(text: str) -> list[tuple[int, Any]]:
 
 
 def _text(value: Any, name: str) -> str:
+    """The text of a column; NUL and lone surrogates (which PostgreSQL refuses) refused."""
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ValueError(f"{name} must be text, not {type(value).__name__}")
-    return str(value)
+    text = str(value)
+    if "\x00" in text:
+        raise ValueError(f"{name} contains a NUL byte (U+0000), which cannot be stored")
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"{name} contains a lone surrogate (U+D800 to U+DFFF), which is not UTF-8"
+            ) from None
+    return text
 
 
 def _flag(value: Any) -> bool:
@@ -208,32 +312,36 @@ def _when(value: Any, name: str) -> datetime | None:
     except ValueError:
         raise ValueError(f"{name} {value!r:.60} is not an ISO 8601 date") from None
     # A time without a zone is read as UTC, as PostgreSQL's timestamp columns hold it.
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    parsed = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    try:
+        year = parsed.astimezone(UTC).year
+    except OverflowError:  # before the year 1 or after 9999 once in UTC
+        year = None
+    if year is None or not FIRST_YEAR <= year <= LAST_YEAR:
+        raise ValueError(
+            f"{name} {value!r:.60} is outside the dates an import takes: between the years "
+            f"{FIRST_YEAR} and {LAST_YEAR} in UTC"
+        )
+    # Kept with its own offset: the fingerprint of a row must not change between versions.
+    return parsed
 
 
 def _metadata(value: Any) -> dict[str, Any]:
     if value is None or value == "":
         return {}
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"metadata is not valid JSON: {exc.msg} (column {exc.colno})"
-            ) from None
-        except RecursionError:
-            raise ValueError("metadata nests too deeply") from None
+        value = _loads(value, "metadata")
     if not isinstance(value, dict):
         raise ValueError(f"metadata must be a JSON object, not {type(value).__name__}")
     try:
         check_stored_json(value)
     except StoredJsonError as exc:
-        where = f" at {exc.path}" if exc.path else ""
+        where = f" at {exc.path}" if exc.path else ""  # escaped in the Problem
         raise ValueError(f"metadata cannot be stored{where}: {exc.message}") from None
     return value
 
 
-def _row(line: int, record: Any) -> LegacyRow:
+def _row(line: int, index: int, record: Any) -> LegacyRow:
     if not isinstance(record, dict):
         raise ValueError(f"a row must be an object with the columns {', '.join(COLUMNS)}")
     legacy_id = _text(record.get("id"), "id").strip()
@@ -252,21 +360,15 @@ def _row(line: int, record: Any) -> LegacyRow:
         raise ValueError("content is empty")
     if len(content) > MAX_TEXT:
         raise ValueError(f"content is {len(content)} characters long; at most {MAX_TEXT}")
-    if "\x00" in content:
-        raise ValueError("content contains a NUL byte (U+0000), which cannot be stored")
-    if not content.isascii():
-        try:
-            content.encode()
-        except UnicodeEncodeError:
-            raise ValueError("content contains a lone surrogate (U+D800 to U+DFFF)") from None
     ref_id = _text(record.get("ref_id"), "ref_id").strip()
-    if "\x00" in ref_id or len(ref_id) > 200:
-        raise ValueError("ref_id is not a slug or id")
+    if len(ref_id) > MAX_REF:
+        raise ValueError(f"ref_id is longer than {MAX_REF} characters: not a slug or id")
     version = _text(record.get("version"), "version").strip() or "1.0.0"
-    if len(version) > MAX_VERSION or "\x00" in version:
-        raise ValueError(f"version is longer than {MAX_VERSION} characters or holds NUL")
+    if len(version) > MAX_VERSION:
+        raise ValueError(f"version is longer than {MAX_VERSION} characters")
     row = LegacyRow(
         line=line,
+        index=index,
         legacy_id=legacy_id,
         scope=scope,
         ref_id=ref_id,
@@ -279,6 +381,48 @@ def _row(line: int, record: Any) -> LegacyRow:
     )
     row.fingerprint = fingerprint(row)
     return row
+
+
+def check_refs(refs: Any) -> dict[str, str]:
+    """``refs`` if it maps legacy ref ids to slugs (or ``kind:slug``), else ExportError.
+
+    >>> check_refs({"12": "iron-coast", "40": "entry:drowned-bell"})
+    {'12': 'iron-coast', '40': 'entry:drowned-bell'}
+    """
+    if not isinstance(refs, dict) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in refs.items()
+    ):
+        raise ExportError(
+            'The refs file must be a JSON object from legacy id to slug, e.g. {"12": '
+            '"iron-coast", "40": "entry:drowned-bell"}.'
+        )
+    for key, value in refs.items():
+        try:
+            _text(key, "a legacy id")
+            _text(value, f"the slug of {key!r:.60}")
+        except ValueError as exc:
+            raise ExportError(f"The refs file: {exc}.") from None
+        if len(value) > MAX_REF:
+            raise ExportError(
+                f"The refs file: the slug of {key!r:.60} is longer than {MAX_REF} characters."
+            )
+    return refs
+
+
+def parse_refs(data: bytes) -> dict[str, str]:
+    """A refs file (``--refs``, the upload's ``refs``): legacy ref id -> slug or ``kind:slug``.
+
+    Raises :class:`ExportError` with a sentence saying what is wrong with the file.
+    """
+    try:
+        text = data.decode("utf-8-sig")  # an editor on Windows saves a BOM
+    except UnicodeDecodeError as exc:
+        raise ExportError(f"The refs file is not UTF-8 (byte {exc.start}: {exc.reason}).") from None
+    try:
+        refs = _loads(text, "the refs file")
+    except ValueError as exc:
+        raise ExportError(sentence(str(exc))) from None
+    return check_refs(refs)
 
 
 def fingerprint(row: LegacyRow) -> str:
@@ -308,27 +452,29 @@ def parse_export(data: bytes, fmt: str) -> tuple[list[LegacyRow], list[Problem]]
     records = _json_records(text) if fmt == "json" else _csv_records(text)
     rows: list[LegacyRow] = []
     problems: list[Problem] = []
-    first_line: dict[str, int] = {}
-    for line, record in records:
+    first: dict[str, tuple[int, int]] = {}  # legacy id -> (line, row) of its first row
+    for index, (line, record) in enumerate(records, start=1):
+        if isinstance(record, Unreadable):
+            problems.append(Problem(line, record.id, sentence(record.reason), index))
+            continue
         raw_id = record.get("id") if isinstance(record, dict) else None
         shown_id = str(raw_id)[:MAX_ID] if isinstance(raw_id, str | int) else None
-        if isinstance(record, str):  # a CSV row with the wrong number of fields
-            problems.append(Problem(line, None, f"The row {record}."))
-            continue
         try:
-            row = _row(line, record)
+            row = _row(line, index, record)
         except ValueError as exc:
-            problems.append(Problem(line, shown_id, f"{str(exc)[:1].upper()}{str(exc)[1:]}."))
+            problems.append(Problem(line, shown_id, sentence(str(exc)), index))
             continue
-        if row.legacy_id in first_line:
+        if row.legacy_id in first:
+            where = "line {}, row {}".format(*first[row.legacy_id])
             problems.append(
                 Problem(
                     line,
                     row.legacy_id,
-                    f"Duplicate id {row.legacy_id!r}: already on line {first_line[row.legacy_id]}.",
+                    f"Duplicate id {row.legacy_id!r}: already on {where}.",
+                    index,
                 )
             )
             continue
-        first_line[row.legacy_id] = line
+        first[row.legacy_id] = (line, index)
         rows.append(row)
     return rows, problems

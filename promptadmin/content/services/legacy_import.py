@@ -20,7 +20,13 @@ from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
 from promptadmin.content.kinds import KINDS
-from promptadmin.content.legacy import ExportError, LegacyRow, Problem, parse_export
+from promptadmin.content.legacy import (
+    ExportError,
+    LegacyRow,
+    Problem,
+    check_refs,
+    parse_export,
+)
 from promptadmin.content.models import SCOPE_REF_FIELD, Segment
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.cache import content_changed
@@ -36,6 +42,29 @@ MIGRATION_NOTE = (
     "deprecated content page."
 )
 CHANGE_REASON = "Imported from a legacy export"
+# What the import writes in a deprecated row's metadata, what the review of deprecated
+# content (services/deprecated.py) keeps there, and migration 0004's marker (its reverse
+# reactivates the rows that carry it). An export that already has any of these keys keeps
+# its values under LEGACY_METADATA: never overwritten, never taken for a review state.
+IMPORT_KEYS = (
+    "deprecated_scope",
+    "deprecated_at",
+    "original_id",
+    "original_ref",
+    "original_ref_id",
+    "original_active",
+    "migration_note",
+)
+REVIEW_KEYS = (
+    "review_status",
+    "review_reason",
+    "copies",
+    "undone_copies",
+    "copied_from",
+    "copied_from_scope",
+)
+LEGACY_METADATA = "legacy_metadata"
+RESERVED_KEYS = frozenset((*IMPORT_KEYS, *REVIEW_KEYS, "deactivated_by_migration", LEGACY_METADATA))
 TITLE_MAX = Segment._meta.get_field("title").max_length or 0
 
 Progress = Callable[[int, int], None]
@@ -111,8 +140,9 @@ class ImportReport:
                 yield f"{title}:"
                 for problem in problems:
                     where = f"line {problem.line}" if problem.line is not None else "file"
+                    row = f", row {problem.row}" if problem.row is not None else ""
                     ident = f" (id {problem.id})" if problem.id is not None else ""
-                    yield f"  {where}{ident}: {problem.reason}"
+                    yield f"  {where}{row}{ident}: {problem.reason}"
 
 
 def _targets(rows: list[LegacyRow], refs: dict[str, str]) -> dict[str, dict[str, int]]:
@@ -160,7 +190,7 @@ def _resolve(row: LegacyRow, refs: dict[str, str], targets: dict[str, dict[str, 
         via = f" (ref_id {row.ref_id!r:.60} via the mapping)" if row.ref_id in refs else ""
         raise ValueError(
             f"Unknown {KINDS[kind].label} {slug!r:.60}{via}: create it first, or map the "
-            "legacy id to a slug with --refs."
+            "legacy id to a slug in a refs file."
         )
     return {f"{kind}_id": pk}
 
@@ -194,10 +224,27 @@ def _existing(ids: list[str]) -> dict[str, str]:
     return found
 
 
+def set_aside_reserved(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Exported metadata with the keys the import and the review own moved under
+    ``legacy_metadata``, so that what the import writes next to them loses no word.
+
+    >>> set_aside_reserved({"original_id": "x9", "review_status": "dismissed", "n": 1})
+    {'n': 1, 'legacy_metadata': {'original_id': 'x9', 'review_status': 'dismissed'}}
+    >>> set_aside_reserved({"n": 1})
+    {'n': 1}
+    """
+    kept = {key: value for key, value in metadata.items() if key in RESERVED_KEYS}
+    if not kept:
+        return metadata
+    rest = {key: value for key, value in metadata.items() if key not in RESERVED_KEYS}
+    return {**rest, LEGACY_METADATA: kept}
+
+
 def _segment(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], actor: Actor) -> Segment:
     now = timezone.now()
     title, metadata = title_from_metadata(dict(row.metadata))
     if row.deprecated:
+        metadata = set_aside_reserved(metadata)
         original_ref = refs.get(row.ref_id, row.ref_id) or None
         metadata.update(
             deprecated_scope=row.scope,
@@ -240,18 +287,23 @@ def segments_import(
 ) -> ImportReport:
     """Import the rows of a legacy export; see the module docstring for the guarantees.
 
-    A file that cannot be read at all raises ``ValidationError`` (key ``file``). Invalid
+    ``refs`` maps legacy ref ids to slugs or ``kind:slug`` (see ``legacy.parse_refs``); a
+    file that cannot be read at all, or refs that are not such a mapping, raise
+    ``ValidationError`` (key ``file`` or ``refs``). Invalid
     rows are reported in ``errors``; unless ``skip_invalid``, any makes the import refuse
     (``refused``) and write nothing. ``dry_run`` reports exactly what a real run would do
     and writes nothing. ``progress(written, total)`` is called after each batch written.
     """
     check_can_migrate(actor)
-    refs = refs or {}
+    try:
+        refs = check_refs(refs or {})
+    except ExportError as exc:
+        raise ValidationError({"refs": str(exc)}) from None
     try:
         rows, problems = parse_export(data, fmt)
     except ExportError as exc:
         where = f" (line {exc.line})" if exc.line is not None else ""
-        raise ValidationError({"file": f"{exc}{where}"}) from None
+        raise ValidationError({"file": f"{str(exc).rstrip('.')}{where}."}) from None
     report = ImportReport(dry_run=dry_run, rows=len(rows) + len(problems))
     with transaction.atomic():
         if connection.vendor == "postgresql":
@@ -272,17 +324,18 @@ def segments_import(
                             row.legacy_id,
                             "Already imported, and the row differs from what was imported "
                             "then: kept as stored; review it and change the segment by hand.",
+                            row.index,
                         )
                     )
                 continue
             try:
                 fks = {} if row.deprecated else _resolve(row, refs, targets)
             except ValueError as exc:
-                problems.append(Problem(row.line, row.legacy_id, str(exc)))
+                problems.append(Problem(row.line, row.legacy_id, str(exc), row.index))
                 continue
             new.append(_segment(row, refs, fks, actor))
             report.created[row.scope] += 1
-        report.errors = sorted(problems, key=lambda p: p.line or 0)
+        report.errors = sorted(problems, key=lambda p: p.row or 0)
         report.refused = bool(report.errors) and not skip_invalid
         if dry_run or report.refused or not new:
             return report

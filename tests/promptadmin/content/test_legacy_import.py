@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+import io
 import json
 from datetime import UTC, datetime
 from io import StringIO
@@ -11,8 +13,12 @@ from typing import Any
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from promptadmin.content import legacy
 from promptadmin.content.models import Segment
+from promptadmin.content.services import deprecated, legacy_import
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.content.services.legacy_import import ImportReport, segments_import
 from tests import legacy_exports as ex
@@ -200,6 +206,17 @@ def test_references_can_be_legacy_ids_mapped_to_slugs() -> None:
     assert "maps to a world" in report.errors[0].reason
 
 
+@pytest.mark.parametrize(
+    "refs", [{"7": "iron\x00coast"}, {"7": "iron\ud800"}, {"7": 7}, ["7"], {"7": "x" * 201}]
+)
+def test_refs_that_cannot_name_an_object_are_refused_naming_them(refs: Any) -> None:
+    rows = [{"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."}]
+    with pytest.raises(ValidationError) as exc:
+        run(ex.as_json(rows), "json", refs=refs)
+    assert exc.value.message_dict["refs"][0].startswith("The refs file")
+    assert not Segment.objects.exists()
+
+
 def test_an_unknown_reference_is_reported_never_guessed() -> None:
     rows = [{"id": 1, "scope": "entry", "ref_id": "iron-coast", "content": "A world's slug."}]
     report = run(ex.as_json(rows), "json")
@@ -234,6 +251,15 @@ def test_an_unreadable_file_is_refused_naming_why(data: bytes, fmt: str, words: 
         ({"id": "x" * 65}, "longer than 64"),
         ({"version": "v" * 40}, "Version is longer than 32"),
         ({"content": 5}, None),
+        ({"id": "a\x00b"}, "Id contains a NUL"),
+        ({"id": "a\ud800"}, "Id contains a lone surrogate"),
+        ({"ref_id": "iron\x00coast"}, "Ref_id contains a NUL"),
+        ({"ref_id": "iron-coast\udfff"}, "Ref_id contains a lone surrogate"),
+        ({"version": "1\x00"}, "Version contains a NUL"),
+        ({"version": "1\ud800"}, "Version contains a lone surrogate"),
+        ({"metadata": {"k\ud800": 1}}, "Metadata cannot be stored at k\\ud800: key: text"),
+        ({"metadata": '{"k\\ud800": 1}'}, "Metadata cannot be stored at k\\ud800: key: text"),
+        ({"scope": "core\ud800"}, "Scope contains a lone surrogate"),
     ],
 )
 def test_hostile_values_are_reported_for_their_row(row: dict[str, Any], words: str | None) -> None:
@@ -242,7 +268,225 @@ def test_hostile_values_are_reported_for_their_row(row: dict[str, Any], words: s
         assert not run(data, "json").refused
         return
     report = run(data, "json")
-    assert report.refused and words in report.errors[0].reason
+    assert report.refused and words in report.errors[0].reason, report.errors
+    assert_showable(report)
+
+
+def assert_showable(report: ImportReport) -> None:
+    """Every reason and id of a report can be printed, encoded and shown as it reads."""
+    for problem in (*report.errors, *report.conflicts):
+        for text in (problem.reason, problem.id or ""):
+            assert text.isprintable(), text
+            text.encode()
+        assert not problem.reason.endswith(".."), problem.reason
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        "9999-12-31T23:59:59-05:00",  # year 10000 in UTC: PostgreSQL stores it, Python cannot
+        "0001-01-01T00:00:00+05:00",  # year 0 in UTC
+        "1899-12-31T23:59:59Z",
+        "2101-01-01",
+    ],
+)
+@pytest.mark.parametrize("column", ["created_at", "updated_at"])
+def test_a_date_outside_1900_to_2100_is_refused_naming_the_column(column: str, when: str) -> None:
+    report = run(ex.as_json([{"id": 1, "scope": "rng", "content": "Roll.", column: when}]), "json")
+    assert report.refused
+    assert report.errors[0].reason.startswith(f"{column.capitalize()} {when!r} is ")
+    assert "between the years 1900 and 2100" in report.errors[0].reason
+    assert_showable(report)
+
+
+def test_the_edges_of_the_date_range_are_accepted() -> None:
+    rows = [
+        {"id": 1, "scope": "rng", "content": "First.", "created_at": "1900-01-01T00:00:00Z"},
+        {"id": 2, "scope": "rng", "content": "Last.", "created_at": "2100-12-31T23:59:59+00"},
+        # 2100-12-31 20:00 at UTC-5 is 2101-01-01 01:00 in UTC: outside
+        {"id": 3, "scope": "rng", "content": "Over.", "created_at": "2100-12-31T20:00:00-05:00"},
+    ]
+    report = run(ex.as_json(rows), "json", skip_invalid=True)
+    assert [e.id for e in report.errors] == ["3"]
+    assert Segment.objects.get(legacy_id="2").created_at == datetime(
+        2100, 12, 31, 23, 59, 59, tzinfo=UTC
+    )
+
+
+@pytest.mark.postgres
+def test_after_an_import_with_impossible_dates_every_page_still_reads(
+    client: Any, admin_user: Any
+) -> None:
+    from django.contrib.auth.models import Group
+
+    admin_user.groups.add(Group.objects.get(name="admin"))
+    rows = [
+        {
+            "id": 1,
+            "scope": "player",
+            "content": "Far future.",
+            "created_at": "9999-12-31T23:59:59-05:00",
+        },
+        {
+            "id": 2,
+            "scope": "rng",
+            "content": "Far past.",
+            "updated_at": "0001-01-01T00:00:00+05:00",
+        },
+        {"id": 3, "scope": "input", "content": "Today.", "created_at": "2023-01-05"},
+    ]
+    report = run(ex.as_json(rows), "json", skip_invalid=True)
+    assert [e.id for e in report.errors] == ["1", "2"]
+    client.force_login(admin_user)
+    for url in ("/", "/deprecated/", "/api/v1/deprecated-segments/"):
+        assert client.get(url).status_code == 200, url
+    assert client.get("/api/v1/deprecated-segments/").json()["count"] == 1
+
+
+HUGE = "1" * 5000  # more digits than Python turns into an int (sys.get_int_max_str_digits)
+HUGE_METADATA = f'{{"n": {HUGE}}}'
+GOOD_ROW = '{"id": 7, "scope": "core", "content": "Kept."}'
+HUGE_CELL = '"' + HUGE_METADATA.replace('"', '""') + '"'  # quoted as CSV writes it
+
+
+def huge_row(metadata: str) -> str:
+    return '{"id": 1, "scope": "core", "content": "x", "metadata": ' + metadata + "}"
+
+
+@pytest.mark.parametrize(
+    ("data", "fmt"),
+    [
+        (f"[\n{huge_row(HUGE_METADATA)},\n{GOOD_ROW}\n]", "json"),
+        (f"[\n{huge_row(json.dumps(HUGE_METADATA))},\n{GOOD_ROW}\n]", "json"),
+        (
+            f"id,scope,content,metadata\r\n1,core,x,{HUGE_CELL}\r\n7,core,Kept.,\r\n",
+            "csv",
+        ),
+    ],
+)
+def test_an_integer_too_long_to_read_is_reported_for_its_row(data: str, fmt: str) -> None:
+    report = run(data.encode(), fmt, skip_invalid=True)
+    assert [(e.line, e.id) for e in report.errors] == [(2, "1")]
+    assert "integer of 5000 digits" in report.errors[0].reason
+    assert_showable(report)
+    assert dict(report.created) == {"core": 1}
+
+
+def test_a_row_with_a_huge_id_is_reported_and_the_others_import() -> None:
+    data = f'[\n{{"id": {HUGE}, "scope": "core", "content": "x"}},\n{GOOD_ROW}\n]'.encode()
+    report = run(data, "json", skip_invalid=True)
+    assert [(e.line, e.id) for e in report.errors] == [(2, None)]
+    assert "integer of 5000 digits" in report.errors[0].reason
+    assert dict(report.created) == {"core": 1}
+
+
+def test_problems_of_a_json_export_on_one_line_name_the_row() -> None:
+    rows = [
+        {"id": 1, "scope": "core", "content": "Fine."},
+        {"id": 2, "scope": "weather", "content": "Rain."},
+        {"id": 1, "scope": "core", "content": "Again."},
+        {"id": 4, "scope": "world", "ref_id": "atlantis", "content": "Gone."},
+    ]
+    data = json.dumps([ex.full(row) for row in rows]).encode()  # one line, as some tools write
+    report = run(data, "json", skip_invalid=True)
+    assert [(e.line, e.row, e.id) for e in report.errors] == [(1, 2, "2"), (1, 3, "1"), (1, 4, "4")]
+    assert report.errors[1].reason == "Duplicate id '1': already on line 1, row 1."
+    assert report.as_dict()["errors"][0] == {
+        "line": 1,
+        "row": 2,
+        "id": "2",
+        "reason": report.errors[0].reason,
+    }
+    assert any(
+        line.startswith("  line 1, row 4 (id 4): Unknown world 'atlantis'")
+        for line in report.lines()
+    )
+    again = run(json.dumps([ex.full({**rows[0], "content": "Changed."})]).encode(), "json")
+    assert [(c.line, c.row) for c in again.conflicts] == [(1, 1)]
+
+
+def test_no_reason_ends_with_two_periods() -> None:
+    rows = [
+        {"id": 1, "scope": "core", "content": "x", "metadata": {"n": float("inf")}},
+        {"id": 2, "scope": "core", "content": "x", "metadata": {"k": "\x00"}},
+        {"id": 3, "scope": "core", "content": "x", "metadata": '{"a": '},
+        {"id": 4, "scope": "world", "ref_id": "atlantis", "content": "x"},
+    ]
+    report = run(ex.as_json(rows), "json")
+    assert len(report.errors) == 4
+    assert_showable(report)
+    with pytest.raises(ValidationError) as exc:
+        run(b"[{", "json")
+    assert exc.value.message_dict["file"] == [
+        "The file is not valid JSON: Expecting property name enclosed in double quotes (line 1)."
+    ]
+
+
+def test_exported_values_under_the_keys_the_import_and_the_review_own_are_kept_aside() -> None:
+    exported = {
+        "deprecated_scope": "weather",
+        "deprecated_at": "2001-01-01",
+        "original_id": "x9",
+        "original_ref": "somewhere",
+        "migration_note": "Their note.",
+        "review_status": "dismissed",
+        "review_reason": "Their reason.",
+        "copies": [1, 2],
+        "copied_from": 5,
+        "deactivated_by_migration": {"overwritten": {}},
+        "legacy_metadata": "an older export's",
+        "tags": ["kept"],
+    }
+    data = ex.as_json([{"id": 9, "scope": "player", "content": "Old.", "metadata": exported}])
+    run(data, "json")
+    segment = Segment.objects.get(legacy_id="9")
+    meta = segment.metadata
+    assert meta["legacy_metadata"] == {k: v for k, v in exported.items() if k != "tags"}
+    assert meta["tags"] == ["kept"]
+    assert (meta["deprecated_scope"], meta["original_id"], meta["original_ref"]) == (
+        "player",
+        "9",
+        None,
+    )
+    assert "no longer assembled" in meta["migration_note"]
+    # Not taken for a review state, nor for a row migration 0004 would reactivate.
+    assert not {"copies", "copied_from", "review_reason", "deactivated_by_migration"} & set(meta)
+    assert deprecated.status_of(segment) == "pending"
+    assert list(deprecated.deprecated_segments(status="pending")) == [segment]
+    assert sum(run(data, "json").unchanged.values()) == 1
+
+
+def test_allowed_rows_keep_their_metadata_as_exported() -> None:
+    exported = {"original_id": "x9", "review_status": "dismissed"}
+    run(ex.as_json([{"id": 9, "scope": "core", "content": "Now.", "metadata": exported}]), "json")
+    assert Segment.objects.get(legacy_id="9").metadata == exported  # nothing is written over
+
+
+@pytest.mark.postgres
+def test_an_import_makes_a_fixed_number_of_queries_per_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(legacy_import, "BATCH_SIZE", 100)
+    targets = [("world", "iron-coast"), ("entry", "drowned-bell"), ("npc", "marta-vell")]
+
+    def queries(count: int, start: int) -> int:
+        data = ex.as_csv(ex.generated(count, start=start, targets=targets))
+        with CaptureQueriesContext(connection) as captured:
+            report = run(data, "csv")
+        assert sum(report.created.values()) == count and not report.errors
+        return len(captured.captured_queries)
+
+    ten_batches, thirty_batches = queries(1000, 1), queries(3000, 10_000)
+    # A batch is three statements: the ids drawn from the sequence, then a COPY of the rows
+    # and one of their history records. COPY goes past Django's cursor wrapper, so only
+    # the first is captured: at most one more query per batch, however many rows it holds.
+    assert thirty_batches - ten_batches <= 20
+    assert Segment.objects.filter(world__slug="iron-coast").count() == 4000 // 6 // 3 + 1
+
+
+def test_the_examples_in_the_docstrings_hold() -> None:
+    assert doctest.testmod(legacy).failed == 0
+    assert doctest.testmod(legacy_import).failed == 0
 
 
 def test_a_blank_line_and_a_short_row_in_csv() -> None:
@@ -291,6 +535,47 @@ def test_the_command_prints_the_report_and_writes_it_as_json(tmp_path: Path) -> 
     assert saved["created"]["player"] == 1 and len(saved["errors"]) == 8
 
 
+def test_the_command_prints_and_saves_ids_and_keys_it_cannot_store(tmp_path: Path) -> None:
+    rows = [
+        {"id": "a\x00b", "scope": "core", "content": "A NUL in the id."},
+        {"id": "a\ud800", "scope": "core", "content": "A lone surrogate in the id."},
+        {"id": 3, "scope": "core", "content": "A key.", "metadata": {"k\ud800": 1}},
+        {"id": 4, "scope": "core", "content": "Fine."},
+    ]
+    export = tmp_path / "hostile.json"
+    export.write_bytes(ex.as_json(rows))
+    report_file = tmp_path / "report.json"
+    buffer = io.BytesIO()
+    stdout = io.TextIOWrapper(buffer, encoding="utf-8")  # as a terminal's: it encodes
+    call_command(
+        "import_segments",
+        str(export),
+        "--skip-invalid",
+        "--report",
+        str(report_file),
+        stdout=stdout,
+    )
+    stdout.flush()
+    printed = buffer.getvalue().decode()
+    assert "line 2, row 1 (id a\\x00b): Id contains a NUL byte" in printed
+    assert "line 3, row 2 (id a\\ud800): Id contains a lone surrogate" in printed
+    assert "line 4, row 3 (id 3): Metadata cannot be stored at k\\ud800: key: text" in printed
+    saved = json.loads(report_file.read_text(encoding="utf-8"))
+    assert [e["id"] for e in saved["errors"]] == ["a\\x00b", "a\\ud800", "3"]
+    assert Segment.objects.get().legacy_id == "4"
+
+
+def test_a_report_file_that_cannot_be_written_stops_the_command_before_it_imports(
+    tmp_path: Path,
+) -> None:
+    export = tmp_path / "segments.json"
+    export.write_bytes(ex.as_json(ex.VALID))
+    report_file = tmp_path / "missing" / "report.json"
+    with pytest.raises(CommandError, match=f"Cannot write the report to {report_file}"):
+        call_command("import_segments", str(export), "--report", str(report_file))
+    assert not Segment.objects.exists()
+
+
 def test_the_command_refuses_and_exits_non_zero_on_an_invalid_row(tmp_path: Path) -> None:
     export = tmp_path / "segments.json"
     export.write_bytes(DIRTY_EXPORTS["json"]())
@@ -333,11 +618,17 @@ def test_the_command_maps_legacy_references_with_a_refs_file(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("content", "words"),
     [
-        (b'{"7": "iron-coast",', "cannot read it as JSON"),
-        (b"\xff\xfe{}", "cannot read it as JSON"),
-        (b'["iron-coast"]', "expected a JSON object from legacy id to slug"),
-        (b'{"7": 7}', "expected a JSON object from legacy id to slug"),
-        (None, "cannot read it as JSON"),  # no such file
+        (b'{"7": "iron-coast",', "The refs file is not valid JSON"),
+        (b"\xff\xfe{}", "The refs file is not UTF-8"),
+        (b'["iron-coast"]', "The refs file must be a JSON object from legacy id to slug"),
+        (b'{"7": 7}', "The refs file must be a JSON object from legacy id to slug"),
+        (None, "cannot read it (No such file or directory)."),
+        (b'{"7": "iron\\u0000coast"}', "The refs file: the slug of '7' contains a NUL byte"),
+        (b'{"7": "iron\\ud800"}', "The refs file: the slug of '7' contains a lone surrogate"),
+        (b'{"7\\ud800": "iron-coast"}', "The refs file: a legacy id contains a lone surrogate"),
+        (b'{"7": "' + b"x" * 201 + b'"}', "The refs file: the slug of '7' is longer than 200"),
+        (b'{"7": ' + b"1" * 5000 + b"}", "The refs file holds an integer of 5000 digits"),
+        (b"[" * 100_000 + b"]" * 100_000, "The refs file nests too deeply."),
     ],
 )
 def test_a_refs_file_that_is_not_a_json_object_of_slugs_is_a_clear_error(

@@ -9,24 +9,20 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from promptadmin.content.legacy import FORMATS, format_from_name
+from promptadmin.content.legacy import FORMATS, ExportError, format_from_name, parse_refs
 from promptadmin.content.services.legacy_import import segments_import
 
 
 def read_refs(path: str) -> dict[str, str]:
     """A ``--refs`` file: a JSON object from legacy id to slug (or ``kind:slug``)."""
     try:
-        refs = json.loads(Path(path).read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CommandError(f"--refs {path}: cannot read it as JSON ({exc}).") from None
-    if not isinstance(refs, dict) or not all(
-        isinstance(key, str) and isinstance(value, str) for key, value in refs.items()
-    ):
-        raise CommandError(
-            f'--refs {path}: expected a JSON object from legacy id to slug, e.g. {{"12": '
-            '"iron-coast", "40": "entry:drowned-bell"}.'
-        )
-    return refs
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise CommandError(f"--refs {path}: cannot read it ({exc.strerror}).") from None
+    try:
+        return parse_refs(data)
+    except ExportError as exc:
+        raise CommandError(f"--refs {path}: {exc}") from None
 
 
 class Command(BaseCommand):
@@ -57,6 +53,15 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"Cannot read {path}: {exc.strerror}.") from None
         refs = read_refs(options["refs"]) if options["refs"] else None
+        report_path = Path(options["report"]) if options["report"] else None
+        if report_path is not None:
+            # Before importing: an import must not be committed with its report lost.
+            try:
+                report_path.touch()
+            except OSError as exc:
+                raise CommandError(
+                    f"Cannot write the report to {report_path}: {exc.strerror}."
+                ) from None
 
         def progress(written: int, total: int) -> None:
             if options["verbosity"] >= 2:
@@ -75,8 +80,9 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
-        if options["report"]:
-            Path(options["report"]).write_text(
+        if report_path is not None:
+            # Ids and reasons are kept showable (legacy.Problem): the report encodes as UTF-8.
+            report_path.write_text(
                 json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n",
                 encoding="utf-8",
             )
