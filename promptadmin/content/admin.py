@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.forms import ModelForm
@@ -30,6 +32,7 @@ from promptadmin.content.models import (
 )
 from promptadmin.content.services import api_keys, catalog, segments
 from promptadmin.content.services.segments import EDITABLE_FIELDS
+from promptadmin.core import storedjson
 from promptadmin.core.errors import ConflictError, StaleRevisionError
 
 
@@ -203,7 +206,51 @@ class RevisionAdminForm(forms.ModelForm):
         return cleaned
 
 
+class MetadataField(forms.CharField):
+    """A JSON object typed as text, parsed and checked as every stored JSON value is.
+
+    Django's JSONField parses with plain ``json.loads``: a deeply nested value raised
+    RecursionError (a 500), and NaN or 1e400 got as far as the model's check. Here every
+    failure is an error on the field, and the text is shown back as typed.
+    """
+
+    widget = forms.Textarea
+
+    def prepare_value(self, value: Any) -> Any:
+        return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+
+    def to_python(self, value: Any) -> dict[str, Any]:
+        text = super().to_python(value)
+        if not text:
+            return {}
+        try:
+            parsed = storedjson.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+            ) from None
+        except RecursionError:
+            raise ValidationError("It nests objects or arrays too deeply.") from None
+        except ValueError as exc:
+            raise ValidationError(f"Not valid JSON: {exc}.") from None
+        if not isinstance(parsed, dict):
+            raise ValidationError('It must be a JSON object in braces, like {"source": "wiki"}.')
+        try:
+            storedjson.check_stored_json(parsed)
+        except storedjson.StoredJsonError as error:
+            raise ValidationError(error.explanation) from None
+        return parsed
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            return self.to_python(data) != (initial or {})
+        except ValidationError:
+            return True
+
+
 class SegmentAdminForm(RevisionAdminForm):
+    metadata = MetadataField(required=False)
+
     class Meta:
         model = Segment
         fields = ("scope", *Segment.REF_FIELDS, *EDITABLE_FIELDS)

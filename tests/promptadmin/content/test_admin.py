@@ -366,3 +366,57 @@ def test_a_bulk_delete_carries_each_revision_and_a_stale_one_deletes_nothing(
     )
     assert "Successfully deleted 2 segments" in shown(response)[0]
     assert not Segment.objects.filter(pk__in=[a.pk, b.pk]).exists()
+
+
+@pytest.mark.parametrize(
+    ("metadata", "says"),
+    [
+        ('{"a": NaN}', "NaN is not a JSON number"),
+        ('{"a": 1e400}', "too large for a 64-bit float"),
+        (f'{{"a": {2**64}}}', "integers must fit in 64 bits"),
+        ("[" * 100_000 + "]" * 100_000, "It nests objects or arrays too deeply."),
+        ('{"a": ' * 2000 + "1" + "}" * 2000, "nest"),
+        ('{"a": "\\ud800"}', "lone surrogates"),
+        ('{"\\ud800": 1}', "lone surrogates"),
+        ('{"a": "\\u0000"}', "NUL"),
+        ("[1]", "must be a JSON object"),
+        ('{"a": ', "Not valid JSON: Expecting value (line 1, column 6)."),
+    ],
+    ids=[
+        "nan",
+        "1e400",
+        "2**64",
+        "deep-array",
+        "deep-object",
+        "surrogate",
+        "surrogate-key",
+        "nul",
+        "array",
+        "half-typed",
+    ],
+)
+def test_bad_segment_metadata_in_the_admin_is_a_field_error(
+    superuser_client: Client, metadata: str, says: str
+) -> None:
+    response = superuser_client.post(
+        "/admin/promptadmin/segment/add/", segment_form(metadata=metadata)
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == ["metadata"]
+    assert says in errors["metadata"][0]
+    assert not Segment.objects.exists()
+
+
+def test_segment_metadata_typed_in_the_admin_is_stored_as_an_object_and_shown_back(
+    superuser_client: Client,
+) -> None:
+    typed = f'{{"source": "wiki", "tags": ["sea", {2**63}]}}'
+    response = superuser_client.post(
+        "/admin/promptadmin/segment/add/", segment_form(metadata=typed)
+    )
+    assert response.status_code == 302
+    segment = Segment.objects.get()
+    assert segment.metadata == {"source": "wiki", "tags": ["sea", 2**63]}
+    page = superuser_client.get(f"/admin/promptadmin/segment/{segment.pk}/change/")
+    assert "&quot;source&quot;: &quot;wiki&quot;" in page.content.decode()
