@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from promptadmin.api.content import ETAG, IF_MATCH, PRECONDITION_ERRORS, actor_of
-from promptadmin.api.errors import ClientErrorResponseSerializer, PreconditionFailed
+from promptadmin.api.errors import ClientErrorResponseSerializer, Conflict, PreconditionFailed
 from promptadmin.api.permissions import ReadOrAdmin, ReadOrWrite
 from promptadmin.api.preconditions import if_match
 from promptadmin.api.serializers import releases as s
@@ -38,6 +38,13 @@ CONFIRM = {
         ClientErrorResponseSerializer,
         description="`expectations_failing`: expectations fail on the release; the error "
         "lists them. Send `confirm: true` to move the label anyway (recorded).",
+    )
+}
+CREATE_CONFLICTS = {
+    409: OpenApiResponse(
+        ClientErrorResponseSerializer,
+        description=f"{CONFIRM[409].description} `working_copy_changed`: `expected_hash` was "
+        "sent and the working copy changed since; compare again.",
     )
 }
 NOT_FOUND = {404: OpenApiResponse(ClientErrorResponseSerializer, description="No such name.")}
@@ -142,7 +149,7 @@ class ReleaseListView(APIView):
         operation_id="releases_create",
         tags=["releases"],
         request=s.ReleaseInputSerializer,
-        responses={201: s.ReleaseSerializer, **CONFIRM},
+        responses={201: s.ReleaseSerializer, **CREATE_CONFLICTS},
         examples=[
             OpenApiExample(
                 "Publish the working copy to production",
@@ -158,13 +165,17 @@ class ReleaseListView(APIView):
     )
     def post(self, request: Request) -> Response:
         data = _valid(s.ReleaseInputSerializer, request.data)
-        release = services.release_create(
-            actor=actor_of(request),
-            name=data.get("name") or None,
-            notes=data["notes"],
-            labels=data["labels"],
-            confirm=data["confirm"],
-        )
+        try:
+            release = services.release_create(
+                actor=actor_of(request),
+                name=data.get("name") or None,
+                notes=data["notes"],
+                labels=data["labels"],
+                confirm=data["confirm"],
+                expected_hash=data.get("expected_hash"),
+            )
+        except services.WorkingCopyChanged as exc:
+            raise Conflict(str(exc), code="working_copy_changed") from None
         body = s.ReleaseSerializer.of(selectors.releases().get(pk=release.pk))
         return Response(body, status=status.HTTP_201_CREATED)
 

@@ -46,14 +46,17 @@ NOTHING = ContentSet(catalog={kind: [] for kind in CATALOG_KINDS}, segments={})
 
 def side(name: str | None) -> tuple[ContentSet, dict[str, Any]]:
     """One side of a comparison: ``working``, a label, a release name, or None (nothing
-    published yet: every object and segment is new)."""
+    published yet: every object and segment is new). Its ``content_hash`` is what a
+    publish of the working copy compared may expect (``expected_hash``)."""
     if name is None:
-        return NOTHING, {"name": "nothing", "label": None}
+        return NOTHING, {"name": "nothing", "label": None, "content_hash": None}
     if name == WORKING:
-        return working_content(), {"name": WORKING, "label": None}
+        content = working_content()
+        return content, {"name": WORKING, "label": None, "content_hash": content.content_hash()}
     release = release_named(name)
     label = name if name != release.name else None
-    return release_content(release), {"name": release.name, "label": label}
+    described = {"name": release.name, "label": label, "content_hash": release.content_hash}
+    return release_content(release), described
 
 
 def compare_report(before: str | None, after: str) -> dict[str, Any]:

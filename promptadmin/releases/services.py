@@ -63,6 +63,18 @@ class ExpectationsFailing(Exception):
         )
 
 
+class WorkingCopyChanged(Exception):
+    """The working copy is no longer the content a person reviewed before publishing."""
+
+    def __init__(self, *, reviewed: str, current: str) -> None:
+        self.reviewed = reviewed
+        self.current = current
+        super().__init__(
+            f"The working copy changed since it was reviewed (content hash {reviewed[:12]}…, "
+            f"now {current[:12]}…): compare again, then publish what you reviewed."
+        )
+
+
 def _require_edit(actor: Actor) -> None:
     if actor is None:
         return
@@ -265,9 +277,15 @@ def release_create(
     notes: str = "",
     labels: Sequence[str] = (),
     confirm: bool = False,
+    expected_hash: str | None = None,
 ) -> Release:
     """Snapshot the working copy as a release and, when ``labels`` are given, move them to
-    it (publish). Moving labels to content failing expectations needs ``confirm``."""
+    it (publish). Moving labels to content failing expectations needs ``confirm``.
+
+    ``expected_hash``: the content hash of the working copy the person reviewed (its
+    impact report); WorkingCopyChanged when it is not the working copy's now, so nothing
+    saved after the review is published unseen.
+    """
     _require_edit(actor)
     if labels:
         _require_admin(actor)
@@ -279,6 +297,8 @@ def release_create(
     # skipped and a label another publish moved meanwhile is waited for; REPEATABLE READ
     # would fail this release with a serialization error instead.
     content = working_content()
+    if expected_hash is not None and content.content_hash() != expected_hash:
+        raise WorkingCopyChanged(reviewed=expected_hash, current=content.content_hash())
     with transaction.atomic():
         # The names checked above (before the costly read, to fail fast) again, under the
         # lock: one made meanwhile by another transaction is seen now.

@@ -106,15 +106,18 @@ class ContentSet:
     catalog: Mapping[str, list[dict[str, Any]]]
     segments: Mapping[int, SnapSegment]
     _bundles: list[Bundles] = field(default_factory=list, repr=False, compare=False)
+    _hash: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def content_hash(self) -> str:
-        """SHA-256 of everything a release holds, in a canonical order."""
-        body = [
-            {kind: self.catalog.get(kind, []) for kind in CATALOG_KINDS},
-            [self.segments[pk].fingerprint() for pk in sorted(self.segments)],
-        ]
-        text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        """SHA-256 of everything a release holds, in a canonical order; worked out once."""
+        if not self._hash:
+            body = [
+                {kind: self.catalog.get(kind, []) for kind in CATALOG_KINDS},
+                [self.segments[pk].fingerprint() for pk in sorted(self.segments)],
+            ]
+            text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            self._hash.append(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+        return self._hash[0]
 
     def objects(self) -> dict[tuple[str, str], dict[str, Any]]:
         """Every object by (kind, slug), without the database id (it may be reused)."""

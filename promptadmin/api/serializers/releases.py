@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 import assembler
@@ -12,6 +13,8 @@ from promptadmin.api import fields as f
 from promptadmin.api.serializers.assembly import NpcRequestField, StateSerializer
 from promptadmin.api.serializers.common import StrictSerializer, utf8_text
 from promptadmin.releases.models import Release, ReleaseLabelMove, Scenario
+
+HEX_SHA256 = RegexValidator(r"^[0-9a-f]{64}\Z", "Expected a SHA-256 in lowercase hex.")
 
 
 class ReleaseInputSerializer(StrictSerializer):
@@ -33,6 +36,14 @@ class ReleaseInputSerializer(StrictSerializer):
     confirm = f.Flag(
         default=False,
         help_text="Move the labels even though expectations fail (recorded with the move).",
+    )
+    expected_hash = f.Text(
+        required=False,
+        min_length=64,
+        max_length=64,
+        validators=[HEX_SHA256],
+        help_text="Optional: the working copy's `content_hash` from the compare you reviewed; "
+        "409 `working_copy_changed` when the working copy changed since.",
     )
 
     def validate_notes(self, value: str) -> str:
@@ -252,6 +263,11 @@ class ScenarioImpactSerializer(serializers.Serializer):
 class SideSerializer(serializers.Serializer):
     name = f.Text()
     label = f.Text(allow_null=True)
+    content_hash = f.Text(
+        allow_null=True,
+        help_text="The content's hash (null: nothing published); the working copy's is what "
+        "a publish may send as `expected_hash`.",
+    )
 
 
 class CompareSerializer(serializers.Serializer):

@@ -9,6 +9,10 @@ from django import forms
 from promptadmin.releases.models import PRODUCTION, label_validator
 from promptadmin.releases.selectors import choices
 
+STALE_PAGE = (
+    "This page does not say what it showed you: reload it to review the impact, then publish."
+)
+
 
 class PublishForm(forms.Form):
     label = forms.CharField(
@@ -28,6 +32,16 @@ class PublishForm(forms.Form):
     )
     confirm = forms.BooleanField(
         required=False, label="Publish even though expectations fail (this is recorded)"
+    )
+    # The working copy the impact report showed (its content hash), and when: the page
+    # writes them itself, always those of the report it shows.
+    reviewed = forms.RegexField(
+        r"^[0-9a-f]{64}\Z",
+        widget=forms.HiddenInput,
+        error_messages={"required": STALE_PAGE, "invalid": STALE_PAGE},
+    )
+    reviewed_at = forms.DateTimeField(
+        required=False, widget=forms.HiddenInput, error_messages={"invalid": STALE_PAGE}
     )
 
 

@@ -12,6 +12,7 @@ from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, Validat
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
@@ -23,6 +24,7 @@ from promptadmin.studio.access import render_page, studio_view
 from promptadmin.studio.diffs import side_by_side
 from promptadmin.studio.forms.preview import PreviewForm
 from promptadmin.studio.forms.releases import CompareForm, LabelMoveForm, PublishForm
+from promptadmin.studio.selectors import Change, recent_changes
 
 
 def _diff_lines(diff: str) -> list[tuple[str, str]]:
@@ -81,6 +83,8 @@ def release_publish(request: HttpRequest) -> HttpResponse:
         request.POST or None, initial={"label": request.GET.get("label", PRODUCTION)}
     )
     failures: list[dict[str, str]] = []
+    changed_since: list[Change] | None = None
+    status = 400 if request.method == "POST" else 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -90,7 +94,14 @@ def release_publish(request: HttpRequest) -> HttpResponse:
                 notes=data["notes"],
                 labels=[data["label"]],
                 confirm=data["confirm"],
+                expected_hash=data["reviewed"],
             )
+        except services.WorkingCopyChanged:
+            # The hash is what refuses; the edits saved since the page was shown are what
+            # a person needs to see (the report below is the new one).
+            since = data["reviewed_at"]
+            changed_since = [c for c in recent_changes() if since is None or c.when >= since]
+            status = 409
         except services.ExpectationsFailing as exc:
             failures = exc.failures
             form.add_error("confirm", "Expectations fail on this content: confirm to publish.")
@@ -105,6 +116,7 @@ def release_publish(request: HttpRequest) -> HttpResponse:
     label = form["label"].value() or PRODUCTION
     current = ReleaseLabel.objects.filter(name=label).values_list("release__name", flat=True)
     before = label if current else None
+    reviewed_at = timezone.now()  # before the report is read: an edit in between shows
     return render_page(
         request,
         "studio/release_publish.html",
@@ -114,9 +126,11 @@ def release_publish(request: HttpRequest) -> HttpResponse:
             "label": label,
             "current": current[0] if current else None,
             "report": _report(before, WORKING),
+            "reviewed_at": reviewed_at.isoformat(),
+            "changed_since": changed_since,
             "failures": failures,
         },
-        status=400 if request.method == "POST" else 200,
+        status=status,
     )
 
 

@@ -292,8 +292,12 @@ def test_compare_names_the_new_cut_and_the_failing_expectation(  # type: ignore[
     edit_tone("The iron coast is grey and cold. " * 150, django_capture_on_commit_callbacks)
 
     report = admin_client.get("/api/v1/releases/production/compare/working").json()
-    assert report["before"] == {"name": "r-one", "label": "production"}
-    assert report["after"] == {"name": "working", "label": None}
+    assert report["before"] == {
+        "name": "r-one",
+        "label": "production",
+        "content_hash": ReleaseLabel.objects.get(name="production").release.content_hash,
+    }
+    assert report["after"]["name"] == "working" and report["after"]["label"] is None
     changed = report["segments"]["changed"]
     assert [c["id"] for c in changed] == [tone.pk]
     assert changed[0]["fields"] == ["content"] and "+The iron coast" in changed[0]["diff"]
@@ -449,8 +453,9 @@ def test_compare_two_releases(  # type: ignore[no-untyped-def]
 
     report = admin_client.get("/api/v1/releases/r-one/compare/staging").json()
 
-    assert report["before"] == {"name": "r-one", "label": None}
-    assert report["after"] == {"name": "r-two", "label": "staging"}
+    assert (report["before"]["name"], report["before"]["label"]) == ("r-one", None)
+    assert (report["after"]["name"], report["after"]["label"]) == ("r-two", "staging")
+    assert report["before"]["content_hash"] != report["after"]["content_hash"]
     [change] = report["segments"]["changed"]
     assert change["id"] == tone.pk and change["fields"] == ["content"]
     assert "+Fog, always fog." in change["diff"] and "Working-copy" not in change["diff"]
@@ -489,3 +494,29 @@ def test_a_confirmed_label_move_records_the_expectations_it_confirmed(  # type: 
     assert failure["expectation"] == f"keeps segment #{tone.pk}" and "left out" in failure["reason"]
     [latest, *_] = admin_client.get("/api/v1/release-labels/production/history").json()
     assert latest["to_release"] == "r-two" and latest["confirmed_failures"] == [failure]
+
+
+def test_publishing_with_the_reviewed_hash_is_refused_once_the_working_copy_changed(  # type: ignore[no-untyped-def]
+    admin_client, demo, django_capture_on_commit_callbacks
+) -> None:
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-one", labels=["production"])
+    edit_tone("Fog, always fog.", django_capture_on_commit_callbacks)
+    reviewed = admin_client.get("/api/v1/releases/production/compare/working").json()["after"]
+    assert reviewed["name"] == "working" and len(reviewed["content_hash"]) == 64
+    edit_tone("Fog, and then more fog.", django_capture_on_commit_callbacks)
+
+    body = {"name": "r-two", "labels": ["production"], "expected_hash": reviewed["content_hash"]}
+    refused = publish(admin_client, django_capture_on_commit_callbacks, **body)
+    assert refused.status_code == 409 and codes(refused) == ["working_copy_changed"]
+    assert [r["name"] for r in admin_client.get("/api/v1/releases/").json()] == ["r-one"]
+
+    current = admin_client.get("/api/v1/releases/production/compare/working").json()["after"]
+    body["expected_hash"] = current["content_hash"]
+    published = publish(admin_client, django_capture_on_commit_callbacks, **body)
+    assert published.status_code == 201, published.json()
+    assert published.json()["content_hash"] == current["content_hash"]
+    for bad in ("abc", "g" * 64, 5, None):
+        response = admin_client.post(
+            "/api/v1/releases/", {"name": "r-x", "expected_hash": bad}, format="json"
+        )
+        assert response.status_code == 400 and set(errors(response)) == {"expected_hash"}, bad

@@ -267,3 +267,21 @@ def test_a_release_is_never_named_like_a_label_it_is_published_under() -> None:
     with pytest.raises(ValidationError) as caught:
         services.release_create(actor=None, labels=["working"])
     assert "labels.0" in caught.value.message_dict
+
+
+def test_publishing_what_was_reviewed_is_refused_once_the_working_copy_changed() -> None:
+    reviewed = working_content().content_hash()
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    segments.segment_update(actor=None, segment=segment, content="Fog, always fog.")
+    with pytest.raises(services.WorkingCopyChanged) as caught:
+        services.release_create(
+            actor=None, name="r-one", labels=["production"], expected_hash=reviewed
+        )
+    assert reviewed[:12] in str(caught.value)
+    assert not Release.objects.exists() and not ReleaseLabel.objects.exists()
+
+    current = working_content().content_hash()
+    release = services.release_create(
+        actor=None, name="r-one", labels=["production"], expected_hash=current
+    )
+    assert release.content_hash == current

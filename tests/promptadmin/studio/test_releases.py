@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -34,6 +35,10 @@ def grow_tone(content: dict[str, Any], capture: Any) -> None:
         )
 
 
+def reviewed_fields(page: str) -> dict[str, str]:
+    return dict(re.findall(r'<input type="hidden" name="(reviewed\w*)" value="([^"]*)"', page))
+
+
 def test_every_role_reads_the_releases_pages(viewer: Client, content: Any) -> None:
     services.release_create(actor=None, name="r-one", labels=["production"])
     for path in (
@@ -62,8 +67,9 @@ def test_publish_shows_the_impact_then_publishes(  # type: ignore[no-untyped-def
     services.scenario_create(actor=None, name="tight", entry="drowned-bell", token_budget=300)
     page = admin.get("/releases/publish/").content.decode()
     assert "Nothing is published as 'production' yet" in page
+    form = {"label": "production", "notes": "launch", **reviewed_fields(page)}
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin.post("/releases/publish/", {"label": "production", "notes": "launch"})
+        response = admin.post("/releases/publish/", form)
     assert response.status_code == 302
     assert serving.resolve(None).label == "production"
 
@@ -85,13 +91,13 @@ def test_publishing_while_an_expectation_fails_asks_for_confirmation(  # type: i
     )
     services.release_create(actor=None, name="r-one", labels=["production"])
     grow_tone(content, django_capture_on_commit_callbacks)
-    refused = admin.post("/releases/publish/", {"label": "production", "name": "r-two"})
+    form = {"label": "production", "name": "r-two"}
+    reviewed = reviewed_fields(admin.get("/releases/publish/").content.decode())
+    refused = admin.post("/releases/publish/", {**form, **reviewed})
     assert refused.status_code == 400
     assert "Expectations fail on this content" in refused.content.decode()
     assert ReleaseLabel.objects.get(name="production").release.name == "r-one"
-    confirmed = admin.post(
-        "/releases/publish/", {"label": "production", "name": "r-two", "confirm": "on"}
-    )
+    confirmed = admin.post("/releases/publish/", {**form, **reviewed, "confirm": "on"})
     assert confirmed.status_code == 302
     move = ReleaseLabelMove.objects.filter(label="production").first()
     assert move is not None and move.to_release.name == "r-two" and move.confirmed_failures
@@ -174,3 +180,30 @@ def test_compare_shows_what_an_object_change_was(  # type: ignore[no-untyped-def
     page = viewer.get("/releases/compare/?before=r-one&after=working").content.decode()
     assert f"<bdi>{npc.name}</bdi> → <bdi>Marta Orr</bdi>" in page
     assert '<span class="u-added">+And more.</span>' in page
+
+
+def test_publish_refuses_edits_saved_after_the_report_was_shown(  # type: ignore[no-untyped-def]
+    admin: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        services.release_create(actor=None, name="r-one", labels=["production"])
+    reviewed = reviewed_fields(admin.get("/releases/publish/").content.decode())
+    assert set(reviewed) == {"reviewed", "reviewed_at"}
+    with django_capture_on_commit_callbacks(execute=True):
+        segments.segment_update(actor=None, segment=content["tone"], title="Unreviewed")
+
+    form = {"label": "production", "name": "r-two"}
+    refused = admin.post("/releases/publish/", {**form, **reviewed})
+    assert refused.status_code == 409
+    page = refused.content.decode()
+    assert "changed since you reviewed it" in page
+    assert f"#{content['tone'].pk} Unreviewed" in page  # what changed, and the new report
+    assert ReleaseLabel.objects.get(name="production").release.name == "r-one"
+
+    published = admin.post("/releases/publish/", {**form, **reviewed_fields(page)})
+    assert published.status_code == 302
+    assert ReleaseLabel.objects.get(name="production").release.name == "r-two"
+    # A form without the report's hash (a stale page, a script) publishes nothing.
+    stale = admin.post("/releases/publish/", {**form, "name": "r-three"})
+    assert stale.status_code == 400 and "reload it to review the impact" in stale.content.decode()
+    assert ReleaseLabel.objects.get(name="production").release.name == "r-two"
