@@ -9,7 +9,9 @@ at promptadmin (``base_url`` and keys changed, nothing else).
 - A version with a system text, or user templates other than ``default``, is a ``chat``
   prompt: the system message, then the ``default`` user template as a user message. A
   version with only a ``default`` template and no system text is a ``text`` prompt.
-  ``config`` is the version's config plus ``user_templates`` (all of them). Templates in
+  ``config`` is the version's config plus ``user_templates`` (all of them; a create may
+  send more templates there, agreeing with the prompt's own, and no version stores a
+  config key of that name, which this would hide). Templates in
   the ``format`` syntax are served converted to ``{{ }}``, so the SDK's ``compile()``
   fills them.
 - Errors answer ``{"error": ..., "message": ...}`` as Langfuse does.
@@ -56,6 +58,7 @@ from promptadmin.prompts.models import (
 )
 from promptadmin.prompts.selectors import ResolvedPrompt, fetch_prompt
 from promptadmin.prompts.services import prompts as prompt_services
+from promptadmin.prompts.services.prompts import CONFIG_RESERVED
 
 PROJECT = {
     "id": "promptadmin",
@@ -146,6 +149,14 @@ def langfuse_prompt(resolved: ResolvedPrompt) -> dict[str, Any]:
             f"Langfuse's {{{{ }}}} syntax: {error}. Use the native API (/api/v1/prompts/).",
             code="not_curly_convertible",
         ) from None
+    if CONFIG_RESERVED in resolved.config:
+        # Made before such a key was refused: serving it would silently hide it.
+        raise Conflict(
+            f"Version {resolved.version} of {resolved.langfuse_name} has a config key "
+            f"'{CONFIG_RESERVED}', where Langfuse's form puts the user templates. Use the "
+            "native API (/api/v1/prompts/).",
+            code="config_key_reserved",
+        )
     body: dict[str, Any] = {
         "name": resolved.langfuse_name,
         "version": resolved.version,
@@ -267,13 +278,11 @@ class PromptsView(LangfuseView):
         if not isinstance(config, dict):
             raise exceptions.ValidationError({"config": ["Expected a JSON object."]})
         config = dict(config)
-        extra = config.pop("user_templates", None)
+        # The form this API serves: the version's user templates, the prompt's included.
+        # Never stored as config; and never contradicting the prompt, which would lose one.
+        extra = config.pop(CONFIG_RESERVED, None)
         if extra is not None:
-            if not isinstance(extra, dict):
-                raise exceptions.ValidationError(
-                    {"config.user_templates": ["Expected an object of name to template."]}
-                )
-            templates = {**extra, **templates}
+            templates = {**_extra_templates(extra, templates), **templates}
         labels = data.get("labels") or []
         if not isinstance(labels, list):
             raise exceptions.ValidationError({"labels": ["Expected a list of label names."]})
@@ -300,6 +309,21 @@ class PromptsView(LangfuseView):
             )
         resolved = _fetch(name, None, version.number)
         return Response(langfuse_prompt(resolved), status=status.HTTP_201_CREATED)
+
+
+def _extra_templates(extra: Any, templates: dict[str, str]) -> dict[str, str]:
+    """``config.user_templates`` of a create request, checked against the prompt's own."""
+    field = f"config.{CONFIG_RESERVED}"
+    if not isinstance(extra, dict):
+        raise exceptions.ValidationError({field: ["Expected an object of name to template."]})
+    for name, text in extra.items():
+        if not isinstance(text, str):
+            raise exceptions.ValidationError({field: [f"{name!r}: expected text."]})
+        if name in templates and templates[name] != text:
+            raise exceptions.ValidationError(
+                {field: [f"{name!r} differs from the prompt's own {name!r} template; send one."]}
+            )
+    return extra
 
 
 def _templates(data: dict[str, Any]) -> tuple[str, dict[str, str]]:

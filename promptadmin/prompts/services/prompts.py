@@ -38,6 +38,9 @@ from promptadmin.prompts.services import check_can_write, prompts_changed
 
 Errors = dict[str, list[str]]
 
+#: The config key under which the Langfuse API serves a version's user templates.
+CONFIG_RESERVED = "user_templates"
+
 
 def _actor_fields(actor: Actor) -> tuple[Any, str]:
     """The user to record, and the label of a key ("" for people and scripts)."""
@@ -189,6 +192,12 @@ def check_version_input(
             check_stored_json(config)
         except StoredJsonError as error:
             errors["config"] = [f"{error.path}: {error.message}" if error.path else error.message]
+        if CONFIG_RESERVED in config:
+            errors[f"config.{CONFIG_RESERVED}"] = [
+                f"'{CONFIG_RESERVED}' is not a config key: the Langfuse API serves the "
+                "version's user templates under it, which would hide this value. Put "
+                "templates in user_templates, settings under another key."
+            ]
     if errors:
         return errors, []
     findings = lint_prompt(

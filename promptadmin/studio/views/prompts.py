@@ -257,7 +257,7 @@ def prompt_version_create(request: HttpRequest, pk: int) -> HttpResponse:
                         labels=data["labels"],
                     )
                 except ValidationError as exc:
-                    add_service_errors(form, exc)
+                    add_service_errors(form, exc, rename={"config.user_templates": "config"})
                 else:
                     messages.success(request, f"Saved version {version.number}.")
                     return redirect("studio:prompt_detail", prompt.pk)

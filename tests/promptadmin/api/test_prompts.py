@@ -379,6 +379,63 @@ def test_hostile_version_input_gets_a_clear_error(
     ), found
 
 
+def test_user_templates_is_refused_as_a_config_key_naming_it(
+    writer: APIClient, judge: Prompt
+) -> None:
+    # The Langfuse API serves the templates as config.user_templates: a version's own key
+    # of that name would be hidden there, so none is ever stored.
+    response = writer.post(
+        f"{JUDGE}versions/",
+        {"user_templates": {"default": "x"}, "config": {"user_templates": {"a": "b"}}},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "Langfuse" in errors(response)["config.user_templates"]
+    assert judge.versions.count() == 2
+
+
+def test_the_langfuse_create_refuses_config_user_templates_that_contradict_the_prompt(
+    write_key: str, judge: Prompt
+) -> None:
+    client = basic_client(write_key)
+    body = {
+        "name": "verifier/judge",
+        "type": "chat",
+        "prompt": [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+    }
+    for extra in ({"default": "another"}, {"short": 3}, "text"):
+        response = client.post(
+            "/api/public/v2/prompts",
+            {**body, "config": {"user_templates": extra}},
+            format="json",
+        )
+        assert response.status_code == 400, extra
+        assert response.json()["message"].startswith("config.user_templates: "), extra
+    assert judge.versions.count() == 2
+    # The form the Langfuse API serves posts back as it is: the same default, more templates.
+    same = {"default": "U", "short": "{{ q }}"}
+    created = client.post(
+        "/api/public/v2/prompts", {**body, "config": {"user_templates": same}}, format="json"
+    )
+    assert created.status_code == 201, created.json()
+    assert created.json()["config"] == {"user_templates": same}
+    assert judge.versions.get(number=3).config == {}
+
+
+def test_a_version_stored_with_a_user_templates_config_key_is_a_409_on_the_langfuse_api(
+    read_key: str, judge: Prompt
+) -> None:
+    from promptadmin.prompts.models import PromptVersion
+
+    PromptVersion.objects.create(
+        prompt=judge, number=3, user_templates={"default": "x"},
+        config={"user_templates": "kept"}, content_hash="h",
+    )  # fmt: skip
+    response = basic_client(read_key).get(LANGFUSE_JUDGE, {"version": "3"})
+    assert response.status_code == 409
+    assert "/api/v1/prompts/" in response.json()["message"]
+
+
 def post_raw(client: APIClient, url: str, body: Any) -> Any:
     """POST ``body`` as JSON that Python writes but strict encoders refuse (NaN, lone
     surrogates), as a hostile client would send it."""
