@@ -7,16 +7,15 @@ empty row to add one. A row with neither name nor text is ignored.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.http import QueryDict
 
 from assembler.templates import SYNTAXES
 from promptadmin.prompts.models import DEFAULT_TEMPLATE
+from promptadmin.studio.forms.common import json_object
 
 TEMPLATE_ROW = re.compile(r"^template_(name|text)_([0-9]{1,3})$")
 MAX_ROWS = 60
@@ -38,15 +37,9 @@ def json_object_field(label: str, help_text: str) -> forms.CharField:
 
 
 def parse_json_object(text: str, field: str) -> dict[str, Any]:
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise ValidationError(f"Not valid JSON: {error}.") from None
-    if not isinstance(value, dict):
-        raise ValidationError(f'{field} is a JSON object, like {{"key": "value"}}.')
-    return value
+    """The JSON object in a box (empty: ``{}``), checked as every stored JSON value is:
+    deep nesting, NaN, huge numbers and lone surrogates are field errors, never a 500."""
+    return json_object(text, field) if text.strip() else {}
 
 
 class PromptForm(forms.Form):

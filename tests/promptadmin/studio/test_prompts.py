@@ -179,3 +179,66 @@ def test_the_playground_renders_messages_with_token_counts_and_names_missing_var
     assert 'data-testid="total-tokens"' in filled
     missing = viewer.get(url, {"source": "label:production", "var_subject": "essay"})
     assert "Missing variables: evidence, trait." in missing.content.decode()
+
+
+UNSTORABLE_JSON = [
+    pytest.param("[" * 100_000, "too deeply", id="deep"),
+    pytest.param('{"x": NaN}', "finite", id="nan"),
+    pytest.param('{"x": 1e400}', "too large", id="1e400"),
+    pytest.param('{"x": 18446744073709551616}', "64 bits", id="2**64"),
+    pytest.param('{"x": "\\ud800"}', "surrogate", id="lone surrogate"),
+    pytest.param("[1]", "JSON object", id="not an object"),
+]
+
+
+def version_post(**fields: str) -> dict[str, str]:
+    return {
+        "syntax": "curly",
+        "system": "You grade {{ subject }}.",
+        "template_name_0": "default",
+        "template_text_0": "Q: {{ q }}",
+        **fields,
+    }
+
+
+@pytest.mark.parametrize(("text", "words"), UNSTORABLE_JSON)
+def test_the_version_config_box_refuses_json_that_cannot_be_stored_next_to_the_field(
+    prompts: Prompt, text: str, words: str
+) -> None:
+    author = client_for("author")
+    saved = author.post(f"/prompts/{prompts.pk}/versions/new/", version_post(config=text))
+    assert saved.status_code == 200
+    assert words in " ".join(saved.context["form"].errors["config"])
+    assert prompts.versions.count() == 2
+    checked = author.post(
+        f"/prompts/{prompts.pk}/versions/check/", version_post(config=text), HTTP_HX_REQUEST="true"
+    )
+    assert checked.status_code == 200
+
+
+def test_the_version_config_box_refuses_the_key_the_langfuse_api_serves_templates_under(
+    prompts: Prompt,
+) -> None:
+    author = client_for("author")
+    saved = author.post(
+        f"/prompts/{prompts.pk}/versions/new/",
+        version_post(config='{"user_templates": {"short": "x"}}'),
+    )
+    assert saved.status_code == 200
+    assert "Langfuse" in " ".join(saved.context["form"].errors["config"])
+    assert prompts.versions.count() == 2
+
+
+@pytest.mark.parametrize(("text", "words"), UNSTORABLE_JSON)
+def test_a_playground_link_with_unstorable_instruction_context_names_the_field(
+    prompts: Prompt, text: str, words: str
+) -> None:
+    viewer = client_for("viewer")
+    # A playground is a shareable GET link: whatever it holds, the page answers.
+    response = viewer.get(
+        f"/prompts/{prompts.pk}/playground/",
+        {"source": "label:production", "var_subject": "essay", "instruction_context": text},
+    )
+    assert response.status_code == 200
+    assert words in " ".join(response.context["form"].errors["instruction_context"])
+    assert 'data-testid="message"' not in response.content.decode()
