@@ -16,11 +16,12 @@ import re
 from typing import Any
 
 import assembler
-from promptadmin.api.serializers.common import MAX_TEXT, RELEASE_PATTERN, has_lone_surrogate
+from promptadmin.api.serializers.common import MAX_TEXT, RELEASE_PATTERN
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import MAX_TIER
 from promptadmin.conversations.models import KEY_PATTERN
 from promptadmin.core import storedjson
+from promptadmin.core.storedjson import has_lone_surrogate
 from promptadmin.prompts.selectors import RENDER_FORMATS
 
 _KEY = re.compile(KEY_PATTERN)

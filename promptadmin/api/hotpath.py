@@ -110,7 +110,7 @@ class HotView(APIView):
                 return None
             try:
                 data = loads(request.body.decode("utf-8"))
-            except (ValueError, RecursionError):  # bad JSON, bad UTF-8: DRF words it
+            except (ValueError, RecursionError):  # bad JSON or UTF-8, a bad key: DRF words it
                 return None
         try:
             answer = self.hot(request, data, **kwargs)

@@ -5,6 +5,11 @@ refuse) and lets a body nested a thousand levels deep raise ``RecursionError``. 
 refuses both, and ``NaN`` / ``Infinity`` (not JSON), with a ParseError that says why.
 Integers are kept exact (the standard library, unlike orjson, never turns ``2**64`` into
 a float); whether they fit where they go is the serializers' concern.
+
+An object key holding a lone surrogate is refused here too, before any serializer can
+echo it into an error that cannot be sent: inside a field, as an error on the object
+holding it (``state.player``), worded as stored JSON words it; a body's own key, as a
+ParseError.
 """
 
 from __future__ import annotations
@@ -13,9 +18,14 @@ from typing import IO, Any
 
 from django.conf import settings
 from rest_framework import parsers
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, ValidationError
 
-from promptadmin.core.storedjson import loads
+from promptadmin.core.storedjson import (
+    LONE_SURROGATES,
+    StoredJsonError,
+    UnencodableKeyError,
+    loads,
+)
 
 
 class JSONParser(parsers.JSONParser):
@@ -30,5 +40,15 @@ class JSONParser(parsers.JSONParser):
             return loads(stream.read().decode(encoding))
         except RecursionError:
             raise ParseError("JSON parse error - objects or arrays nest too deeply.") from None
+        except UnencodableKeyError as error:
+            *holder, key = error.path
+            if not holder or not isinstance(holder[0], str):
+                raise ParseError(f"JSON parse error - {error}.") from None
+            # The keys above it were checked first, so the holder's path can be sent.
+            field = ".".join(str(step) for step in holder)
+            detail = StoredJsonError(str(key), f"key: {LONE_SURROGATES}").explanation
+            raise ValidationError(
+                {field: [detail]}, code="surrogate_characters_not_allowed"
+            ) from None
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, ours, int digits
             raise ParseError(f"JSON parse error - {exc}") from None

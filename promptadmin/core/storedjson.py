@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -51,8 +52,36 @@ class StoredJsonError(ValueError):
         """
         if not self.path:
             return self.message[:1].upper() + self.message[1:]
-        shown = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in self.path)
-        return f"At {shown}: {self.message}"
+        return f"At {printable(self.path)}: {self.message}"
+
+
+class UnencodableKeyError(ValueError):
+    """A JSON object key holding a lone surrogate; ``path`` leads to it from the top
+    (keys and list indexes, the key itself last).
+
+    Refused as soon as the text is parsed: every key can end up in an error message (an
+    unknown field, a missing variable), and a lone surrogate cannot be sent back in one.
+    """
+
+    def __init__(self, path: tuple[str | int, ...]) -> None:
+        self.path = path
+        where = printable(".".join(str(step) for step in path))
+        super().__init__(
+            f"object keys may not contain lone surrogates (U+D800 to U+DFFF), at {where}"
+        )
+
+
+def printable(text: str) -> str:
+    """``text`` with the characters that cannot be shown (or sent: a lone surrogate) as
+    ``\\u`` escapes.
+
+    >>> printable("tags\\udfff.new\\nline")
+    'tags\\\\udfff.new\\\\u000aline'
+    """
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+LONE_SURROGATES = "text may not contain lone surrogates (U+D800 to U+DFFF): they are not UTF-8."
 
 
 def _text_problem(text: str) -> str | None:
@@ -60,12 +89,24 @@ def _text_problem(text: str) -> str | None:
         return f"text may be at most {MAX_TEXT} characters long."
     if "\x00" in text:
         return "text may not contain NUL (U+0000) characters."
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            return "text may not contain lone surrogates (U+D800 to U+DFFF): they are not UTF-8."
+    if has_lone_surrogate(text):
+        return LONE_SURROGATES
     return None
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (U+D800 to U+DFFF).
+
+    JSON can carry one (``"\\ud800"``), but it cannot be encoded as UTF-8: not stored, not
+    counted by the tokenizer, not sent back.
+    """
+    if text.isascii():
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def check_stored_json(value: Any) -> None:
@@ -125,11 +166,19 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# Where a lone surrogate can come from: its \u escape (a pair is fine, but rare
+# enough outside emoji that checking the keys then costs nothing that matters), or the
+# character itself in text that did not come from UTF-8.
+_MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+
+
 def loads(text: str) -> Any:
-    """``json.loads`` that refuses NaN, Infinity and numbers that overflow to infinity.
+    """``json.loads`` that refuses NaN, Infinity, numbers that overflow to infinity, and
+    object keys holding a lone surrogate (:class:`UnencodableKeyError`).
 
     Raises ValueError (JSONDecodeError among them), or RecursionError when the text nests
-    deeper than the parser can go; callers turn both into a clear error.
+    deeper than the parser can go; callers turn both into a clear error. A lone surrogate
+    in a string value is left to the field that takes it, which names itself.
 
     >>> loads('{"a": [1, 2.5, 18446744073709551616]}')
     {'a': [1, 2.5, 18446744073709551616]}
@@ -137,8 +186,36 @@ def loads(text: str) -> Any:
     Traceback (most recent call last):
     ...
     ValueError: the number 1e400 is too large for a 64-bit float
+    >>> try:
+    ...     loads('{"tags": [{"\\\\udfffx": 1}]}')
+    ... except UnencodableKeyError as error:
+    ...     print(error.path == ("tags", 0, "\\udfffx"), error)
+    True object keys may not contain lone surrogates (U+D800 to U+DFFF), at tags.0.\\udfffx
     """
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    if _MAYBE_SURROGATE.search(text):
+        _refuse_unencodable_keys(value)
+    return value
+
+
+def _refuse_unencodable_keys(value: Any) -> None:
+    # Without recursion, like check_stored_json; an object's own keys are all checked
+    # before anything inside it, so a body's top-level key is the one reported.
+    if not isinstance(value, dict | list):
+        return
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        current, path = stack.pop()
+        if isinstance(current, dict):
+            for key in current:
+                if has_lone_surrogate(key):
+                    raise UnencodableKeyError((*path, key))
+            children: Any = current.items()
+        else:
+            children = enumerate(current)
+        stack.extend(
+            (child, (*path, step)) for step, child in children if isinstance(child, dict | list)
+        )
 
 
 def validate_stored_json(value: Any) -> None:

@@ -17,7 +17,6 @@ from promptadmin.api.serializers.common import (
     MAX_TEXT,
     RELEASE_PATTERN,
     StrictSerializer,
-    has_lone_surrogate,
     slug_field,
     storable_json,
     utf8_text,
@@ -25,6 +24,7 @@ from promptadmin.api.serializers.common import (
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import MAX_TIER
 from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
+from promptadmin.core.storedjson import has_lone_surrogate
 
 
 @extend_schema_field(

@@ -9,7 +9,12 @@ from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
 from promptadmin.api import fields as f
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.core.storedjson import (
+    StoredJsonError,
+    check_stored_json,
+    has_lone_surrogate,
+    printable,
+)
 
 MAX_TEXT = 200_000
 INT32 = 2**31 - 1
@@ -24,7 +29,9 @@ class StrictSerializer(serializers.Serializer):
         if isinstance(data, Mapping) and data.keys() - self.fields.keys():
             allowed = ", ".join(self.fields)
             for name in sorted(data.keys() - self.fields.keys()):
-                errors[name] = [
+                # The parser refuses a name with a lone surrogate; escaped all the same,
+                # since an error that cannot be encoded would be a 500.
+                errors[printable(name)] = [
                     ErrorDetail(f"Unknown field; the fields are: {allowed}.", code="unknown_field")
                 ]
         try:
@@ -36,21 +43,6 @@ class StrictSerializer(serializers.Serializer):
         if errors:
             raise ValidationError(errors)
         return value
-
-
-def has_lone_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a lone surrogate (U+D800 to U+DFFF).
-
-    JSON can carry one (``"\\ud800"``), but it cannot be encoded as UTF-8: not stored, not
-    counted by the tokenizer, not sent back.
-    """
-    if text.isascii():
-        return False
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def utf8_text(text: str) -> None:

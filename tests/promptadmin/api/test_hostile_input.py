@@ -4,13 +4,18 @@ stored row can break reading for other clients."""
 from __future__ import annotations
 
 import json
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from promptadmin.api import content as content_views
+from promptadmin.api.serializers.releases import ReleaseInputSerializer
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments as segment_services
+from promptadmin.conversations.models import Message
+from promptadmin.releases.models import Release
 from tests.factories import make_segment
 from tests.promptadmin.api.conftest import codes, errors
 
@@ -131,3 +136,66 @@ def test_a_write_whose_answer_cannot_be_rendered_is_not_committed(  # type: igno
     assert response.json()["type"] == "server_error"
     # The client saw an error: a retry must not make a duplicate.
     assert not Segment.objects.exists()
+
+
+# One valid body per endpoint, and where the key goes ("K"); then the attr of the error:
+# None for a body's own key (a parse error), else the object holding the key.
+ASSEMBLY = {"entry": "drowned-bell"}
+MESSAGE = {"role": "user", "content": "x"}
+RENDER = {"variables": {"question": "a", "response": "b"}}
+SURROGATE_KEY_PLACES = [
+    ("/api/v1/assemble", {**ASSEMBLY, "K": 1}, None),
+    ("/api/v1/assemble", {**ASSEMBLY, "npcs": [{"npc": "marta", "K": 1}]}, "npcs.0"),
+    ("/api/v1/assemble", {**ASSEMBLY, "state": {"K": "x"}}, "state"),
+    ("/api/v1/assemble", {**ASSEMBLY, "policy": {"floors": {"K": 0.1}}}, "policy.floors"),
+    ("/api/v1/preview", {**ASSEMBLY, "K": 1}, None),
+    ("/api/v1/preview", {**ASSEMBLY, "state": {"player": {"K": 1}}}, "state.player"),
+    ("/api/v1/segments/", {"scope": "core", "content": "x", "K": 1}, None),
+    (
+        "/api/v1/segments/",
+        {"scope": "core", "content": "x", "metadata": {"a": [{"K": 1}]}},
+        "metadata.a.0",
+    ),
+    ("/api/v1/conversations/c/messages", {"messages": [MESSAGE], "K": 1}, None),
+    ("/api/v1/conversations/c/messages", {"messages": [{**MESSAGE, "K": 1}]}, "messages.0"),
+    ("/api/v1/prompts/verifier/parser/render", {**RENDER, "K": 1}, None),
+    (
+        "/api/v1/prompts/verifier/parser/render",
+        {"variables": {"question": "a", "response": "b", "K": "c"}},
+        "variables",
+    ),
+    (
+        "/api/v1/prompts/verifier/parser/render",
+        {**RENDER, "instruction_context": {"K": "c"}},
+        "instruction_context",
+    ),
+    ("/api/v1/releases/", {"name": "r-one", "K": 1}, None),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), SURROGATE_KEY_PLACES)
+@pytest.mark.parametrize("key", ["\\ud800x", "x\\udfff", "\\uDBFF"])
+def test_a_key_holding_a_lone_surrogate_is_a_400_never_echoed_raw(  # type: ignore[no-untyped-def]
+    demo, writer, path: str, body: dict[str, Any], field: str | None, key: str
+) -> None:
+    # JSON can carry "\ud800" in a key, UTF-8 cannot: sent raw, as a hostile client would.
+    call_command("seed_prompts", stdout=StringIO())
+    rows = [model.objects.count() for model in (Segment, Message, Release)]
+    raw = json.dumps(body).replace('"K"', f'"{key}"')
+    response = writer.post(path, raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    if field is None:  # the body's own key: the body cannot be taken
+        assert codes(response) == ["parse_error"]
+        assert "lone surrogate" in errors(response)[None]
+    else:  # inside a field: the error names the object holding the key
+        assert codes(response) == ["surrogate_characters_not_allowed"]
+        assert "key: text may not contain lone surrogates" in errors(response)[field]
+    assert key.lower() in response.content.decode().lower().replace("\\\\", "\\")
+    assert [model.objects.count() for model in (Segment, Message, Release)] == rows
+
+
+def test_an_unknown_field_is_named_in_a_form_that_can_be_sent() -> None:
+    serializer = ReleaseInputSerializer(data={"name": "r-one", "\ud800x": 1})
+    assert not serializer.is_valid()
+    assert list(serializer.errors) == ["\\ud800x"]
+    assert serializer.errors["\\ud800x"][0].startswith("Unknown field; the fields are: name,")
