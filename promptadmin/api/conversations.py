@@ -4,13 +4,14 @@ summaries. Appending never waits for a summary; summaries are made by Celery wor
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from promptadmin.api.content import actor_of
+from promptadmin.api.errors import ClientErrorResponseSerializer, Conflict
 from promptadmin.api.permissions import CanRead, CanWrite
 from promptadmin.api.serializers import conversations as s
 from promptadmin.conversations import selectors, services
@@ -100,7 +101,15 @@ class SummarizeView(APIView):
         tags=["conversations"],
         parameters=[KEY],
         request=None,
-        responses={202: s.SummarizeOutputSerializer},
+        responses={
+            202: s.SummarizeOutputSerializer,
+            409: OpenApiResponse(
+                ClientErrorResponseSerializer,
+                description="`nothing_to_summarize`: every message not yet summarized is "
+                "recent enough to be shown verbatim within the history budget; nothing is "
+                "recorded.",
+            ),
+        },
         summary="Ask for a summary now (made in the background)",
     )
     def post(self, request: Request, key: str) -> Response:
@@ -108,6 +117,8 @@ class SummarizeView(APIView):
             summary_id = services.summary_request(actor=actor_of(request), key=key)
         except Conversation.DoesNotExist:
             raise Http404(f"No conversation with key '{key}'.") from None
+        except services.NothingToSummarize as error:
+            raise Conflict(str(error), code="nothing_to_summarize") from None
         return Response(
             {"summary": summary_id, "summary_pending": True}, status=status.HTTP_202_ACCEPTED
         )

@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from assembler.history import (
     HistoryMessage,
+    SummaryPlan,
     SummaryText,
     needs_summary,
     plan_summary,
@@ -63,6 +64,7 @@ from promptadmin.conversations.models import (
     key_validator,
 )
 from promptadmin.core.actors import Actor
+from promptadmin.core.errors import ConflictError
 from promptadmin.core.tokens import cached_count, tokenizer
 
 logger = logging.getLogger(__name__)
@@ -296,9 +298,26 @@ def _enqueue_summary(conversation: Conversation, *, always: bool = False) -> int
     return int(summary_id)
 
 
+NOTHING_TO_SUMMARIZE = (
+    "Nothing to summarize: every message not yet summarized is recent enough to be shown "
+    "verbatim within the history budget."
+)
+
+
+class NothingToSummarize(ConflictError):
+    """No message of the conversation is old enough to summarize (see
+    :func:`assembler.history.plan_summary`)."""
+
+    def __init__(self) -> None:
+        super().__init__(NOTHING_TO_SUMMARIZE)
+
+
 @transaction.atomic
 def summary_request(*, actor: Actor, key: str) -> int | None:
     """Ask for a summary of conversation ``key`` up to its newest message, now.
+
+    Raises :class:`NothingToSummarize` (and records nothing) when no message is old
+    enough to summarize: a summary asked for would only fail.
 
     One statement, guarded by the database: it inserts a pending summary (its task is
     enqueued after commit), or moves the pending one's range up to the newest message (a
@@ -314,8 +333,8 @@ def summary_request(*, actor: Actor, key: str) -> int | None:
     if located is None:
         raise Conversation.DoesNotExist(f"No conversation with key {key!r}.")
     conversation, stuck_summary_id = located
-    if conversation.last_position == 0:  # pragma: no cover - conversations start with one
-        raise ValidationError({"key": "The conversation has no messages to summarize."})
+    if _plan(conversation, conversation.last_position)[0] is None:
+        raise NothingToSummarize
     summary_id = _enqueue_summary(conversation, always=True)
     if stuck_summary_id is not None and stuck_summary_id != summary_id:
         _send_stuck(stuck_summary_id)
@@ -454,6 +473,24 @@ def summary_targets(history_budget: int) -> tuple[int, int]:
 FALLBACK_NOTE = "fell back to the extractive summarizer after: "
 
 
+def _plan(conversation: Conversation, through: int) -> tuple[SummaryPlan | None, Summary | None]:
+    """The next summarization of ``conversation``'s messages up to ``through`` (None when
+    none is old enough), and the newest done summary it builds on."""
+    previous = previous_summary(conversation.pk)
+    after = previous.covers_through if previous is not None else 0
+    assert after is not None
+    keep_recent, target = summary_targets(conversation.history_budget)
+    plan = plan_summary(
+        messages=_history_messages(conversation.pk, after, through),
+        previous=summary_text(previous) if previous is not None else None,
+        keep_recent_tokens=keep_recent,
+        target_tokens=target,
+        tokenizer=tokenizer(),
+        max_input_tokens=settings.SUMMARIZER_MAX_INPUT_TOKENS,
+    )
+    return plan, previous
+
+
 def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
     """Make the claimed summary: plan, summarize, store. Returns what happened.
 
@@ -462,28 +499,11 @@ def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
     last attempt the extractive summarizer makes it, and ``error`` says why.
     """
     summary = Summary.objects.select_related("conversation").get(pk=claim.summary_id)
-    conversation = summary.conversation
-    previous = previous_summary(conversation.pk)
-    after = previous.covers_through if previous is not None else 0
-    assert after is not None
-    messages = _history_messages(conversation.pk, after, summary.requested_through)
-    keep_recent, target = summary_targets(conversation.history_budget)
-    tok = tokenizer()
-    plan = plan_summary(
-        messages=messages,
-        previous=summary_text(previous) if previous is not None else None,
-        keep_recent_tokens=keep_recent,
-        target_tokens=target,
-        tokenizer=tok,
-        max_input_tokens=settings.SUMMARIZER_MAX_INPUT_TOKENS,
-    )
+    plan, previous = _plan(summary.conversation, summary.requested_through)
     if plan is None:
-        summary_fail(
-            claim=claim,
-            error="Nothing to summarize: every message not yet summarized is recent enough "
-            "to be shown verbatim.",
-        )
+        summary_fail(claim=claim, error=NOTHING_TO_SUMMARIZE)
         return "nothing_to_summarize"
+    tok = tokenizer()
     primary = primary_summarizer()
     try:
         # An unavailable endpoint is worth another try later, until the last attempt; a

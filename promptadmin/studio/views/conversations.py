@@ -64,7 +64,11 @@ def conversation_detail(request: HttpRequest, key: str) -> HttpResponse:
 @require_POST
 def conversation_summarize(request: HttpRequest, key: str) -> HttpResponse:
     conversation = _get(key)
-    summary_id = services.summary_request(actor=request.user, key=conversation.key)
+    try:
+        summary_id = services.summary_request(actor=request.user, key=conversation.key)
+    except services.NothingToSummarize as error:
+        messages.info(request, str(error))
+        return redirect("studio:conversation_detail", conversation.key)
     if summary_id is None:
         messages.info(request, "A summary is being made right now; it will go on if needed.")
     else:

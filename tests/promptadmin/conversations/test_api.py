@@ -6,6 +6,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from promptadmin.conversations.models import Conversation, Message, Summary, SummaryStatus
@@ -164,12 +165,14 @@ def test_a_bad_history_budget_is_refused(writer: APIClient, reader: APIClient, b
 def test_summaries_list_and_summarize_now(
     writer: APIClient, reader: APIClient, counting: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    post(writer, "c", {"messages": talk(6), "history_budget": 100_000})
+    # Under the threshold, but with messages old enough to summarize.
+    post(writer, "c", {"messages": talk(6), "history_budget": 500})
     assert reader.get(f"{BASE}/c/summaries").json() == []
     with django_capture_on_commit_callbacks(execute=True):
         response = writer.post(f"{BASE}/c/summarize")
     assert response.status_code == 202
-    assert response.json()["summary_pending"] is True
+    summary = Summary.objects.get()
+    assert response.json() == {"summary": summary.pk, "summary_pending": True}
     body = reader.get(f"{BASE}/c/summaries").json()
     assert len(body) == 1
     assert set(body[0]) == {
@@ -185,8 +188,31 @@ def test_summaries_list_and_summarize_now(
         "created",
         "finished",
     }
-    # With a huge budget every message is recent: nothing older to summarize.
-    assert body[0]["status"] == "failed" and "Nothing to summarize" in body[0]["error"]
+    assert body[0]["status"] == "done" and body[0]["covers_through"] == summary.covers_through
+
+
+def test_summarize_now_with_nothing_to_summarize_is_a_409_that_records_nothing(
+    writer: APIClient, delay: mock.MagicMock
+) -> None:
+    # With a huge budget every message is recent enough to be shown as it is.
+    post(writer, "c", {"messages": talk(6), "history_budget": 100_000})
+    for _ in range(2):
+        response = writer.post(f"{BASE}/c/summarize")
+        assert response.status_code == 409
+        body = response.json()
+        assert body["type"] == "client_error"
+        [error] = body["errors"]
+        assert error["code"] == "nothing_to_summarize" and error["attr"] is None
+        assert "recent enough to be shown verbatim" in error["detail"]
+    assert not Summary.objects.exists()
+    assert not Conversation.objects.get().summary_pending
+    delay.assert_not_called()
+
+
+def test_the_schema_documents_nothing_to_summarize() -> None:
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    responses = schema["paths"]["/api/v1/conversations/{key}/summarize"]["post"]["responses"]
+    assert "nothing_to_summarize" in responses["409"]["description"]
 
 
 def test_summarize_an_unknown_conversation_is_404(writer: APIClient) -> None:
@@ -243,8 +269,11 @@ def test_history_follows_a_new_summary_and_a_new_history_budget(
     assert after["mode"] == "summary_and_recent" and after["summary_pending"] is False
     assert after["summary"]["id"] == summary.pk
     assert after["tokens"] <= 200
-    # Asking for a summary shows as pending on the very next read, the state unchanged.
-    writer.post(f"{BASE}/c/summarize")
+    # Asking for a summary shows as pending on the very next read, the state unchanged
+    # (two more messages, under the threshold, make one old enough to summarize).
+    post(writer, "c", {"messages": talk(2, start=9), "history_budget": 300})
+    assert reader.get(f"{BASE}/c/history").json()["summary_pending"] is False
+    assert writer.post(f"{BASE}/c/summarize").status_code == 202
     assert reader.get(f"{BASE}/c/history").json()["summary_pending"] is True
 
 

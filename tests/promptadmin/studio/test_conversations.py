@@ -8,6 +8,7 @@ from unittest import mock
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from promptadmin.conversations import services
 from promptadmin.conversations.models import Summary, SummaryStatus
@@ -55,9 +56,11 @@ def test_viewers_cannot_ask_for_a_summary(viewer: Client, conversation: None) ->
     assert not Summary.objects.exists()
 
 
-def test_authors_ask_for_a_summary_now(author: Client, conversation: None) -> None:
+def test_authors_ask_for_a_summary_now(author: Client) -> None:
     with mock.patch("promptadmin.conversations.tasks.enqueue_summary"):
-        response = author.post("/conversations/run:7/summarize/", follow=True)
+        # Under the threshold, with messages old enough to summarize.
+        services.conversation_append(actor=None, key="run:9", messages=talk(6), history_budget=400)
+        response = author.post("/conversations/run:9/summarize/", follow=True)
     assert response.status_code == 200
     summary = Summary.objects.get()
     assert summary.status == SummaryStatus.PENDING
@@ -65,16 +68,37 @@ def test_authors_ask_for_a_summary_now(author: Client, conversation: None) -> No
     assert b"pending" in response.content
 
 
-def test_summaries_show_status_backend_tokens_and_errors(
-    viewer: Client, conversation: None
+def test_asking_for_a_summary_with_nothing_to_summarize_says_so_and_records_nothing(
+    author: Client, conversation: None
 ) -> None:
-    services.summary_request(actor=None, key="run:7")
+    with mock.patch("promptadmin.conversations.tasks.enqueue_summary") as enqueue:
+        response = author.post("/conversations/run:7/summarize/", follow=True)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Nothing to summarize" in page
+    assert "recent enough to be shown verbatim" in page
+    assert not Summary.objects.exists()
+    enqueue.assert_not_called()
+
+
+def test_summaries_show_status_backend_tokens_and_errors(viewer: Client) -> None:
     from promptadmin.conversations.tasks import summarize_conversation
 
-    summarize_conversation.apply(args=[Summary.objects.get().pk], throw=False)
-    page = viewer.get("/conversations/run:7/").content.decode()
-    assert "failed" in page  # a huge budget: nothing old enough to summarize
-    assert "Nothing to summarize" in page
+    services.conversation_append(actor=None, key="run:9", messages=talk(6), history_budget=400)
+    with mock.patch("promptadmin.conversations.tasks.enqueue_summary"):
+        summary_id = services.summary_request(actor=None, key="run:9")
+    summarize_conversation.apply(args=[summary_id], throw=False)
+    Summary.objects.create(
+        conversation=Summary.objects.get().conversation,
+        requested_through=6,
+        status=SummaryStatus.FAILED,
+        error="RuntimeError: the worker broke",
+        created_at=timezone.now(),
+    )
+    page = viewer.get("/conversations/run:9/").content.decode()
+    done = Summary.objects.get(status=SummaryStatus.DONE)
+    assert "extractive" in page and f">{done.token_count}<" in page
+    assert "failed" in page and "RuntimeError: the worker broke" in page
 
 
 def test_the_preview_shows_the_history_layer(demo: None, viewer: Client) -> None:
