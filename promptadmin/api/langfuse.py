@@ -36,7 +36,6 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import authentication, exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from assembler.templates import TemplateConversionError, to_curly
 from promptadmin.api.authentication import verified_key
@@ -45,6 +44,7 @@ from promptadmin.api.errors import Conflict
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
 from promptadmin.api.preconditions import none_match
+from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.content.models import ApiKey
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
@@ -100,7 +100,9 @@ class BasicKeyAuthentication(authentication.BaseAuthentication):
         return 'Basic realm="promptadmin"'
 
 
-class LangfuseView(APIView):
+class LangfuseView(RenderBeforeCommit):
+    """Langfuse's error shape; a write commits only once its answer is rendered."""
+
     authentication_classes = [BasicKeyAuthentication]
 
     def handle_exception(self, exc: Exception) -> Response:

@@ -2,7 +2,8 @@
 interfaces, adapter instructions and the format lint.
 
 Reads (fetch, render, lint) need the read scope; changes need a write key or the author
-role. Every change calls one service of :mod:`promptadmin.prompts.services`.
+role. Every change calls one service of :mod:`promptadmin.prompts.services`, and commits
+only once its answer is rendered (:class:`RenderBeforeCommit`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
 from promptadmin.api.preconditions import if_match, none_match, updated_at_etag
+from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import prompts as s
 from promptadmin.prompts.models import (
     DEFAULT_LABEL,
@@ -129,7 +131,7 @@ def fetched(resolved: ResolvedPrompt, if_none_match: str) -> Answer:
     return Answer(resolved.to_dict(), headers={"ETag": resolved.etag})
 
 
-class PromptListView(generics.GenericAPIView):
+class PromptListView(RenderBeforeCommit, generics.GenericAPIView):
     permission_classes = [ReadOrWrite]
 
     def get_queryset(self) -> QuerySet[Prompt]:
@@ -242,7 +244,7 @@ class PromptFetchView(HotView):
         return fetched(resolved, request.headers.get("If-None-Match", ""))
 
 
-class VersionCreateView(APIView):
+class VersionCreateView(RenderBeforeCommit, APIView):
     permission_classes = [ReadOrWrite]
 
     @extend_schema(
@@ -275,7 +277,7 @@ class VersionCreateView(APIView):
         return Response(body, status=status.HTTP_201_CREATED, headers={"ETag": resolved.etag})
 
 
-class LabelView(APIView):
+class LabelView(RenderBeforeCommit, APIView):
     permission_classes = [ReadOrWrite]
 
     @extend_schema(
@@ -452,7 +454,7 @@ def _with_etag(data: Any, obj: Any, status_code: int = status.HTTP_200_OK) -> Re
     return Response(data, status=status_code, headers={"ETag": updated_at_etag(obj)})
 
 
-class InterfaceListView(generics.GenericAPIView):
+class InterfaceListView(RenderBeforeCommit, generics.GenericAPIView):
     permission_classes = [ReadOrWrite]
     queryset = Interface.objects.order_by("name")
 
@@ -478,7 +480,7 @@ class InterfaceListView(generics.GenericAPIView):
         return _with_etag(s.InterfaceOutputSerializer(obj).data, obj, status.HTTP_201_CREATED)
 
 
-class InterfaceDetailView(APIView):
+class InterfaceDetailView(RenderBeforeCommit, APIView):
     permission_classes = [ReadOrWrite]
 
     @extend_schema(
@@ -541,7 +543,7 @@ ADAPTERS = AdapterInstruction.objects.select_related("interface").order_by(
 )
 
 
-class AdapterInstructionListView(generics.GenericAPIView):
+class AdapterInstructionListView(RenderBeforeCommit, generics.GenericAPIView):
     permission_classes = [ReadOrWrite]
     queryset = ADAPTERS
 
@@ -575,7 +577,7 @@ class AdapterInstructionListView(generics.GenericAPIView):
         return _with_etag(data, obj, status.HTTP_201_CREATED)
 
 
-class AdapterInstructionDetailView(APIView):
+class AdapterInstructionDetailView(RenderBeforeCommit, APIView):
     permission_classes = [ReadOrWrite]
 
     @extend_schema(

@@ -454,6 +454,66 @@ def test_versions_are_immutable_and_a_labelled_version_cannot_be_deleted(judge: 
         prompt_version_delete(actor=None, version=version)
 
 
+def prompt_state() -> dict[str, Any]:
+    from promptadmin.prompts.models import (
+        AdapterInstruction,
+        Interface,
+        Label,
+        LabelEvent,
+        PromptVersion,
+    )
+
+    return {
+        "prompts": list(Prompt.objects.values_list("component", "agent", "task_type")),
+        "versions": list(PromptVersion.objects.values_list("prompt_id", "number")),
+        "labels": sorted(Label.objects.values_list("prompt_id", "name", "version_id")),
+        "events": LabelEvent.objects.count(),
+        "interfaces": list(Interface.objects.values_list("name", "supports_system_prompt")),
+        "adapters": list(AdapterInstruction.objects.values_list("task", "order")),
+    }
+
+
+WRITES = {
+    "prompt create": ("post", "/api/v1/prompts/", {"component": "new", "agent": "one"}),
+    "version create": ("post", f"{JUDGE}versions/", {"user_templates": {"default": "x"}}),
+    "label set": ("put", f"{JUDGE}labels/production", {"version": 2}),
+    "interface create": ("post", "/api/v1/interfaces/", {"name": "manual"}),
+    "adapter create": (
+        "post", "/api/v1/adapter-instructions/", {"interface": "langchain", "task": "parsing"},
+    ),
+    "langfuse create": (
+        "post", "/api/public/v2/prompts", {"name": "verifier/judge", "prompt": "x"},
+    ),
+    "langfuse labels": (
+        "patch", f"{LANGFUSE_JUDGE}/versions/2", {"newLabels": ["production"]},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
+def test_a_write_whose_answer_cannot_be_rendered_is_not_committed(
+    write_key: str, judge: Prompt, monkeypatch: pytest.MonkeyPatch, write: tuple[str, str, Any]
+) -> None:
+    from promptadmin.api.renderers import JSONRenderer
+
+    interface_create(actor=None, name="langchain")
+    before = prompt_state()
+    render = JSONRenderer.render
+
+    def unrenderable(self: Any, data: Any, *args: Any, **kwargs: Any) -> bytes:
+        if data is None:
+            return render(self, data, *args, **kwargs)
+        raise TypeError("cannot render this answer")
+
+    monkeypatch.setattr(JSONRenderer, "render", unrenderable)
+    method, url, body = write
+    client = basic_client(write_key) if url.startswith("/api/public/") else key_client(write_key)
+    response = getattr(client, method)(url, body, format="json")
+    assert response.status_code == 500
+    # The client saw an error: a retry must not find the change made (or make it twice).
+    assert prompt_state() == before
+
+
 # -- render ----------------------------------------------------------------------------------
 
 
