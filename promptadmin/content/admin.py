@@ -292,8 +292,30 @@ class EntryRulesetInline(admin.TabularInline):
     autocomplete_fields = ("ruleset",)
 
 
+def _ordered_rows(formset: Any, field: str) -> list[dict[str, Any]]:
+    """The rows of an ordered inline that are kept, sorted by the position typed."""
+    rows = [
+        f.cleaned_data
+        for f in formset.forms
+        if f.cleaned_data and not f.cleaned_data.get("DELETE") and f.cleaned_data.get(field)
+    ]
+    return sorted(rows, key=lambda row: row.get("position") or 0)
+
+
+class CastFormSet(forms.BaseInlineFormSet):
+    def clean(self) -> None:
+        super().clean()
+        # Said here, on the page, rather than by the service once the form is accepted.
+        kept = len(_ordered_rows(self, "npc"))
+        if kept > catalog.MAX_CAST:
+            raise ValidationError(
+                f"A cast lists at most {catalog.MAX_CAST} NPCs; got {kept}.", code="too_many"
+            )
+
+
 class EntryCastInline(admin.TabularInline):
     model = EntryNpc
+    formset = CastFormSet
     extra = 0
     ordering = ("position",)
     fields = ("position", "npc", "tier")
@@ -317,44 +339,38 @@ class EntryAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistor
     inlines = (EntryRulesetInline, EntryCastInline)
 
     def save_model(self, request: HttpRequest, obj: Entry, form: ModelForm, change: bool) -> None:
-        fields = {name: form.cleaned_data[name] for name in catalog.CATALOG_FIELDS}
+        # Saved with its inlines in save_related: the details, the rulesets and the cast are
+        # one service call, so one save is one revision.
+        pass
+
+    def save_related(
+        self, request: HttpRequest, form: ModelForm, formsets: Any, change: bool
+    ) -> None:
+        data = form.cleaned_data
+        fields = {name: data[name] for name in catalog.CATALOG_FIELDS}
+        lists: dict[str, Any] = {}
+        for formset in formsets:
+            if formset.model is EntryRuleset:
+                lists["rulesets"] = [row["ruleset"] for row in _ordered_rows(formset, "ruleset")]
+            else:
+                lists["cast"] = [
+                    catalog.CastMember(npc=row["npc"], tier=row["tier"] or 0)
+                    for row in _ordered_rows(formset, "npc")
+                ]
+            # The admin's change message reads these; the service does the saving.
+            formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         if change:
-            original = Entry.objects.get(pk=obj.pk)
             saved = catalog.entry_update(
                 actor=request.user,
-                entry=original,
-                expected_revision=form.cleaned_data["expected_revision"],
-                world=form.cleaned_data["world"],
+                entry=Entry.objects.get(pk=form.instance.pk),
+                expected_revision=data["expected_revision"],
+                world=data["world"],
+                **lists,
                 **fields,
             )
         else:
-            saved = catalog.entry_create(
-                actor=request.user, world=form.cleaned_data["world"], **fields
-            )
-        obj.pk = saved.pk
-
-    def save_formset(
-        self, request: HttpRequest, form: ModelForm, formset: Any, change: bool
-    ) -> None:
-        # The inlines are ordered lists: keep the rows that are not marked for deletion,
-        # sorted by the position the admin typed, and hand the list to the service.
-        # (The revision was checked by the entry's own save, in the same transaction.)
-        field = "ruleset" if formset.model is EntryRuleset else "npc"
-        rows = [
-            f.cleaned_data
-            for f in formset.forms
-            if f.cleaned_data and not f.cleaned_data.get("DELETE") and f.cleaned_data.get(field)
-        ]
-        rows.sort(key=lambda row: row.get("position") or 0)
-        if field == "ruleset":
-            catalog.entry_update(
-                actor=request.user, entry=form.instance, rulesets=[row["ruleset"] for row in rows]
-            )
-        else:
-            cast = [catalog.CastMember(npc=row["npc"], tier=row["tier"] or 0) for row in rows]
-            catalog.entry_update(actor=request.user, entry=form.instance, cast=cast)
-        # The admin's change message reads these; the service did the saving.
-        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+            saved = catalog.entry_create(actor=request.user, world=data["world"], **lists, **fields)
+        form.instance.pk = saved.pk
 
 
 @admin.register(Segment)

@@ -13,7 +13,14 @@ from promptadmin.content.admin import RevisionAdminForm
 from promptadmin.content.models import ApiKey, Entry, Segment, World
 from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.api_keys import api_key_create
-from tests.factories import EntryFactory, RulesetFactory, UserFactory, WorldFactory, make_segment
+from tests.factories import (
+    EntryFactory,
+    NPCFactory,
+    RulesetFactory,
+    UserFactory,
+    WorldFactory,
+    make_segment,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -420,3 +427,71 @@ def test_segment_metadata_typed_in_the_admin_is_stored_as_an_object_and_shown_ba
     assert segment.metadata == {"source": "wiki", "tags": ["sea", 2**63]}
     page = superuser_client.get(f"/admin/promptadmin/segment/{segment.pk}/change/")
     assert "&quot;source&quot;: &quot;wiki&quot;" in page.content.decode()
+
+
+def entry_form(entry_or_world: Any, *, rulesets: list[Any], cast: list[Any], **fields: Any) -> dict:
+    """The admin's entry form with new inline rows (positions as listed)."""
+    entry = entry_or_world if isinstance(entry_or_world, Entry) else None
+    data: dict[str, Any] = {
+        "slug": entry.slug if entry else "bell",
+        "name": "Bell",
+        "description": "",
+        "world": entry.world_id if entry else entry_or_world.pk,
+        "ruleset_links-TOTAL_FORMS": str(len(rulesets)),
+        "ruleset_links-INITIAL_FORMS": "0",
+        "cast_links-TOTAL_FORMS": str(len(cast)),
+        "cast_links-INITIAL_FORMS": "0",
+        **fields,
+    }
+    for index, ruleset in enumerate(rulesets):
+        data |= {f"ruleset_links-{index}-position": index + 1}
+        data |= {f"ruleset_links-{index}-ruleset": ruleset.pk}
+    for index, npc in enumerate(cast):
+        data |= {f"cast_links-{index}-position": index + 1, f"cast_links-{index}-npc": npc.pk}
+        data |= {f"cast_links-{index}-tier": 1}
+    return data
+
+
+def test_an_admin_entry_save_of_details_rulesets_and_cast_makes_one_revision(
+    superuser_client: Client,
+) -> None:
+    entry = EntryFactory(name="Bell")
+    ruleset, npc = RulesetFactory(), NPCFactory()
+    data = entry_form(entry, rulesets=[ruleset], cast=[npc], name="The Bell", expected_revision=1)
+
+    response = superuser_client.post(f"/admin/promptadmin/entry/{entry.pk}/change/", data)
+
+    assert response.status_code == 302
+    entry.refresh_from_db()
+    assert (entry.name, entry.ordered_rulesets(), entry.revision) == ("The Bell", [ruleset], 2)
+    assert [link.npc for link in entry.ordered_cast()] == [npc]
+    assert entry.history.count() == 2
+
+
+def test_an_entry_added_in_the_admin_with_rulesets_and_cast_is_revision_1(
+    superuser_client: Client,
+) -> None:
+    world, ruleset, npc = WorldFactory(), RulesetFactory(), NPCFactory()
+    data = entry_form(world, rulesets=[ruleset], cast=[npc])
+
+    response = superuser_client.post("/admin/promptadmin/entry/add/", data)
+
+    assert response.status_code == 302
+    entry = Entry.objects.get(slug="bell")
+    assert (entry.revision, entry.history.count()) == (1, 1)
+    assert entry.ordered_rulesets() == [ruleset]
+
+
+def test_a_cast_over_the_limit_in_the_admin_is_refused_on_the_page(
+    superuser_client: Client,
+) -> None:
+    entry = EntryFactory()
+    npcs = [NPCFactory() for _ in range(catalog.MAX_CAST + 1)]
+    data = entry_form(entry, rulesets=[], cast=npcs, expected_revision=1)
+
+    response = superuser_client.post(f"/admin/promptadmin/entry/{entry.pk}/change/", data)
+
+    assert response.status_code == 200
+    assert f"A cast lists at most {catalog.MAX_CAST} NPCs" in response.content.decode()
+    entry.refresh_from_db()
+    assert (entry.revision, entry.ordered_cast()) == (1, [])
