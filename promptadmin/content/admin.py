@@ -18,6 +18,7 @@ from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 from simple_history.admin import SimpleHistoryAdmin
 
+from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import (
     NPC,
     SEGMENT_SCOPES,
@@ -253,7 +254,7 @@ class SegmentAdminForm(RevisionAdminForm):
 
     class Meta:
         model = Segment
-        fields = ("scope", *Segment.REF_FIELDS, *EDITABLE_FIELDS)
+        fields = ("scope", *KINDS, *EDITABLE_FIELDS)
 
 
 class CatalogAdminForm(RevisionAdminForm):
@@ -377,16 +378,14 @@ class EntryAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistor
 class SegmentAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistoryAdmin):
     form = SegmentAdminForm
     list_display = ("id", "scope", "ref_label", "label", "version", "active", "tier", "token_count")
-    list_filter = ("scope", "active", "world", "ruleset", "entry", "npc")
-    search_fields = ("title", "content", "world__slug", "ruleset__slug", "entry__slug", "npc__slug")
-    list_select_related = ("world", "ruleset", "entry", "npc")
+    # A segment's object: one foreign key per kind of object (see content/kinds.py).
+    list_filter = ("scope", "active", *KINDS)
+    search_fields = ("title", "content", *(f"{key}__slug" for key in KINDS))
+    list_select_related = tuple(KINDS)
     readonly_fields = ("token_count", "token_encoding", "revision", "created_at", "updated_at")
     fields = (
         "scope",
-        "ruleset",
-        "world",
-        "entry",
-        "npc",
+        *KINDS,
         "title",
         "content",
         "metadata",
