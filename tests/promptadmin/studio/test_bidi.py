@@ -4,13 +4,14 @@ reorder the text around it."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
 from promptadmin.content.models import NPC, Entry, Ruleset, Segment, World
-from promptadmin.content.services import segments
+from promptadmin.content.services import deprecated, segments
 from promptadmin.releases.services import release_create
 from tests.factories import UserFactory
 
@@ -62,21 +63,47 @@ def test_every_typed_name_on_every_page_is_isolated(author: Client) -> None:
         reverse("studio:release_publish"),
     ]
     for url in pages:
-        html = author.get(url).content.decode()
-        # What sits in a box being edited stays as typed.
-        html = re.sub(r"<textarea[^>]*>[\s\S]*?</textarea>", "<textarea></textarea>", html)
-        html = re.sub(r'\svalue="[^"]*"', "", html)
-        # A <pre> block (diffs, prompts) is a bidi paragraph of its own: nothing outside it
-        # can be reordered by what it holds.
-        html = re.sub(r"<pre[^>]*>[\s\S]*?</pre>", "<pre></pre>", html)
-        found = 0
-        for match in re.finditer(r"[\w ]*\u202e[\w.]*", html):
-            found += 1
-            start = match.start()
-            # An isolate opens shortly before the name and is still open where it starts.
-            opened = max(html.rfind(mark, 0, start) for mark in ISOLATED_BEFORE)
-            between = html[opened:start]
-            context = f"{url}: {html[start - 60 : match.end()]!r}"
-            assert opened >= 0 and len(between) < 20, context
-            assert "</bdi>" not in between and "\u2069" not in between, context
-        assert found, url
+        assert_names_isolated(url, author.get(url).content.decode())
+
+
+def test_the_deprecated_review_isolates_titles_suggested_names_and_reasons(
+    client_as: Callable[[str], Client],
+) -> None:
+    names = plant_hostile_names()
+    admin = client_as("admin")
+    pending, dismissed = (
+        segments.segment_import_legacy(
+            actor=None, scope="player", content="Old text.", metadata={"original_ref": ref}
+        )
+        for ref in ("iron-coast", "drowned-bell")
+    )
+    Segment.objects.filter(pk__in=[pending.pk, dismissed.pk]).update(title=f"old {RLO}fdp.exe")
+    deprecated.deprecated_dismiss(
+        actor=UserFactory(is_superuser=True), segment=dismissed, reason=f"dup {RLO}txt.exe"
+    )
+    url = reverse("studio:deprecated_review")
+    html = admin.get(url).content.decode()
+    assert names["world"] in html  # the suggestion for the pending row
+    assert html.count(f"old {RLO}fdp.exe") == 2 and f"dup {RLO}txt.exe" in html
+    assert_names_isolated(url, html)
+
+
+def assert_names_isolated(url: str, html: str) -> None:
+    """Every name holding U+202E in the page ``url`` answered is inside an isolate."""
+    # What sits in a box being edited stays as typed.
+    html = re.sub(r"<textarea[^>]*>[\s\S]*?</textarea>", "<textarea></textarea>", html)
+    html = re.sub(r'\svalue="[^"]*"', "", html)
+    # A <pre> block (diffs, prompts) is a bidi paragraph of its own: nothing outside it
+    # can be reordered by what it holds.
+    html = re.sub(r"<pre[^>]*>[\s\S]*?</pre>", "<pre></pre>", html)
+    found = 0
+    for match in re.finditer(r"[\w ]*\u202e[\w.]*", html):
+        found += 1
+        start = match.start()
+        # An isolate opens shortly before the name and is still open where it starts.
+        opened = max(html.rfind(mark, 0, start) for mark in ISOLATED_BEFORE)
+        between = html[opened:start]
+        context = f"{url}: {html[start - 60 : match.end()]!r}"
+        assert opened >= 0 and len(between) < 20, context
+        assert "</bdi>" not in between and "\u2069" not in between, context
+    assert found, url
