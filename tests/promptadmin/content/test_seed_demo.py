@@ -41,3 +41,12 @@ def test_seed_demo_twice_changes_nothing() -> None:
     first = counts()
     call_command("seed_demo")
     assert counts() == first
+
+
+def test_the_demo_keeps_its_internal_keys_out_of_the_metadata_authors_see() -> None:
+    # What was seen (7): a demo_key (and the title) sat in the metadata shown to authors.
+    call_command("seed_demo")
+    seeded = list(Segment.objects.all())
+    assert [(s.import_key, s.metadata) for s in seeded if s.metadata] == []
+    assert all(s.import_key for s in seeded)  # the demo's key has a column of its own
+    assert all(s.title for s in seeded if s.active)  # so has the title
