@@ -33,6 +33,12 @@ A_TURN = OpenApiExample(
         },
     },
 )
+FROM_A_RELEASE = OpenApiExample(
+    "The same turn, from the release under the production label",
+    request_only=True,
+    # A label, a release's name or "working"; meta.release says which release served it.
+    value={**A_TURN.value, "release": "production"},
+)
 OVER_BUDGET = OpenApiResponse(
     ClientErrorResponseSerializer,
     description="`strict` is set and the protected layers (core, ruleset) alone exceed the "
@@ -48,7 +54,7 @@ class AssembleView(HotView):
         tags=["assembly"],
         request=s.AssembleInputSerializer,
         responses={200: s.AssembleOutputSerializer, 422: OVER_BUDGET},
-        examples=[A_TURN],
+        examples=[A_TURN, FROM_A_RELEASE],
         summary="Assemble the prompt for a turn",
     )
     def post(self, request: Request) -> Response:
@@ -77,7 +83,7 @@ class PreviewView(APIView):
         tags=["assembly"],
         request=s.PreviewInputSerializer,
         responses={200: s.PreviewOutputSerializer, 422: OVER_BUDGET},
-        examples=[A_TURN],
+        examples=[A_TURN, FROM_A_RELEASE],
         summary="Assemble as /assemble would, and list every segment with its fate",
     )
     def post(self, request: Request) -> Response:

@@ -65,6 +65,136 @@ LABEL_PRECONDITION = {
 }
 
 
+# Schema examples: one made-up history, told the same way by every operation. Production
+# pointed at r-2026-11-21; Marta's new lines were published as r-2026-11-22.
+OLD_HASH = "cb4232044129f6c6294e2ce7808c23ea3db611feff411adbc838461ad7e29287"
+NEW_HASH = "84c78609fec13901b983fbd9e854d26950259956217d52c72d92b793f680ee12"
+RELEASE = {
+    "name": "r-2026-11-22",
+    "notes": "Marta's new lines",
+    "labels": ["production"],
+    "created": "2026-11-22T14:03:11.204000Z",
+    "created_by": "marta",
+    "content_hash": NEW_HASH,
+    "segments": 412,
+}
+OLDER_RELEASE = {
+    **RELEASE,
+    "name": "r-2026-11-21",
+    "notes": "Launch content",
+    "labels": ["staging"],
+    "created": "2026-11-21T09:30:02.118000Z",
+    "content_hash": OLD_HASH,
+    "segments": 409,
+}
+LABEL = {
+    "label": "production",
+    "release": "r-2026-11-22",
+    "moved_at": "2026-11-22T14:03:11.390000Z",
+}
+MOVE = {
+    "label": "production",
+    "from_release": "r-2026-11-21",
+    "to_release": "r-2026-11-22",
+    "at": "2026-11-22T14:03:11.390000Z",
+    "by": "marta",
+    "note": "Marta's new lines",
+    "confirmed_failures": [],
+}
+CONFIRMED_MOVE = {
+    **MOVE,
+    "from_release": "r-2026-11-22",
+    "to_release": "r-2026-11-21",
+    "at": "2026-11-22T16:40:27.051000Z",
+    "by": "API key 'ops' (U1xRcyFC, scope admin)",
+    "note": "Marta's lines broke the intro",
+    "confirmed_failures": [
+        {
+            "scenario": "bell scene, Marta at tier 2",
+            "expectation": "contains 'bell'",
+            "reason": "'bell' is not in the prompt",
+        }
+    ],
+}
+REMOVAL = {
+    **MOVE,
+    "label": "staging",
+    "from_release": "r-2026-11-21",
+    "to_release": None,
+    "at": "2026-11-23T08:12:45.600000Z",
+    "note": "Staging is retired",
+}
+CUT = (
+    "Entry segment #15 'Premise' (34 tokens) left out: the prompt was still 41 tokens over "
+    "the 600-token budget after entry segment #16 'Hidden truth' was left out"
+)
+COMPARE = {
+    "before": {"name": "r-2026-11-21", "label": "production", "content_hash": OLD_HASH},
+    "after": {"name": "working", "label": None, "content_hash": NEW_HASH},
+    "segments": {
+        "added": [
+            {"id": 58, "scope": "npc", "owner": "marta-vell", "title": "Her debt", "tokens": 41}
+        ],
+        "changed": [
+            {
+                "id": 10,
+                "scope": "world",
+                "owner": "iron-coast",
+                "title": "Tone",
+                "tokens": 96,
+                "fields": ["content"],
+                "changes": [],
+                "tokens_before": 33,
+                "diff": "--- before\n+++ after\n@@ -1 +1,2 @@\n The Iron Coast is grey, wet and "
+                "stubborn.\n+The tide never quite goes out, and nobody trusts the bells.",
+            }
+        ],
+        "removed": [],
+    },
+    "objects": {
+        "added": [],
+        "changed": [
+            {
+                "kind": "npcs",
+                "slug": "marta-vell",
+                "name": "Marta Vell-Orr",
+                "fields": ["name"],
+                "changes": [{"field": "name", "before": "Marta Vell", "after": "Marta Vell-Orr"}],
+                "diff": "",
+            }
+        ],
+        "removed": [],
+    },
+    "scenarios": [
+        {
+            "scenario": "bell scene, Marta at tier 2",
+            "saved": True,
+            "entry": "drowned-bell",
+            "first_turn": True,
+            "tokens_before": 508,
+            "tokens_after": 597,
+            "cuts_added": [CUT],
+            "cuts_removed": [],
+            "expectations_failing": [
+                {"expectation": "fits without cuts", "reason": f"1 cut: {CUT}"}
+            ],
+            "expectations_fixed": [],
+            "expectations_still_failing": [],
+            "error_before": None,
+            "error_after": None,
+            "changed": True,
+            "preview_query": "entry=drowned-bell&token_budget=600&npc_budget=600&first_turn=on"
+            "&npc=marta-vell&tier=2&input=I+ring+the+bell.",
+        }
+    ],
+}
+
+
+def answer(name: str, value: Any, status_code: int = 200) -> OpenApiExample:
+    """A response example (of a list: one item, the schema lists it)."""
+    return OpenApiExample(name, value=value, response_only=True, status_codes=[str(status_code)])
+
+
 def label_etag(label: str, release: str | None) -> str:
     """A label's state: the release it points at ("none" while it does not exist)."""
     return f'"label-{label}-{release or "none"}"'
@@ -140,6 +270,7 @@ class ReleaseListView(APIView):
         operation_id="releases_list",
         tags=["releases"],
         responses={200: s.ReleaseSerializer(many=True)},
+        examples=[answer("Newest first", RELEASE)],
         summary="Releases, newest first, with their labels",
     )
     def get(self, request: Request) -> Response:
@@ -159,7 +290,8 @@ class ReleaseListView(APIView):
                     "notes": "Marta's new lines",
                     "labels": ["production"],
                 },
-            )
+            ),
+            answer("Published", RELEASE, 201),
         ],
         summary="Snapshot the working copy as a release; with labels, publish it",
     )
@@ -187,6 +319,7 @@ class ReleaseDetailView(APIView):
         operation_id="releases_retrieve",
         tags=["releases"],
         responses={200: s.ReleaseSerializer, **NOT_FOUND},
+        examples=[answer("A release", RELEASE)],
         summary="A release, by name or by one of its labels",
     )
     def get(self, request: Request, name: str) -> Response:
@@ -200,6 +333,7 @@ class CompareView(APIView):
         operation_id="releases_compare",
         tags=["releases"],
         responses={200: s.CompareSerializer, **NOT_FOUND},
+        examples=[answer("A grown segment cuts the bell scene", COMPARE)],
         summary="The impact of going from release a to release b",
         description="Either side may be a release name, a label or `working`. Lists the "
         "objects and segments added, changed (with text diffs) and removed, and for every "
@@ -221,6 +355,7 @@ class LabelListView(APIView):
         operation_id="release_labels_list",
         tags=["releases"],
         responses={200: s.ReleaseLabelSerializer(many=True)},
+        examples=[answer("Every label", LABEL)],
         summary="Every label and its release",
     )
     def get(self, request: Request) -> Response:
@@ -238,6 +373,7 @@ class LabelView(APIView):
         tags=["releases"],
         responses={200: s.ReleaseLabelSerializer, **NOT_FOUND},
         parameters=[ETAG],
+        examples=[answer("A label", LABEL)],
         summary="A label and its release",
     )
     def get(self, request: Request, label: str) -> Response:
@@ -263,7 +399,8 @@ class LabelView(APIView):
                 "Roll production back",
                 request_only=True,
                 value={"release": "r-2026-11-21", "note": "Marta's lines broke the intro"},
-            )
+            ),
+            answer("Rolled back, a failing expectation confirmed", CONFIRMED_MOVE),
         ],
         summary="Point a label at a release (set, move, roll back)",
         description="Answers the move recorded, or the label's latest move when it already "
@@ -299,6 +436,7 @@ class LabelView(APIView):
         request=s.LabelRemoveSerializer,
         responses={200: s.LabelMoveSerializer, **LABEL_PRECONDITION, **NOT_FOUND, 409: None},
         parameters=[LABEL_IF_MATCH],
+        examples=[answer("Removed", REMOVAL)],
         summary="Remove a label (recorded)",
         description="If-Match is optional: send the label's ETag from GET to remove it only "
         "if it still points where you last saw it.",
@@ -320,6 +458,7 @@ class LabelHistoryView(APIView):
         operation_id="release_labels_history",
         tags=["releases"],
         responses={200: s.LabelMoveSerializer(many=True)},
+        examples=[answer("Newest move first", MOVE)],
         summary="Every move of a label, newest first: who, when, from, to, note",
     )
     def get(self, request: Request, label: str) -> Response:
@@ -329,20 +468,19 @@ class LabelHistoryView(APIView):
         return Response([s.LabelMoveSerializer.of(move) for move in moves])
 
 
-SCENARIO_EXAMPLE = OpenApiExample(
-    "The bell scene fits",
-    request_only=True,
-    value={
-        "name": "bell scene, Marta at tier 2",
-        "entry": "drowned-bell",
-        "first_turn": True,
-        "npcs": [{"npc": "marta-vell", "tier": 2}],
-        "state": {"input": "I ring the bell."},
-        "token_budget": 2000,
-        "npc_budget": 600,
-        "expectations": [{"kind": "fits"}, {"kind": "contains", "text": "bell"}],
-    },
-)
+SCENARIO_INPUT = {
+    "name": "bell scene, Marta at tier 2",
+    "entry": "drowned-bell",
+    "first_turn": True,
+    "npcs": [{"npc": "marta-vell", "tier": 2}],
+    "state": {"input": "I ring the bell."},
+    "token_budget": 2000,
+    "npc_budget": 600,
+    "expectations": [{"kind": "fits"}, {"kind": "contains", "text": "bell"}],
+}
+SCENARIO_EXAMPLE = OpenApiExample("The bell scene fits", request_only=True, value=SCENARIO_INPUT)
+SCENARIO_PATCH = OpenApiExample("A larger budget", request_only=True, value={"token_budget": 1500})
+SCENARIO = {"id": 3, **SCENARIO_INPUT, "revision": 1}
 
 
 class ScenarioListView(APIView):
@@ -352,6 +490,7 @@ class ScenarioListView(APIView):
         operation_id="scenarios_list",
         tags=["releases"],
         responses={200: s.ScenarioSerializer(many=True)},
+        examples=[answer("The saved scenarios", SCENARIO)],
         summary="Saved scenarios, by name",
     )
     def get(self, request: Request) -> Response:
@@ -362,7 +501,7 @@ class ScenarioListView(APIView):
         tags=["releases"],
         request=s.ScenarioInputSerializer,
         responses={201: s.ScenarioSerializer},
-        examples=[SCENARIO_EXAMPLE],
+        examples=[SCENARIO_EXAMPLE, answer("Saved", SCENARIO, 201)],
         summary="Save a preview configuration as a scenario, with expectations",
     )
     def post(self, request: Request) -> Response:
@@ -401,6 +540,7 @@ class ScenarioDetailView(APIView):
         tags=["releases"],
         responses={200: s.ScenarioSerializer, **NOT_FOUND},
         parameters=[ETAG],
+        examples=[answer("A scenario", SCENARIO)],
         summary="A scenario",
     )
     def get(self, request: Request, pk: int) -> Response:
@@ -415,7 +555,7 @@ class ScenarioDetailView(APIView):
         request=s.ScenarioInputSerializer,
         responses={200: s.ScenarioSerializer, **NOT_FOUND, **PRECONDITION_ERRORS},
         parameters=[IF_MATCH],
-        examples=[SCENARIO_EXAMPLE],
+        examples=[SCENARIO_EXAMPLE, answer("Replaced", {**SCENARIO, "revision": 2})],
         summary="Replace a scenario's fields",
     )
     def put(self, request: Request, pk: int) -> Response:
@@ -440,6 +580,10 @@ class ScenarioDetailView(APIView):
         request=s.ScenarioInputSerializer,
         responses={200: s.ScenarioSerializer, **NOT_FOUND, **PRECONDITION_ERRORS},
         parameters=[IF_MATCH],
+        examples=[
+            SCENARIO_PATCH,
+            answer("Changed", {**SCENARIO, "token_budget": 1500, "revision": 2}),
+        ],
         summary="Change some of a scenario's fields",
     )
     def patch(self, request: Request, pk: int) -> Response:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, get_args
 
+import jsonschema
 import pytest
 from django.contrib.staticfiles import finders
 from django.core.management import call_command
@@ -110,3 +111,52 @@ def test_the_schemas_enums_are_the_assemblers(schema: dict[str, Any]) -> None:
     components = schema["components"]["schemas"]
     assert components["TruncationStepActionEnum"]["enum"] == list(get_args(StepAction))
     assert "restored" in components["TruncationStepActionEnum"]["enum"]
+
+
+def test_every_release_and_scenario_operation_has_examples_that_conform(
+    schema: dict[str, Any],
+) -> None:
+    # Each body an operation takes and each success it answers with content is shown by an
+    # example, and the examples are what the schema says (else they mislead).
+    components = schema["components"]["schemas"]
+    found = 0
+    for method, path, op in operations(schema):
+        if "releases" not in op.get("tags", []):
+            continue
+        bodies = [("request", op["requestBody"]["content"])] if "requestBody" in op else []
+        bodies += [
+            (f"response {code}", response["content"])
+            for code, response in op["responses"].items()
+            if code.startswith("2") and "content" in response
+        ]
+        if not bodies:  # nothing to show: it takes no body and answers none
+            assert "204" in op["responses"], (method, path)
+        for where, content in bodies:
+            media = content["application/json"]
+            assert media.get("examples"), (method, path, where)
+            for name, example in media["examples"].items():
+                found += 1
+                problems = schema_problems(example["value"], media["schema"], components)
+                assert not problems, (method, path, where, name, problems)
+    assert found, "no operation tagged releases"
+
+
+def schema_problems(value: Any, schema: dict[str, Any], components: dict[str, Any]) -> list[str]:
+    """How ``value`` breaks an OpenAPI 3.0 ``schema`` (refs into ``components``)."""
+
+    def as_json_schema(node: Any) -> Any:
+        if isinstance(node, list):
+            return [as_json_schema(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return as_json_schema(components[node["$ref"].rsplit("/", 1)[1]])
+        converted = {key: as_json_schema(item) for key, item in node.items()}
+        if converted.pop("nullable", False):
+            return {"anyOf": [converted, {"type": "null"}]}
+        return converted
+
+    validator = jsonschema.Draft7Validator(
+        as_json_schema(schema), format_checker=jsonschema.FormatChecker()
+    )
+    return [f"{list(error.path)}: {error.message}" for error in validator.iter_errors(value)]
