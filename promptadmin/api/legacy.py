@@ -1,7 +1,8 @@
 """Legacy imports and the review of deprecated segments (admins and ``admin`` keys only).
 
 Every write calls one service in ``promptadmin.content.services`` (legacy_import,
-deprecated), as the studio and the management commands do.
+deprecated), as the studio and the management commands do, and commits only once its
+answer is rendered (``RenderBeforeCommit``): a client that sees an error can retry.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from promptadmin.api.errors import ClientErrorResponseSerializer, ValidationErro
 from promptadmin.api.pagination import PageNumberPagination
 from promptadmin.api.permissions import CanMigrate
 from promptadmin.api.preconditions import etag
+from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import legacy as s
 from promptadmin.api.serializers.content import SegmentOutputSerializer
 from promptadmin.content.legacy import format_from_name
@@ -35,7 +37,7 @@ ERRORS = {
 }
 
 
-class ImportView(APIView):
+class ImportView(RenderBeforeCommit):
     """Import an export of a legacy ``prompt_segments`` table (all or nothing)."""
 
     permission_classes = [CanMigrate]
@@ -73,6 +75,7 @@ class ImportView(APIView):
             actor=actor_of(request),
             data=upload.read(),
             fmt=fmt,
+            refs=body.validated_data.get("refs"),
             dry_run=body.validated_data["dry_run"],
             skip_invalid=body.validated_data["skip_invalid"],
         )
@@ -117,7 +120,7 @@ class DeprecatedListView(APIView):
         return paginator.get_paginated_response(data)
 
 
-class CopyView(APIView):
+class CopyView(RenderBeforeCommit):
     permission_classes = [CanMigrate]
 
     @extend_schema(
@@ -137,7 +140,7 @@ class CopyView(APIView):
         return with_etag(out, etag(copy), status.HTTP_201_CREATED)
 
 
-class DismissView(APIView):
+class DismissView(RenderBeforeCommit):
     permission_classes = [CanMigrate]
 
     @extend_schema(
@@ -157,7 +160,7 @@ class DismissView(APIView):
         )
 
 
-class UndoView(APIView):
+class UndoView(RenderBeforeCommit):
     permission_classes = [CanMigrate]
 
     @extend_schema(
@@ -171,7 +174,7 @@ class UndoView(APIView):
         return _render(deprecated.deprecated_undo(actor=actor_of(request), segment=source))
 
 
-class BulkView(APIView):
+class BulkView(RenderBeforeCommit):
     permission_classes = [CanMigrate]
     parser_classes = [JSONParser]
 

@@ -9,13 +9,20 @@ from rest_framework import serializers
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, slug_field
 from promptadmin.api.serializers.content import ScopeField
-from promptadmin.content.legacy import FORMATS
+from promptadmin.content.legacy import FORMATS, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES
 from promptadmin.content.services.deprecated import MAX_REASON, Action, Status, status_of
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 # Ids in one bulk request (the studio's bulk form acts on a whole filtered selection).
 MAX_BULK_IDS = 1000
+
+
+def _check_size(upload: Any) -> None:
+    if upload.size > MAX_UPLOAD_BYTES:
+        raise serializers.ValidationError(
+            f"The file is {upload.size} bytes; at most {MAX_UPLOAD_BYTES} bytes."
+        )
 
 
 class ImportInputSerializer(serializers.Serializer):
@@ -25,17 +32,31 @@ class ImportInputSerializer(serializers.Serializer):
     )
     dry_run = serializers.BooleanField(default=False)
     skip_invalid = serializers.BooleanField(default=False)
+    refs = serializers.FileField(
+        required=False,
+        help_text='A JSON object from the legacy ids in ref_id to slugs or "kind:slug", e.g. '
+        '{"12": "iron-coast", "40": "entry:drowned-bell"} (as import_segments --refs takes).',
+    )
 
     def validate_file(self, value: Any) -> Any:
-        if value.size > MAX_UPLOAD_BYTES:
-            raise serializers.ValidationError(
-                f"The file is {value.size} bytes; at most {MAX_UPLOAD_BYTES} bytes."
-            )
+        _check_size(value)
         return value
+
+    def validate_refs(self, value: Any) -> dict[str, str]:
+        _check_size(value)
+        try:
+            return parse_refs(value.read())
+        except ExportError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
 
 class ImportProblemSerializer(serializers.Serializer):
     line = f.Integer(allow_null=True, help_text="Line of the file the row starts on.")
+    row = f.Integer(
+        allow_null=True,
+        help_text="The row's position in the export, the first is 1 (a JSON export on one "
+        "line has every row on line 1).",
+    )
     id = f.Text(allow_null=True, help_text="The row's legacy id, when it could be read.")
     reason = f.Text()
 

@@ -476,7 +476,9 @@ def _copy_batch(
             # The objects were just read: checking that each still exists is a query a row.
             segments.validate_segment(copy, exclude=[*REF_FIELDS, "created_by", "updated_by"])
         except ValidationError as exc:
-            skipped.append(Skipped(row.pk, f"cannot be copied: {' '.join(exc.messages)}"))
+            # ``Skipped.reason`` ends the sentence: the messages' own last period goes.
+            why = " ".join(exc.messages).rstrip(".")
+            skipped.append(Skipped(row.pk, f"cannot be copied: {why}"))
             continue
         segments.count_tokens(copy)
         record_actor(copy, actor)

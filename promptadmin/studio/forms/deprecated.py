@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from promptadmin.content.kinds import KINDS, scope_kind
-from promptadmin.content.legacy import FORMATS
+from promptadmin.content.legacy import FORMATS, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
 from promptadmin.content.services.deprecated import MAX_REASON, Action, Status
 from promptadmin.studio.forms.common import object_choices, resolve_object
@@ -33,12 +33,30 @@ class ImportForm(forms.Form):
         required=False,
         label="Skip invalid rows (import the valid ones and report the rest)",
     )
+    refs = forms.FileField(
+        label="References file (optional)",
+        required=False,
+        help_text="When ref_id holds legacy ids: a JSON object from each to a slug or "
+        '"kind:slug", e.g. {"12": "iron-coast", "40": "entry:drowned-bell"}.',
+    )
 
     def clean_file(self) -> Any:
-        upload = self.cleaned_data["file"]
-        if upload.size > MAX_UPLOAD_BYTES:
-            raise ValidationError(f"The file is larger than {MAX_UPLOAD_BYTES // 2**20} MB.")
-        return upload
+        return _checked_size(self.cleaned_data["file"])
+
+    def clean_refs(self) -> dict[str, str] | None:
+        upload = self.cleaned_data["refs"]
+        if not upload:
+            return None
+        try:
+            return parse_refs(_checked_size(upload).read())
+        except ExportError as exc:
+            raise ValidationError(str(exc)) from None
+
+
+def _checked_size(upload: Any) -> Any:
+    if upload.size > MAX_UPLOAD_BYTES:
+        raise ValidationError(f"The file is larger than {MAX_UPLOAD_BYTES // 2**20} MB.")
+    return upload
 
 
 class DeprecatedFilterForm(forms.Form):

@@ -63,11 +63,13 @@ def legacy_import_page(request: HttpRequest) -> HttpResponse:
                         actor=request.user,
                         data=upload.read(),
                         fmt=fmt,
+                        refs=form.cleaned_data["refs"],
                         dry_run=form.cleaned_data["dry_run"],
                         skip_invalid=form.cleaned_data["skip_invalid"],
                     )
                 except ValidationError as exc:
-                    form.add_error("file", exc.messages)
+                    for name, errors in exc.message_dict.items():
+                        form.add_error(name, errors)
         if not form.is_valid() or (report is not None and report.refused):
             status = 400
     context: dict[str, Any] = {"section": "deprecated", "form": form, "report": report}

@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from promptadmin.content.models import Segment
-from promptadmin.content.services import segments
+from promptadmin.content.services import deprecated, legacy_import, segments
 from promptadmin.content.services.api_keys import api_key_create
 from tests import legacy_exports as ex
 from tests.factories import EntryFactory, NPCFactory, RulesetFactory, WorldFactory
@@ -72,7 +72,7 @@ def test_an_invalid_row_is_a_400_with_the_whole_report(migrator: APIClient) -> N
     assert response.status_code == 400
     body = response.json()
     assert body["refused"] is True and len(body["errors"]) == len(ex.DIRTY)
-    assert set(body["errors"][0]) == {"line", "id", "reason"}
+    assert set(body["errors"][0]) == {"line", "row", "id", "reason"}
     assert not Segment.objects.exists()
     skipped = upload(migrator, ex.as_json(rows), "export.json", skip_invalid="true")
     assert skipped.status_code == 201 and Segment.objects.count() == len(ex.VALID)
@@ -85,6 +85,149 @@ def test_an_unreadable_file_or_format_is_named(migrator: APIClient) -> None:
     assert "json or csv" in errors(response)["format"]
     response = migrator.post("/api/v1/imports/", {}, format="multipart")
     assert "file" in errors(response)
+
+
+HOSTILE_ROWS = [
+    {"id": "a\x00b", "scope": "core", "content": "A NUL in the id."},
+    {"id": "a\ud800", "scope": "core", "content": "A lone surrogate in the id."},
+    {"id": 3, "scope": "core", "content": "A key.", "metadata": {"k\ud800": 1}},
+    {"id": 4, "scope": "rng", "content": "Far.", "created_at": "9999-12-31T23:59:59-05:00"},
+    {"id": 5, "scope": "core", "content": "Fine."},
+]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_ids_keys_and_dates_that_cannot_be_stored_are_reported_not_a_500(
+    migrator: APIClient, fmt: str
+) -> None:
+    # A UTF-8 CSV file cannot hold a lone surrogate; JSON can, as a \\u escape.
+    rows = HOSTILE_ROWS if fmt == "json" else [HOSTILE_ROWS[i] for i in (0, 3, 4)]
+    data = ex.as_json(rows) if fmt == "json" else ex.as_csv(rows)
+    response = upload(migrator, data, f"hostile.{fmt}", skip_invalid="true")
+    assert response.status_code == 201, response.content
+    reasons = {e["id"]: e["reason"] for e in response.json()["errors"]}
+    assert reasons["a\\x00b"].startswith("Id contains a NUL byte")
+    assert reasons["4"].startswith("Created_at '9999-12-31T23:59:59-05:00' is outside")
+    if fmt == "json":
+        assert reasons["a\\ud800"].startswith("Id contains a lone surrogate")
+        assert reasons["3"].startswith("Metadata cannot be stored at k\\ud800")
+    assert [s.legacy_id for s in Segment.objects.all()] == ["5"]
+    assert migrator.get("/api/v1/deprecated-segments/").status_code == 200
+
+
+def test_an_integer_too_long_to_read_is_reported_for_its_row(migrator: APIClient) -> None:
+    huge = "9" * 5000
+    data = f'[{{"id": 1, "scope": "core", "content": "x", "metadata": {{"n": {huge}}}}}]'
+    response = upload(migrator, data.encode(), "export.json")
+    assert response.status_code == 400
+    [error] = response.json()["errors"]
+    assert (error["line"], error["row"], error["id"]) == (1, 1, "1")
+    assert "integer of 5000 digits" in error["reason"]
+
+
+@pytest.mark.usefixtures("game")
+def test_an_import_maps_legacy_references_with_a_refs_file(migrator: APIClient) -> None:
+    rows = [
+        {"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."},
+        {"id": 2, "scope": "player", "ref_id": "12", "content": "Player of the bell."},
+    ]
+    refs = SimpleUploadedFile("refs.json", b'{"7": "iron-coast", "12": "entry:drowned-bell"}')
+    response = upload(migrator, ex.as_json(rows), "export.json", refs=refs)
+    assert response.status_code == 201, response.json()
+    assert response.json()["created"] == {"player": 1, "world": 1}
+    assert Segment.objects.get(legacy_id="1").world.slug == "iron-coast"
+    assert Segment.objects.get(legacy_id="2").metadata["original_ref"] == "entry:drowned-bell"
+
+
+@pytest.mark.parametrize(
+    ("refs", "words"),
+    [
+        (b'{"7": "iron-coast",', "The refs file is not valid JSON"),
+        (b'["iron-coast"]', "The refs file must be a JSON object from legacy id to slug"),
+        (b'{"7": "iron\\u0000coast"}', "The refs file: the slug of '7' contains a NUL"),
+        (b'{"7": "iron\\ud800"}', "The refs file: the slug of '7' contains a lone surrogate"),
+        (b'{"7": ' + b"1" * 5000 + b"}", "The refs file holds an integer of 5000 digits"),
+        (b"[" * 100_000 + b"]" * 100_000, "The refs file nests too deeply."),
+        (b"\xff", "The refs file is not UTF-8"),
+    ],
+)
+@pytest.mark.usefixtures("game")
+def test_a_refs_file_that_is_not_a_mapping_of_slugs_is_a_400_naming_refs(
+    migrator: APIClient, refs: bytes, words: str
+) -> None:
+    rows = [{"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."}]
+    response = upload(
+        migrator, ex.as_json(rows), "export.json", refs=SimpleUploadedFile("refs.json", refs)
+    )
+    assert response.status_code == 400
+    assert errors(response)["refs"].startswith(words)
+    assert not Segment.objects.exists()
+
+
+def test_the_schema_documents_the_refs_file_and_the_row_of_a_problem(
+    migrator: APIClient,
+) -> None:
+    schema = migrator.get("/api/v1/schema/", {"format": "json"}).json()
+    operation = schema["paths"]["/api/v1/imports/"]["post"]
+    request = operation["requestBody"]["content"]["multipart/form-data"]["schema"]["$ref"]
+    components = schema["components"]["schemas"]
+    fields = components[request.rsplit("/", 1)[1]]["properties"]
+    assert fields["refs"]["format"] == "binary"
+    assert "refs" not in components[request.rsplit("/", 1)[1]].get("required", [])
+    problem = components["ImportProblem"]["properties"]
+    assert set(problem) == {"line", "row", "id", "reason"}
+
+
+def unrenderable(segment: Segment) -> Segment:
+    segment.metadata = {"n": 2**64}  # what the renderer cannot write
+    return segment
+
+
+def test_an_import_whose_report_cannot_be_rendered_is_not_committed(
+    migrator: APIClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = legacy_import.segments_import
+
+    def import_unrenderable(**kwargs: Any) -> legacy_import.ImportReport:
+        report = real(**kwargs)
+        report.rows = 2**64
+        return report
+
+    monkeypatch.setattr(legacy_import, "segments_import", import_unrenderable)
+    response = upload(migrator, ex.as_json(ex.generated(3)), "export.json")
+    assert response.status_code == 500 and response.json()["type"] == "server_error"
+    assert not Segment.objects.exists()  # the client saw an error: a retry imports it all
+
+
+@pytest.mark.parametrize("action", ["copy", "dismiss", "undo", "bulk"])
+def test_a_review_action_whose_answer_cannot_be_rendered_is_not_committed(
+    migrator: APIClient, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    source = legacy()
+    if action == "undo":
+        deprecated.deprecated_dismiss(actor=None, segment=source, reason="Old.")
+    service = {"bulk": "deprecated_bulk"}.get(action, f"deprecated_{action}")
+    real = getattr(deprecated, service)
+
+    def act_unrenderable(**kwargs: Any) -> Any:
+        result = real(**kwargs)
+        if action == "bulk":
+            unrenderable(result.done[0])
+        else:
+            unrenderable(result)
+        return result
+
+    monkeypatch.setattr(deprecated, service, act_unrenderable)
+    before = {(s.pk, s.revision, str(s.metadata)) for s in Segment.objects.all()}
+    url = f"/api/v1/deprecated-segments/{source.pk}/{action}"
+    body: dict[str, Any] = {"copy": {"scope": "core"}, "dismiss": {"reason": "Old."}}.get(
+        action, {}
+    )
+    if action == "bulk":
+        url, body = BULK, {"action": "dismiss", "ids": [source.pk], "reason": "Old."}
+    response = migrator.post(url, body, format="json")
+    assert response.status_code == 500 and response.json()["type"] == "server_error"
+    assert {(s.pk, s.revision, str(s.metadata)) for s in Segment.objects.all()} == before
 
 
 @pytest.mark.parametrize("who", ["viewer", "author", "read", "write", None])

@@ -192,6 +192,20 @@ def test_bulk_undo_puts_copied_and_dismissed_rows_back_and_skips_pending_ones(
     assert (len(again.done), again.skipped) == (3, [])
 
 
+def test_a_row_a_bulk_copy_cannot_make_is_skipped_with_the_reason_in_one_sentence(
+    admin: object,
+) -> None:
+    blank, fine = legacy(scope="rng", content="   "), legacy(scope="rng")
+    result = review.deprecated_bulk(
+        actor=admin, action="copy", ids=[blank.pk, fine.pk], scope="core", active=True
+    )
+    assert [copy.metadata["copied_from"] for copy in result.done] == [fine.pk]
+    assert [skipped.reason for skipped in result.skipped] == [
+        f"Segment #{blank.pk} cannot be copied: An active segment needs text: write some, or "
+        "make it inactive."
+    ]
+
+
 def test_bad_bulk_input_refuses_the_whole_action_and_writes_nothing(
     admin: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:

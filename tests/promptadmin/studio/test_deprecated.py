@@ -98,6 +98,76 @@ def test_an_unreadable_upload_is_named_on_the_file_field(admin: Client) -> None:
     assert "choose JSON or CSV" in response.context["form"].errors["format"][0]
 
 
+def test_an_upload_with_ids_keys_dates_and_numbers_that_cannot_be_stored_reports_them(
+    admin: Client,
+) -> None:
+    rows = [
+        {"id": "a\x00b", "scope": "core", "content": "A NUL in the id."},
+        {"id": "a\ud800", "scope": "core", "content": "A lone surrogate in the id."},
+        {"id": 3, "scope": "core", "content": "A key.", "metadata": {"k\ud800": 1}},
+        {"id": 4, "scope": "rng", "content": "Far.", "created_at": "0001-01-01T00:00:00+05:00"},
+    ]
+    huge = '{"id": 5, "scope": "core", "content": "x", "metadata": {"n": ' + "9" * 5000 + "}}"
+    data = ex.as_json(rows)[:-3] + b",\n" + huge.encode() + b"\n]\n"
+    before = Segment.objects.count()
+    response = admin.post(IMPORT, {"file": SimpleUploadedFile("old.json", data)})
+    assert response.status_code == 400
+    page = text(response)
+    for words in (
+        "a\\x00b</td><td>Id contains a NUL byte",
+        "a\\ud800</td><td>Id contains a lone surrogate",
+        "Metadata cannot be stored at k\\ud800: key:",
+        "Created_at '0001-01-01T00:00:00+05:00' is outside",
+        '<td class="num">6</td><td class="num">5</td><td class="mono">5</td>',
+        "The row holds an integer of 5000 digits",
+    ):
+        assert words in page, words
+    assert Segment.objects.count() == before
+
+
+def test_an_upload_maps_legacy_references_with_a_refs_file(admin: Client) -> None:
+    rows = [
+        {"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."},
+        {"id": 2, "scope": "player", "ref_id": "12", "content": "Player of the bell."},
+    ]
+    refs = b'{"7": "iron-coast", "12": "entry:drowned-bell"}'
+    response = admin.post(
+        IMPORT,
+        {
+            "file": SimpleUploadedFile("old.json", ex.as_json(rows)),
+            "refs": SimpleUploadedFile("refs.json", refs),
+        },
+    )
+    assert response.status_code == 200 and "Imported" in text(response)
+    assert Segment.objects.get(legacy_id="1").world.slug == "iron-coast"
+    assert Segment.objects.get(legacy_id="2").metadata["original_ref"] == "entry:drowned-bell"
+
+
+@pytest.mark.parametrize(
+    ("refs", "words"),
+    [
+        (b'{"7": ', "The refs file is not valid JSON"),
+        (b'{"7": ["iron-coast"]}', "The refs file must be a JSON object from legacy id to slug"),
+        (b'{"7": "iron\\u0000coast"}', "The refs file: the slug of '7' contains a NUL"),
+        (b'{"7": ' + b"1" * 5000 + b"}", "The refs file holds an integer of 5000 digits"),
+    ],
+)
+def test_a_refs_file_that_is_not_a_mapping_of_slugs_is_named_on_its_field(
+    admin: Client, refs: bytes, words: str
+) -> None:
+    rows = [{"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."}]
+    response = admin.post(
+        IMPORT,
+        {
+            "file": SimpleUploadedFile("old.json", ex.as_json(rows)),
+            "refs": SimpleUploadedFile("refs.json", refs),
+        },
+    )
+    assert response.status_code == 400
+    assert response.context["form"].errors["refs"][0].startswith(words)
+    assert not Segment.objects.filter(legacy_id="1").exists()
+
+
 def test_the_review_lists_filters_and_suggests(
     admin: Client, django_assert_max_num_queries: Any
 ) -> None:
