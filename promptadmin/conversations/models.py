@@ -136,6 +136,17 @@ class Summary(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     content = models.TextField(blank=True)
+    # What the summarizer read short of the whole (SUMMARIZER_MAX_INPUT_TOKENS bounds one
+    # summarization): a message longer than that is summarized from its beginning only,
+    # and a previous summary made under a larger bound is cut to half of it.
+    message_cut = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The position of a message summarized from its beginning only.",
+    )
+    previous_cut = models.BooleanField(
+        default=False, help_text="Whether the summary built on was read cut short."
+    )
     token_count = models.PositiveIntegerField(null=True, blank=True)
     token_encoding = models.CharField(max_length=64, blank=True)
     backend = models.CharField(max_length=32, blank=True)

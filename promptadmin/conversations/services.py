@@ -248,8 +248,8 @@ def _over_threshold(conversation: Conversation) -> bool:
 _UPSERT = """
 INSERT INTO conversations_summary (
     conversation_id, requested_through, status, attempts, content, token_encoding,
-    backend, model, error, task_id, created_at
-) VALUES (%s, %s, 'pending', 0, '', '', '', '', '', '', {now})
+    backend, model, error, task_id, previous_cut, created_at
+) VALUES (%s, %s, 'pending', 0, '', '', '', '', '', '', false, {now})
 ON CONFLICT (conversation_id) WHERE status IN ('pending', 'running')
 DO UPDATE SET requested_through = EXCLUDED.requested_through
 WHERE conversations_summary.status = 'pending'
@@ -529,6 +529,8 @@ def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
         backend=outcome.backend,
         model=outcome.model,
         error=error,
+        message_cut=plan.message_cut,
+        previous_cut=plan.previous_cut,
     )
     return "done" if stored else "superseded"
 
@@ -560,9 +562,13 @@ def summary_complete(
     backend: str,
     model: str,
     error: str = "",
+    message_cut: int | None = None,
+    previous_cut: bool = False,
 ) -> bool:
     """Store the claimed summary as done and update the conversation's counters; False
-    (nothing stored) when the claim was lost to a worker that took over."""
+    (nothing stored) when the claim was lost to a worker that took over. ``message_cut``
+    and ``previous_cut`` record what was read short of the whole (see
+    :class:`assembler.history.SummaryPlan`)."""
     conversation, summary = _lock_for_result(claim.summary_id)
     if not _holds(summary, claim):
         return False
@@ -575,6 +581,8 @@ def summary_complete(
     summary.backend = backend
     summary.model = model[:200]
     summary.error = error
+    summary.message_cut = message_cut
+    summary.previous_cut = previous_cut
     summary.finished_at = Now()
     summary.save()
     unsummarized = Message.objects.filter(

@@ -83,6 +83,16 @@ class SummaryOutputSerializer(serializers.Serializer):
     error = serializers.CharField()
     created = serializers.DateTimeField(source="created_at")
     finished = serializers.DateTimeField(allow_null=True, source="finished_at")
+    message_cut = serializers.IntegerField(
+        allow_null=True,
+        help_text="The position of a message longer than one summarization reads "
+        "(SUMMARIZER_MAX_INPUT_TOKENS), summarized from its beginning only; null when every "
+        "message was read whole.",
+    )
+    previous_cut = serializers.BooleanField(
+        help_text="Whether the summary this one builds on was read cut short (made under a "
+        "larger SUMMARIZER_MAX_INPUT_TOKENS)."
+    )
 
 
 class SummarizeOutputSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
@@ -187,8 +188,28 @@ def test_summaries_list_and_summarize_now(
         "error",
         "created",
         "finished",
+        "message_cut",
+        "previous_cut",
     }
     assert body[0]["status"] == "done" and body[0]["covers_through"] == summary.covers_through
+    assert body[0]["message_cut"] is None and body[0]["previous_cut"] is False
+
+
+@override_settings(SUMMARIZER_MAX_INPUT_TOKENS=64)
+def test_summaries_say_which_message_was_summarized_from_its_beginning_only(
+    writer: APIClient, reader: APIClient, counting: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    huge = "The envoy listed every tithe of the valley, one by one. " * 40
+    messages = [
+        {"role": "user", "content": huge},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "Go on."},
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        post(writer, "c", {"messages": messages, "history_budget": 200})
+    [body] = reader.get(f"{BASE}/c/summaries").json()
+    assert body["status"] == "done" and body["covers_through"] == 1
+    assert body["message_cut"] == 1 and body["previous_cut"] is False
 
 
 def test_summarize_now_with_nothing_to_summarize_is_a_409_that_records_nothing(

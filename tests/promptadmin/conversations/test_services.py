@@ -395,3 +395,35 @@ def test_whether_a_summary_is_stuck_is_judged_by_the_databases_clock(
     with clock_off_by(skew), django_capture_on_commit_callbacks(execute=True):
         append("c-17", talk(1, start=4))
     assert delay.call_args_list == ([mock.call(summary.pk)] if sent else [])
+
+
+@override_settings(SUMMARIZER_MAX_INPUT_TOKENS=64, SUMMARIZER_BASE_URL="")
+def test_a_message_longer_than_one_summarization_reads_is_recorded_as_read_in_part(
+    delay: mock.MagicMock,
+) -> None:
+    # Its summary covers the whole message, from its beginning only: that must show.
+    huge = "The envoy listed every tithe of the valley, one by one. " * 40
+    append(
+        "c-18",
+        [
+            {"role": "user", "content": huge},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "Go on."},
+        ],
+        history_budget=200,
+    )
+    summary = Summary.objects.get()
+    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, services.Claim)
+    assert services.summary_make(claim=claim, allow_fallback=True) == "done"
+    summary.refresh_from_db()
+    assert summary.status == SummaryStatus.DONE and summary.covers_through == 1
+    assert summary.message_cut == 1 and summary.previous_cut is False
+    # A message that fits is read whole, and says so.
+    append("c-19", talk(8), history_budget=200)
+    other = Summary.objects.get(conversation__key="c-19")
+    claim = services.summary_claim(summary_id=other.pk, task_id="t")
+    assert isinstance(claim, services.Claim)
+    services.summary_make(claim=claim, allow_fallback=True)
+    other.refresh_from_db()
+    assert other.status == SummaryStatus.DONE and other.message_cut is None

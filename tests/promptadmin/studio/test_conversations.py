@@ -7,7 +7,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 
 from promptadmin.conversations import services
@@ -99,6 +99,25 @@ def test_summaries_show_status_backend_tokens_and_errors(viewer: Client) -> None
     done = Summary.objects.get(status=SummaryStatus.DONE)
     assert "extractive" in page and f">{done.token_count}<" in page
     assert "failed" in page and "RuntimeError: the worker broke" in page
+
+
+@override_settings(SUMMARIZER_MAX_INPUT_TOKENS=64, SUMMARIZER_BASE_URL="")
+def test_a_message_summarized_from_its_beginning_only_is_pointed_out(viewer: Client) -> None:
+    huge = "The envoy listed every tithe of the valley, one by one. " * 40
+    messages = [
+        {"role": "user", "content": huge},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "Go on."},
+    ]
+    with mock.patch("promptadmin.conversations.tasks.enqueue_summary"):
+        services.conversation_append(
+            actor=None, key="run:10", messages=messages, history_budget=200
+        )
+    from promptadmin.conversations.tasks import summarize_conversation
+
+    summarize_conversation.apply(args=[Summary.objects.get().pk], throw=False)
+    page = viewer.get("/conversations/run:10/").content.decode()
+    assert "message #1 read from its beginning only" in page
 
 
 def test_the_preview_shows_the_history_layer(demo: None, viewer: Client) -> None:
