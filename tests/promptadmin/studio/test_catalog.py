@@ -169,6 +169,31 @@ def test_a_field_both_changed_needs_a_decision_and_nothing_is_saved(
     assert (world.name, world.revision) == ("The Rusted Coast", 2)
 
 
+def test_a_description_both_changed_shows_each_sides_changes_against_the_base(
+    author: Client, content: dict
+) -> None:
+    base = "Grey cliffs.\nCold water.\nOld wrecks."
+    world = catalog.catalog_update(actor=None, obj=content["world"], description=base)
+    loaded = {"name": world.name, "slug": world.slug, "expected_revision": 2}
+    catalog.catalog_update(actor=None, obj=world, description=base.replace("Cold", "Warm"))
+
+    response = author.post(
+        edit("world", "iron-coast"), {**loaded, "description": base.replace("Old", "New")}
+    )
+
+    assert response.status_code == 409
+    page = response.content.decode()
+    section = page[page.index('id="conflict"') : page.index("</section>")]
+    # Like a segment's text: two diffs against revision 2, each marking only its own change.
+    assert section.count('<table class="diff diff-conflict">') == 2
+    yours, theirs = section.split("<h4", 2)[1:]
+    assert "Your changes to revision 2" in yours and "<ins>New</ins>" in yours
+    assert "<ins>Warm</ins>" not in yours
+    assert "changes (revision 3)" in theirs and "<ins>Warm</ins>" in theirs
+    assert "<ins>New</ins>" not in theirs
+    assert "conflict-values" not in section  # no plain before / yours / theirs
+
+
 @pytest.mark.parametrize("posted", [{}, {"expected_revision": 1}])
 def test_a_delete_needs_the_current_revision(author: Client, posted: dict) -> None:
     world = WorldFactory(slug="empty-world")
