@@ -325,9 +325,7 @@ class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
     lookup_value_regex = ID_IN_PATH
 
     def get_queryset(self) -> QuerySet[Segment]:
-        return Segment.objects.select_related("world", "ruleset", "entry", "npc").order_by(
-            "scope", "sort_order", "id"
-        )
+        return Segment.objects.select_related(*KINDS).order_by("scope", "sort_order", "id")
 
     def render(self, segment: Segment, status_code: int = status.HTTP_200_OK) -> Response:
         data = s.SegmentOutputSerializer(segment, context=self.get_serializer_context()).data
@@ -366,9 +364,9 @@ class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
         queryset = self.get_queryset()
         if filters.get("scope"):
             queryset = queryset.filter(scope=filters["scope"])
-        for owner in ("world", "ruleset", "entry", "npc"):
-            if filters.get(owner):
-                queryset = queryset.filter(**{f"{owner}__slug": filters[owner]})
+        for kind in KINDS:
+            if filters.get(kind):
+                queryset = queryset.filter(**{f"{kind}__slug": filters[kind]})
         if filters.get("active") is not None:
             queryset = queryset.filter(active=filters["active"])
         if filters.get("search"):
@@ -415,9 +413,7 @@ class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
     @action(detail=True, methods=["get"])
     def history(self, request: Request, pk: str) -> Response:
         segment = get_object_or_404(Segment, pk=pk)
-        records = segment.history.select_related(
-            "history_user", "world", "ruleset", "entry", "npc"
-        ).order_by("-history_id")
+        records = segment.history.select_related("history_user", *KINDS).order_by("-history_id")
         page = self.paginate_queryset(records)
         return self.get_paginated_response(s.SegmentRevisionSerializer(page, many=True).data)
 

@@ -67,7 +67,9 @@ SCOPE_REF_FIELD: dict[str, str | None] = {
     Scope.ENTRY_START: "entry",
     Scope.NPC: "npc",
 }
-REF_FIELDS = ("ruleset", "world", "entry", "npc")
+# The foreign keys a segment may set, in the order of the scopes above (the database
+# constraints are built in this order); promptadmin.content.kinds describes each one.
+REF_FIELDS = tuple(dict.fromkeys(field for field in SCOPE_REF_FIELD.values() if field))
 
 
 def _only_ref(field: str | None) -> Q:

@@ -44,17 +44,17 @@ def segment_list(
     order_by: tuple[str, ...] = ("-updated_at", "-id"),
 ) -> QuerySet[Segment]:
     """Segments matching the list's filters. Every word of ``q`` must match somewhere."""
-    segments = Segment.objects.select_related("world", "ruleset", "entry", "npc", "updated_by")
+    segments = Segment.objects.select_related(*KINDS, "updated_by")
     if scope:
         segments = segments.filter(scope=scope)
     if obj is not None:
-        segments = segments.filter(**{type(obj).__name__.lower(): obj})
+        segments = segments.filter(**{kind_of(obj).key: obj})
     if active is not None:
         segments = segments.filter(active=active)
     for word in q.split():
         matches = Q(content__icontains=word) | Q(title__icontains=word)
-        for ref in ("world", "ruleset", "entry", "npc"):
-            matches |= Q(**{f"{ref}__name__icontains": word})
+        for kind in KINDS:
+            matches |= Q(**{f"{kind}__name__icontains": word})
         if word.startswith("#") and word[1:].isdigit():
             matches = Q(pk=int(word[1:]))
         segments = segments.filter(matches)
@@ -291,10 +291,7 @@ HISTORY_FIELDS = {
     "active": "active",
     "sort_order": "sort order",
     "tier": "tier",
-    "world": "object",
-    "ruleset": "object",
-    "entry": "object",
-    "npc": "object",
+    **dict.fromkeys(KINDS, "object"),
 }
 
 
@@ -309,7 +306,7 @@ def segment_revisions(segment: Segment) -> list[Revision]:
         changed: list[str] = []
         if older is not None:
             for name, label in HISTORY_FIELDS.items():
-                attr = f"{name}_id" if name in ("world", "ruleset", "entry", "npc") else name
+                attr = f"{name}_id" if name in KINDS else name
                 if getattr(record, attr) != getattr(older, attr) and label not in changed:
                     changed.append(label)
         revisions.append(Revision(record, changed))

@@ -15,6 +15,7 @@ from promptadmin.api.serializers.common import (
     slug_field,
     storable_json,
 )
+from promptadmin.content.kinds import KINDS, Kind
 from promptadmin.content.models import MAX_TIER, SEGMENT_SCOPES, Scope, slug_validator
 from promptadmin.content.services.catalog import MAX_CAST
 from promptadmin.core.tokens import token_count
@@ -142,17 +143,26 @@ class SegmentOutputSerializer(SegmentFieldsSerializer):
 
 
 class SegmentFilterSerializer(serializers.Serializer):
+    """The segment list's filters: a scope, an object of each kind (by slug), the active
+    flag, text."""
+
     scope = serializers.ChoiceField(choices=Scope.choices, required=False)
-    world = slug_field(required=False, help_text="Segments of this world.")
-    ruleset = slug_field(required=False, help_text="Segments of this ruleset.")
-    entry = slug_field(required=False, help_text="Segments of this entry (entry, entry_start).")
-    npc = slug_field(required=False, help_text="Segments of this NPC.")
     active = f.QueryFlag(required=False, allow_null=True, default=None)
     search = serializers.CharField(
         required=False,
         max_length=200,
         help_text="Text the content or the title contains (any case).",
     )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        by_kind = {key: _kind_filter(kind) for key, kind in KINDS.items()}
+        return {"scope": fields.pop("scope"), **by_kind, **fields}
+
+
+def _kind_filter(kind: Kind) -> serializers.Field:
+    scopes = f" ({', '.join(kind.scopes)})" if len(kind.scopes) > 1 else ""
+    return slug_field(required=False, help_text=f"Segments of this {kind.label}{scopes}.")
 
 
 class SegmentRestoreSerializer(StrictSerializer):
@@ -195,7 +205,7 @@ class SegmentRevisionSerializer(SegmentFieldsSerializer):
 
     @extend_schema_field(f.Text(allow_null=True))
     def get_ref(self, record: Any) -> str | None:
-        for name in ("world", "ruleset", "entry", "npc"):
+        for name in KINDS:
             if getattr(record, f"{name}_id") is not None:
                 ref = getattr(record, name)
                 return ref.slug if ref is not None else None

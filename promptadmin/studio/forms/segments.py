@@ -166,7 +166,7 @@ class SegmentForm(forms.Form):
 
 
 # Service errors about the object a segment belongs to, shown on the picker.
-SEGMENT_ERROR_FIELDS = {name: "object" for name in ("ref", "world", "ruleset", "entry", "npc")}
+SEGMENT_ERROR_FIELDS = dict.fromkeys(("ref", *KINDS), "object")
 
 
 class SegmentCheckForm(forms.Form):

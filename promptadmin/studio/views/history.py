@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.vary import vary_on_headers
 
+from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.core.errors import StaleRevisionError
@@ -23,7 +24,7 @@ TEMPLATE = "studio/segment_history.html"
 def _values(record: Any) -> dict[str, Any]:
     values = {name: getattr(record, name) for name in diffs.SEGMENT_FIELDS if name != "object"}
     values["object"] = None
-    for kind in ("world", "ruleset", "entry", "npc"):
+    for kind in KINDS:
         if getattr(record, f"{kind}_id") is not None:
             try:
                 values["object"] = getattr(record, kind)
