@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from promptadmin.api.content import actor_of
 from promptadmin.api.errors import ClientErrorResponseSerializer, Conflict
 from promptadmin.api.permissions import CanRead, CanWrite
+from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import conversations as s
 from promptadmin.conversations import selectors, services
 from promptadmin.conversations.models import Conversation
@@ -29,7 +30,9 @@ def _conversation(key: str) -> Conversation:
         raise Http404(f"No conversation with key '{key}'.") from None
 
 
-class AppendMessagesView(APIView):
+# The writes commit only once their answer is rendered: a client that saw an error must be
+# able to retry without appending its messages twice.
+class AppendMessagesView(RenderBeforeCommit):
     permission_classes = [CanWrite]
 
     @extend_schema(
@@ -93,7 +96,7 @@ class SummariesView(APIView):
         return Response(s.SummaryOutputSerializer(summaries, many=True).data)
 
 
-class SummarizeView(APIView):
+class SummarizeView(RenderBeforeCommit):
     permission_classes = [CanWrite]
 
     @extend_schema(

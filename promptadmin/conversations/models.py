@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
 from assembler.history import ROLES
 from assembler.request import MAX_BUDGET
+from promptadmin.core.storedjson import validate_stored_json
 
 KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}\Z"
 KEY_MAX_LENGTH = 200
@@ -50,7 +52,7 @@ assert tuple(Role.values) == ROLES  # the assembler's roles, named once there
 
 class Conversation(models.Model):
     key = models.CharField(max_length=KEY_MAX_LENGTH, unique=True, validators=[key_validator])
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True, validators=[validate_stored_json])
     history_budget = models.PositiveIntegerField(
         default=DEFAULT_HISTORY_BUDGET,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_BUDGET)],
@@ -80,6 +82,10 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+    def clean(self) -> None:
+        if not isinstance(self.metadata, dict):
+            raise ValidationError({"metadata": "Metadata must be a JSON object."})
 
 
 class Message(models.Model):

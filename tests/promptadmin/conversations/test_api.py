@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from unittest import mock
 
@@ -10,6 +11,7 @@ from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+from promptadmin.conversations import services
 from promptadmin.conversations.models import Conversation, Message, Summary, SummaryStatus
 from promptadmin.core.tokens import tokenizer
 from tests.promptadmin.api.conftest import errors
@@ -308,3 +310,40 @@ def test_history_keeps_the_newest_user_message_from_further_back_than_the_budget
         body = reader.get(f"{BASE}/c/history", {"budget": 9}).json()
     assert body["messages"][0] == 1
     assert body["text"].startswith("User: Ring the bell.")
+
+
+def test_an_append_whose_answer_cannot_be_rendered_is_not_committed(
+    writer: APIClient, delay: mock.MagicMock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    append = services.conversation_append
+
+    def append_unrenderable(**kwargs: Any) -> services.AppendResult:
+        result = append(**kwargs)
+        return replace(result, positions=[2**64])  # what the renderer cannot write
+
+    monkeypatch.setattr(services, "conversation_append", append_unrenderable)
+    response = post(writer, "c", {"messages": talk(4), "history_budget": 200})
+    assert response.status_code == 500
+    assert response.json()["type"] == "server_error"
+    # The client saw an error: a retry must not add the messages twice.
+    assert not Conversation.objects.exists() and not Message.objects.exists()
+    assert not Summary.objects.exists()
+    delay.assert_not_called()
+
+
+def test_a_summary_request_whose_answer_cannot_be_rendered_is_not_committed(
+    writer: APIClient, delay: mock.MagicMock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    post(writer, "c", {"messages": talk(6), "history_budget": 500})
+    request = services.summary_request
+
+    def request_unrenderable(**kwargs: Any) -> int:
+        request(**kwargs)
+        return 2**64
+
+    monkeypatch.setattr(services, "summary_request", request_unrenderable)
+    response = writer.post(f"{BASE}/c/summarize")
+    assert response.status_code == 500
+    assert not Summary.objects.exists()
+    assert not Conversation.objects.get().summary_pending
+    delay.assert_not_called()

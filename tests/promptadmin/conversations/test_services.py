@@ -427,3 +427,29 @@ def test_a_message_longer_than_one_summarization_reads_is_recorded_as_read_in_pa
     services.summary_make(claim=claim, allow_fallback=True)
     other.refresh_from_db()
     assert other.status == SummaryStatus.DONE and other.message_cut is None
+
+
+def nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"score": float("nan")},
+        {"n": 2**64},
+        {"text": "a\x00b"},
+        {"text": "a\ud800b"},
+        {"a": nested(40)},
+        ["not", "an", "object"],
+    ],
+    ids=["nan", "over-64-bits", "nul", "lone-surrogate", "too-deep", "not-an-object"],
+)
+def test_conversation_metadata_is_checked_like_every_stored_json_value(metadata: Any) -> None:
+    conversation = Conversation(key="c-20", metadata=metadata)
+    with pytest.raises(ValidationError) as error:
+        conversation.full_clean()
+    assert "metadata" in error.value.message_dict
