@@ -125,6 +125,26 @@ def test_create_api_key_prints_a_working_key_with_its_scope_and_expiry() -> None
     assert timedelta(days=29) < api_key.expiry_date - timezone.now() <= timedelta(days=30)
 
 
+def test_create_api_key_makes_an_admin_key_that_writes_and_migrates() -> None:
+    out, err = StringIO(), StringIO()
+    call_command(
+        "create_api_key", "--name", "migrations", "--scope", "admin", stdout=out, stderr=err
+    )
+    key = out.getvalue().strip()
+    assert "(scope admin, no expiry)" in err.getvalue()
+    client = key_client(key)
+    assert client.get("/api/v1/me").json() == {
+        "kind": "api_key",
+        "name": "migrations",
+        "scope": "admin",
+        "role": None,
+        "can_write": True,
+    }
+    assert client.post("/api/v1/worlds/", NEW_WORLD, format="json").status_code == 201
+    assert client.get("/api/v1/deprecated-segments/").status_code == 200
+    assert ApiKey.objects.get(prefix=key.split(".")[0]).expiry_date is None
+
+
 def test_a_viewer_reads_and_previews_but_cannot_edit(demo) -> None:  # type: ignore[no-untyped-def]
     client = session_client(person("viewer"))
     assert client.get("/api/v1/segments/").status_code == 200
