@@ -1,12 +1,14 @@
 """Benchmark the legacy import: ``make bench-import``.
 
 Recreates its own PostgreSQL database (``BENCH_IMPORT_DATABASE_URL``, default
-``promptadmin_bench_import``), migrates it, writes an export of ``--rows`` rows (default
-50,000; every scope that needs no object, a fifth of them active, short realistic text and
-metadata) as CSV and JSON, and times ``manage.py import_segments`` on it as an admin runs
-it (a fresh process: start-up included), then a second run of the same file (every row
-unchanged). Prints seconds, rows/s and the command's CPU seconds per run, and the load
-average before (the machine is shared); the target is 50,000 rows in under 20 s.
+``promptadmin_bench_import``), migrates it, creates ``TARGETS`` worlds and as many entries,
+writes an export of ``--rows`` rows (default 50,000; every scope that needs no object,
+and one row in six a world or entry segment naming one of those objects, so references
+are looked up; a third of them active, short realistic text and metadata) as CSV and
+JSON, and times ``manage.py import_segments`` on it as an admin runs it (a fresh process:
+start-up included), then a second run of the same file (every row unchanged). Prints
+seconds, rows/s and the command's CPU seconds per run, and the load average before (the
+machine is shared); the target is 50,000 rows in under 20 s.
 """
 
 from __future__ import annotations
@@ -28,6 +30,19 @@ sys.path.insert(0, str(ROOT))
 from tests.legacy_exports import as_csv, as_json, generated  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/promptadmin_bench_import"
+TARGETS = 50
+# Run by ``manage.py shell``: the worlds and entries the allowed-scope rows name.
+CREATE_TARGETS = f"""
+from promptadmin.content.models import World
+from promptadmin.content.services import catalog
+for n in range({TARGETS}):
+    world = catalog.catalog_create(
+        actor=None, model=World, slug=f"bench-world-{{n}}", name=f"Bench world {{n}}"
+    )
+    catalog.entry_create(
+        actor=None, slug=f"bench-entry-{{n}}", name=f"Bench entry {{n}}", world=world
+    )
+"""
 
 
 def recreate(url: str) -> None:
@@ -75,7 +90,10 @@ def main() -> None:
         "SECRET_KEY": secrets.token_urlsafe(50),
     }
     env.pop("REDIS_URL", None)  # the import needs no cache
-    rows = generated(options.rows)
+    targets = [
+        (scope, f"bench-{scope}-{n}") for n in range(TARGETS) for scope in ("world", "entry")
+    ]
+    rows = generated(options.rows, targets=targets)
     print(f"Legacy import of {options.rows:,} rows into {urlsplit(url).path.lstrip('/')}")
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'format':<7}{'run':<18}{'seconds':>9}{'rows/s':>10}{'CPU s':>8}")
@@ -83,6 +101,7 @@ def main() -> None:
         for fmt in options.formats.split(","):
             recreate(url)
             manage(env, "migrate", "-v0")
+            manage(env, "shell", "-c", CREATE_TARGETS)
             path = Path(tmp) / f"export.{fmt}"
             path.write_bytes(as_csv(rows) if fmt == "csv" else as_json(rows))
             for label in ("first (all new)", "again (unchanged)"):
