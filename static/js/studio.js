@@ -220,7 +220,36 @@ document.addEventListener("submit", (event) => {
 
 document.addEventListener("DOMContentLoaded", () => initForms(document));
 
-// The editor beside the preview: opened by a segment's link, closed by its button.
+// The editor beside the preview: opened by a segment's link, closed by its button. Closing
+// it returns focus to the link that opened it, or, when a save has re-rendered the preview
+// since, to the same link in the new preview.
+const PANEL_LINKS = '#preview-result a[hx-target="#preview-editor"]';
+let panelOpener = null;
+
+document.addEventListener("htmx:beforeRequest", (event) => {
+  const link = event.detail.elt;
+  if (!link.matches || !link.matches(PANEL_LINKS)) return;
+  const twins = [...document.querySelectorAll(PANEL_LINKS)].filter(
+    (other) => other.getAttribute("href") === link.getAttribute("href")
+      && other.className === link.className,
+  );
+  panelOpener = {
+    element: link, href: link.getAttribute("href"), className: link.className,
+    index: twins.indexOf(link),
+  };
+});
+
+function panelOpenerNow() {
+  if (!panelOpener) return null;
+  if (panelOpener.element.isConnected) return panelOpener.element;
+  const links = [...document.querySelectorAll(PANEL_LINKS)];
+  const sameHref = links.filter((link) => link.getAttribute("href") === panelOpener.href);
+  const twins = sameHref.filter((link) => link.className === panelOpener.className);
+  // Left out of the new preview altogether: its heading, so focus stays near the prompt.
+  return twins[panelOpener.index] || twins[0] || sameHref[0]
+    || document.getElementById("prompt-title");
+}
+
 document.addEventListener("htmx:afterSwap", (event) => {
   const target = event.detail.target;
   if (!target || target.id !== "preview-editor") return;
@@ -235,8 +264,12 @@ document.addEventListener("click", (event) => {
       && !window.confirm("Close the editor? Your unsaved changes stay as a draft.")) return;
   if (panel.contains(dirtyForm)) dirtyForm = null;
   panel.replaceChildren();
-  const chip = document.querySelector("#preview-result .chip");
-  if (chip) chip.focus();
+  const back = panelOpenerNow() || document.getElementById("preview-result");
+  panelOpener = null;
+  if (back) {
+    if (!back.matches("a[href], button, input, select, textarea")) back.tabIndex = -1;
+    back.focus();
+  }
 });
 
 // Destructive choices ask first (they are also behind a disclosure without JavaScript).

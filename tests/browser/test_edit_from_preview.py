@@ -103,3 +103,50 @@ def test_a_draft_from_an_older_revision_restored_beside_the_preview_merges(
         9,
         3,
     )
+
+
+def focused(page: Any, attribute: str) -> Any:
+    return page.evaluate(f"document.activeElement.getAttribute('{attribute}')")
+
+
+def test_closing_the_editor_returns_focus_to_the_segment_that_opened_it(
+    page: Any, make_user: Any, sign_in: Any
+) -> None:
+    make_user("ada", "author")
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    href = f"/segments/{segment.pk}/"
+    sign_in(page, "ada", URL)
+    chip = page.locator(f'#preview-result .chip[href="{href}"]')
+    assert page.locator("#preview-result .chip").first.get_attribute("href") != href
+    panel = page.locator("#preview-editor")
+
+    chip.click()
+    expect(panel.get_by_label("Content")).to_be_visible()
+    panel.get_by_role("button", name="Close").click()
+    expect(panel).to_be_empty()
+    assert (focused(page, "href"), focused(page, "class")) == (href, "chip")
+
+    # Saved in between: the preview was re-rendered, and focus goes to the new chip.
+    chip.click()
+    panel.get_by_label("Content").fill("The Iron Coast: lighthouses and salt.")
+    panel.get_by_role("button", name="Save").click()
+    expect(page.locator(".block.layer-world")).to_contain_text("lighthouses and salt")
+    assert page.evaluate(
+        "document.getElementById('preview-editor').contains(document.activeElement)"
+    )
+    panel.get_by_role("button", name="Close").click()
+    assert (focused(page, "href"), focused(page, "class")) == (href, "chip")
+
+
+def test_focus_stays_on_the_setting_being_changed_while_the_preview_updates(
+    page: Any, make_user: Any, sign_in: Any
+) -> None:
+    make_user("vic", "viewer")
+    sign_in(page, "vic", URL)
+    budget = page.get_by_label("Token budget")
+    budget.fill("300")
+    expect(page.locator(".summary-figures")).to_contain_text("of 300 tokens")
+    assert focused(page, "id") == "id_token_budget"
+    budget.fill("-5")  # invalid: the last good preview stays, and so does focus
+    expect(page.locator("#errors-token_budget")).not_to_be_empty()
+    assert focused(page, "id") == "id_token_budget"
