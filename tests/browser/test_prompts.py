@@ -24,6 +24,20 @@ def rubric(transactional_db: None) -> Prompt:
     return Prompt.objects.get(component="verifier", agent="judge", task_type="rubric")
 
 
+LIVE_REGIONS = "[aria-live], [role=status], [role=alert], [role=log], output"
+
+
+def assert_live_regions_hold_only_summaries(page: Any, shown: str) -> None:
+    """``shown`` is on the page, and no live region holds it: only short summaries are
+    announced."""
+    expect(page.locator("main")).to_contain_text(shown)
+    regions = page.locator(LIVE_REGIONS)
+    for index in range(regions.count()):
+        text = regions.nth(index).inner_text()
+        assert shown not in text, text
+        assert len(text) < 120, text
+
+
 def test_editing_a_version_shows_a_lint_finding_as_you_type_then_saves(
     page: Any, make_user: Any, sign_in: Any, screenshot: Any, rubric: Prompt
 ) -> None:
@@ -36,6 +50,11 @@ def test_editing_a_version_shows_a_lint_finding_as_you_type_then_saves(
     template = page.locator("#template_text_0")
     template.fill("You are a strict grader.\n" + template.input_value())
     expect(live.locator('[data-code="system_text_in_user"]')).to_be_visible()
+    # A screen reader hears a summary of the checks, not the whole box on every keystroke.
+    expect(page.locator("#live-check-status")).to_have_text(
+        re.compile(r"^Checked: 3 variables, 1 lint finding \(1 warning\)\.$")
+    )
+    assert_live_regions_hold_only_summaries(page, "Counted with")
     page.locator("#template_text_0").press("End")
     page.locator("#template_text_0").type(" {{ tone }}")
     expect(live.locator('[data-code="undeclared_variable"]')).to_contain_text("'tone'")
@@ -99,8 +118,32 @@ def test_the_playground_renders_the_final_messages_as_variables_are_filled(
     expect(messages.first).to_contain_text('JSON schema:\n{"type": "object"}')
     expect(messages.nth(1)).to_contain_text("About three kilometres.")
     expect(page.get_by_test_id("total-tokens")).not_to_have_text("0")
+    # A screen reader hears how much was rendered, never the whole prompt after each change.
+    status = page.locator("#playground-status")
+    total = page.get_by_test_id("total-tokens").inner_text()
+    expect(status).to_have_text(f"Rendered: 2 messages, {total} tokens.")
+    assert_live_regions_hold_only_summaries(page, "About three kilometres")
 
     page.get_by_label("Interface").select_option("manual")
     expect(messages).to_have_count(1)
     expect(page.get_by_test_id("message-role")).to_contain_text("user")
+    expect(status).to_have_text(re.compile(r"^Rendered: 1 message, [0-9]+ tokens\.$"))
+    page.get_by_label("response").fill("")
+    expect(status).to_have_text("Not rendered: Missing variables: response.")
     screenshot(page, "23-prompt-playground")
+
+
+def test_choosing_another_version_in_the_playground_keeps_the_page_and_renders_it(
+    page: Any, make_user: Any, sign_in: Any, rubric: Prompt
+) -> None:
+    make_user("vi", "viewer")
+    sign_in(page, "vi", f"/prompts/{rubric.pk}/playground/")
+    page.get_by_label("Version").select_option("label:staging")
+    expect(page.locator("#playground-form")).to_contain_text("Version 2, task rubric")
+    expect(page).to_have_url(re.compile(r"[?&]source=label%3Astaging"))
+    for name, value in (("subject", "essay"), ("evidence", "Two sources."), ("trait", "rigour")):
+        page.get_by_label(name, exact=True).fill(value)
+    expect(page.get_by_test_id("message").first).to_contain_text("as [1], [2], ...")
+    expect(page.locator("#playground-status")).to_have_text(
+        re.compile(r"^Rendered: 2 messages, [0-9]+ tokens\.$")
+    )

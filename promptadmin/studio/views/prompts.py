@@ -213,7 +213,28 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
         + [(name, count(text)) for name, text in templates.items()],
         "encoding": tokenizer().name,
         "template_errors": form.template_errors,
+        "announcement": _checked(len(used), [f.level for f in findings], form.template_errors),
     }
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _checked(variables: int, levels: list[str], template_errors: list[str]) -> str:
+    """What a screen reader hears after a check: counts, not the findings themselves
+    (``Checked: 3 variables, 2 lint findings (1 error, 1 warning).``)."""
+    lints = "no lint findings"
+    if levels:
+        kinds = ", ".join(
+            _counted(levels.count(level), level)
+            for level in ("error", "warning", "info")
+            if level in levels
+        )
+        lints = f"{_counted(len(levels), 'lint finding')} ({kinds})"
+    problems = f", {_counted(len(template_errors), 'template problem')}" if template_errors else ""
+    return f"Checked: {_counted(variables, 'variable')}, {lints}{problems}."
 
 
 @studio_view(read=Role.AUTHOR)
@@ -223,7 +244,9 @@ def prompt_version_check(request: HttpRequest, pk: int) -> HttpResponse:
     prompt = get_object_or_404(Prompt, pk=pk)
     form = VersionForm(request.POST)
     live = live_check(form, prompt.expected_system)
-    return render_page(request, f"{EDITOR}#live-check", {"live": live, "prompt": prompt})
+    return render_page(
+        request, f"{EDITOR}#live-check", {"live": live, "prompt": prompt, "oob": True}
+    )
 
 
 @studio_view(read=Role.AUTHOR)
@@ -357,7 +380,14 @@ def prompt_playground(request: HttpRequest, pk: int) -> HttpResponse:
             }
     elif resolved is None and sources:
         problems = {"source": [f"{prompt.langfuse_name} has nothing at {source}."]}
-    template = fragment_or_page(request, PLAYGROUND, "result")
+    # Choosing another version swaps the whole page (other variables, other templates).
+    htmx = getattr(request, "htmx", None)
+    whole = bool(htmx) and htmx.target == "main"
+    template = PLAYGROUND if whole else fragment_or_page(request, PLAYGROUND, "result")
+    errors = [
+        *(error for messages in problems.values() for error in messages),
+        *(error for messages in form.errors.values() for error in messages),
+    ]
     return render_page(
         request,
         template,
@@ -372,6 +402,20 @@ def prompt_playground(request: HttpRequest, pk: int) -> HttpResponse:
             "templates": list(resolved.user_templates) if resolved else [],
             "result": result,
             "problems": problems,
+            "announcement": _rendered(result, errors),
+            "oob": template != PLAYGROUND,
             "api_url": reverse("api-prompt-render", args=[prompt.component, prompt.agent]),
         },
     )
+
+
+def _rendered(result: dict[str, Any] | None, errors: list[str]) -> str:
+    """What a screen reader hears after a render: how much, never the prompt itself."""
+    if errors:
+        more = f" (and {_counted(len(errors) - 1, 'more problem')})" if len(errors) > 1 else ""
+        return f"Not rendered: {errors[0]}{more}"
+    if result is None:
+        return ""
+    if result["format"] == "text":
+        return f"Rendered: the system and user texts, {result['total']} tokens."
+    return f"Rendered: {_counted(len(result['messages']), 'message')}, {result['total']} tokens."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 from typing import Any
 
@@ -242,3 +243,57 @@ def test_a_playground_link_with_unstorable_instruction_context_names_the_field(
     assert response.status_code == 200
     assert words in " ".join(response.context["form"].errors["instruction_context"])
     assert 'data-testid="message"' not in response.content.decode()
+
+
+FILLED = {
+    "source": "label:production",
+    "interface": "manual",
+    "var_subject": "essay",
+    "var_evidence": "It cites two sources.",
+    "var_trait": "rigour",
+}
+
+
+def test_the_playground_announces_a_summary_never_the_rendered_prompt(prompts: Prompt) -> None:
+    viewer = client_for("viewer")
+    url = f"/prompts/{prompts.pk}/playground/"
+    html = viewer.get(url, FILLED, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="result").content
+    result, status = html.decode().split('<p id="playground-status"')
+    assert "aria-live" not in result and 'role="alert"' not in result
+    assert "You grade essay responses" in result
+    assert re.fullmatch(
+        r' class="sr-only" role="status" hx-swap-oob="innerHTML">'
+        r"Rendered: 1 message, [0-9]+ tokens\.</p>\s*",
+        status,
+    ), status
+    missing = viewer.get(url, {"source": "label:production"}, HTTP_HX_REQUEST="true")
+    assert (
+        "Not rendered: Missing variables: subject, evidence, trait.</p>" in missing.content.decode()
+    )
+
+
+def test_choosing_another_version_in_the_playground_answers_the_whole_page(
+    prompts: Prompt,
+) -> None:
+    viewer = client_for("viewer")
+    page = viewer.get(
+        f"/prompts/{prompts.pk}/playground/",
+        {"source": "label:staging"},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="main",
+    ).content.decode()
+    assert 'id="main"' in page and 'id="playground-form"' in page
+    assert "Version 2, task <code>rubric</code>" in page
+
+
+def test_the_live_check_announces_counts_not_the_findings(prompts: Prompt) -> None:
+    author = client_for("author")
+    html = author.post(
+        f"/prompts/{prompts.pk}/versions/check/",
+        version_post(template_text_0="You are a grader. {{ q }}", variables="q subject topic"),
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    box, status = html.split('<p id="live-check-status"')
+    assert "aria-live" not in box
+    assert status.startswith(' class="sr-only" role="status" hx-swap-oob="innerHTML">')
+    assert "Checked: 2 variables, 2 lint findings (2 warnings).</p>" in status
