@@ -19,7 +19,6 @@ import assembler
 from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectation
 from promptadmin.content.models import NPC, Entry, slug_validator
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
-from promptadmin.core.cache import shared_changed
 from promptadmin.core.roles import can_edit, is_admin
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.releases import serving
@@ -380,7 +379,7 @@ def _move(
         note=note,
         confirmed_failures=failures,
     )
-    shared_changed(serving.LABELS_KEY, serving.labels_from_database)
+    serving.labels_changed()
     return move
 
 

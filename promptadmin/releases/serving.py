@@ -9,16 +9,30 @@ services refuse it), so a name found in process memory is a release without aski
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Max
 
 from promptadmin.content.assembly import AssemblyInputError, Loader, load_content
-from promptadmin.core.cache import shared
-from promptadmin.releases.models import PRODUCTION, WORKING, Release, ReleaseLabel
+from promptadmin.core.cache import SHARED_TTL_SECONDS, shared, shared_changed
+from promptadmin.releases.models import (
+    PRODUCTION,
+    WORKING,
+    Release,
+    ReleaseLabel,
+    ReleaseLabelMove,
+)
 from promptadmin.releases.snapshot import Bundles, release_content
 
-LABELS_KEY = "releases:labels:v1"
+logger = logging.getLogger(__name__)
+
+LABELS_KEY = "releases:labels:v2"  # v2: the map carries its version
 # Releases whose bundles a process keeps (10,000 segments take a few megabytes).
 LOADED_RELEASES = 8
 
@@ -38,13 +52,48 @@ class Served:
         return {"name": self.name, "label": self.label}
 
 
-def labels_from_database() -> dict[str, str]:
-    """Every label and the name of its release."""
-    return dict(ReleaseLabel.objects.values_list("name", "release__name"))
+def labels_from_database() -> dict[str, Any]:
+    """The label map as the shared cache holds it: every label and the name of its
+    release, and its version (the newest move's id, 0 before any)."""
+    newest = ReleaseLabelMove.objects.aggregate(newest=Max("id"))["newest"] or 0
+    return {
+        "version": newest,
+        "labels": dict(ReleaseLabel.objects.values_list("name", "release__name")),
+    }
 
 
 def labels() -> dict[str, str]:
-    return shared(LABELS_KEY, labels_from_database)  # type: ignore[no-any-return]
+    """Every label and the name of its release (through the shared cache)."""
+    return shared(LABELS_KEY, labels_from_database)["labels"]  # type: ignore[no-any-return]
+
+
+def labels_changed() -> None:
+    """Once the current transaction commits, store the new label map in the shared cache.
+
+    Two moves committing close together could otherwise leave the older map there (until
+    SHARED_TTL_SECONDS): one move's store reads the map, the other commits and stores
+    its own, then the first writes what it read. So right after the store, the map
+    stored is checked against the database's version and replaced while it is older
+    (never by an older one): the newest map is what stays.
+    """
+    shared_changed(LABELS_KEY, labels_from_database)
+    transaction.on_commit(_settle_labels)
+
+
+SETTLE_ROUNDS = 3  # each round needs another move to commit in a window of milliseconds
+
+
+def _settle_labels() -> None:
+    try:
+        for _ in range(SETTLE_ROUNDS):
+            stored = cache.get(LABELS_KEY)
+            current = labels_from_database()
+            if stored is not None and stored["version"] >= current["version"]:
+                return
+            cache.set(LABELS_KEY, current, timeout=SHARED_TTL_SECONDS)
+    except Exception:
+        # Readers fall back to the database while the cache is away (see core.cache).
+        logger.warning("release labels not settled in the cache", exc_info=True)
 
 
 def _remembered(name: str) -> Bundles | None:

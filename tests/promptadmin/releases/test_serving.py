@@ -1,0 +1,63 @@
+"""Serving: the label map in the shared cache follows every move, whatever the timing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+from promptadmin.releases import services, serving
+from promptadmin.releases.models import Release
+from tests.factories import EntryFactory, WorldFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def releases() -> dict[str, Release]:
+    cache.clear()
+    serving._loaded.clear()
+    EntryFactory(slug="drowned-bell", world=WorldFactory(slug="iron-coast"))
+    return {
+        name: services.release_create(actor=None, name=name)
+        for name in ("r-one", "r-two", "r-three")
+    }
+
+
+def test_a_label_map_read_before_a_later_move_committed_never_stays_cached(
+    releases: dict[str, Release],
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        services.release_label_set(actor=None, label="production", release=releases["r-one"])
+    assert serving.labels() == {"production": "r-one"}
+
+    # Two moves commit close together, and their on-commit stores run in the wrong order:
+    # the first move's store reads the map, the second move commits and stores its own,
+    # then the first store writes what it read.
+    read = serving.labels_from_database
+    later: list[Any] = []
+
+    def read_then_a_later_move_commits() -> Any:
+        found = read()
+        if not later:
+            with django_capture_on_commit_callbacks() as callbacks:
+                services.release_label_set(
+                    actor=None, label="production", release=releases["r-three"]
+                )
+            later.extend(callbacks)
+            for callback in callbacks:
+                callback()
+        return found
+
+    monkeypatch.setattr(serving, "labels_from_database", read_then_a_later_move_commits)
+    with django_capture_on_commit_callbacks() as first:
+        services.release_label_set(actor=None, label="production", release=releases["r-two"])
+    for callback in first:
+        callback()
+
+    assert later, "the second move did not commit during the first one's store"
+    assert serving.labels() == {"production": "r-three"}
+    assert serving.resolve(None).name == "r-three"
