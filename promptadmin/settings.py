@@ -249,6 +249,10 @@ else:
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
+# Without a broker (`make run`) tasks run in this process: a summary on a background thread,
+# so that nothing waits for the summarizer. CELERY_TASK_ALWAYS_EAGER set explicitly (the
+# test suite sets it) runs it synchronously once the request commits instead.
+SUMMARIZER_IN_BACKGROUND = CELERY_TASK_ALWAYS_EAGER and "CELERY_TASK_ALWAYS_EAGER" not in os.environ
 CELERY_TASK_EAGER_PROPAGATES = True
 # A task is acknowledged when it has finished, and given back when its worker dies, so a
 # killed worker's task runs again (tasks are idempotent: see conversations.tasks).

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from celery import Task, current_app, shared_task
 from django.conf import settings
+from django.db import connections
 
 from promptadmin.conversations import services
 
@@ -74,15 +77,50 @@ def summarize_conversation(self: Task, summary_id: int) -> str:
 
 
 def enqueue_summary(summary_id: int) -> None:
-    """Send the task to the workers; without a broker (``make run``), run it here and now,
-    its retries included, logging a failure instead of raising it into the request that
+    """Send the task to the workers. Without a broker (``make run``), run it in this
+    process: on a background thread (``SUMMARIZER_IN_BACKGROUND``), so that the request
+    that asked for it does not wait for the summarizer, or else here and now (the test
+    suite); its retries included, a failure logged, never raised into the request that
     committed (this runs after its commit)."""
     if current_app.conf.task_always_eager:
-        result = summarize_conversation.apply(args=[summary_id], throw=False)
-        if result.failed():
-            logger.error("summary %s failed: %s", summary_id, result.result)
+        if settings.SUMMARIZER_IN_BACKGROUND:
+            _background().submit(_run_in_background, summary_id)
+        else:
+            _run_here(summary_id)
         return
     try:
         summarize_conversation.delay(summary_id)
     except Exception:  # the broker is down: the append stands; asking again re-sends it
         logger.exception("summary %s could not be enqueued", summary_id)
+
+
+def _run_here(summary_id: int) -> None:
+    result = summarize_conversation.apply(args=[summary_id], throw=False)
+    if result.failed():
+        logger.error("summary %s failed: %s", summary_id, result.result)
+
+
+def _run_in_background(summary_id: int) -> None:
+    try:
+        _run_here(summary_id)
+    except Exception:  # nobody waits on this thread's result: say it here
+        logger.exception("summary %s failed", summary_id)
+    finally:
+        # This thread's own database connection: closed, not left for a thread that may
+        # sit idle for hours.
+        connections.close_all()
+
+
+# Summaries made in this process when there is no broker: started on first use; two
+# threads, so that one slow endpoint call does not hold up every other conversation.
+BACKGROUND_THREADS = 2
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _background() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(BACKGROUND_THREADS, thread_name_prefix="summaries")
+        return _pool

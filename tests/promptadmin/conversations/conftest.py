@@ -3,7 +3,8 @@ whose calls are counted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
@@ -31,6 +32,16 @@ def talk(n: int, words: int = 40, start: int = 0) -> list[dict[str, str]]:
         filler = "The weather was grey and nothing else happened. " * max(1, words // 10)
         messages.append({"role": role, "content": sentence + filler})
     return messages
+
+
+def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    """Wait until ``condition()`` holds (something done in another thread or process),
+    failing after ``seconds``: a bound on a hang, not a measure of speed."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+        time.sleep(0.2)
 
 
 class CountingSummarizer:

@@ -22,7 +22,7 @@ from promptadmin.conversations import services
 from promptadmin.conversations.models import Conversation, Summary, SummaryStatus
 from promptadmin.conversations.selectors import conversation_history
 from promptadmin.conversations.tasks import retry_countdown, summarize_conversation
-from tests.promptadmin.conversations.conftest import CountingSummarizer, talk
+from tests.promptadmin.conversations.conftest import CountingSummarizer, talk, wait_for
 from tests.promptadmin.conversations.fake_llm import Reply, fake_llm
 
 pytestmark = pytest.mark.django_db
@@ -404,3 +404,36 @@ def test_a_delivery_coming_back_to_a_busy_summary_waits_within_the_visibility_ti
     with pytest.raises(Retry):
         summarize_conversation.run(summary.pk)
     assert 0 < from_a_broker.call_args.kwargs["countdown"] <= 40 - 30
+
+
+@pytest.mark.postgres  # the summary runs on another thread, with its own connection
+@pytest.mark.django_db(transaction=True)
+def test_without_a_broker_an_append_never_waits_for_the_summarizer(in_process: None) -> None:
+    # `make run`: no broker, tasks in this process. The endpoint holds its answer until
+    # released; the append has answered by then.
+    held = threading.Event()
+    try:
+        with (
+            fake_llm(Reply(hold=held)) as llm,
+            endpoint(llm.url, timeout=30),
+            override_settings(SUMMARIZER_IN_BACKGROUND=True),
+        ):
+            result = services.conversation_append(
+                actor=None, key="embedded", messages=talk(8), history_budget=200
+            )
+            assert result.summary_pending
+            assert llm.received.wait(30), "the summarizer was never asked"
+            assert llm.answered == 0  # still held: the append did not wait for it
+            summary = Summary.objects.get()
+            assert summary.status == SummaryStatus.RUNNING
+            held.set()
+            wait_for(done("embedded"), 30, "the summary made in the background")
+        summary.refresh_from_db()
+        assert summary.backend == "openai" and summary.attempts == 1
+        assert not Conversation.objects.get().summary_pending
+    finally:
+        held.set()
+
+
+def done(key: str) -> Any:
+    return lambda: Summary.objects.filter(conversation__key=key, status=SummaryStatus.DONE).exists()

@@ -25,7 +25,7 @@ from rest_framework.test import APIClient
 
 from promptadmin.celery import app as celery_app
 from promptadmin.conversations.models import Summary, SummaryStatus
-from tests.promptadmin.conversations.conftest import talk
+from tests.promptadmin.conversations.conftest import talk, wait_for
 from tests.promptadmin.conversations.fake_llm import FakeLLM, Reply, fake_llm
 
 pytestmark = [
@@ -121,14 +121,6 @@ def pool_processes(worker: subprocess.Popen[bytes]) -> list[int]:
         if int(fields[1]) == worker.pid:
             children.append(int(stat.parent.name))
     return children
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds}s waiting for {what}")
-        time.sleep(0.2)
 
 
 def append_until_pending(client: APIClient, key: str) -> int:
