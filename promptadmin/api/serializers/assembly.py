@@ -10,6 +10,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
 import assembler
+from assembler.request import DEFAULT_FLOOR
 from assembler.result import LayerStatus, StepAction
 from promptadmin.api import fields as f
 from promptadmin.api.fastpath import well_formed
@@ -114,23 +115,25 @@ class StateValueField(serializers.Field):
 class StateSerializer(StrictSerializer):
     """The dynamic layers, supplied with each request; a missing layer is empty."""
 
-    game_state = StateValueField()
-    player = StateValueField()
-    rng = StateValueField()
-    input = StateValueField()
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # One per dynamic layer of the assembler, in its order.
+        return {scope: StateValueField() for scope in assembler.DYNAMIC_SCOPES}
 
 
 class FloorsSerializer(StrictSerializer):
     """Share of the token budget each dynamic layer keeps before anything is dropped."""
 
-    game_state = f.Number(min_value=0, max_value=1, required=False)
-    player = f.Number(min_value=0, max_value=1, required=False)
-    rng = f.Number(min_value=0, max_value=1, required=False)
-    input = f.Number(min_value=0, max_value=1, required=False)
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {
+            scope: f.Number(min_value=0, max_value=1, required=False)
+            for scope in assembler.DYNAMIC_SCOPES
+        }
 
 
 class PolicySerializer(StrictSerializer):
-    floors = FloorsSerializer(required=False, help_text="Default: 0.1 for each layer.")
+    floors = FloorsSerializer(
+        required=False, help_text=f"Default: {DEFAULT_FLOOR:g} for each layer."
+    )
     block_format = serializers.ChoiceField(choices=assembler.BLOCK_FORMATS, default="delimited")
 
 

@@ -11,9 +11,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ValidationError
 
-from assembler import MAX_BUDGET
+from assembler import DYNAMIC_SCOPES, MAX_BUDGET
+from assembler.request import DEFAULT_FLOOR
 from promptadmin.api.fastpath import well_formed as _well_formed
-from promptadmin.api.serializers.assembly import AssembleInputSerializer, PreviewInputSerializer
+from promptadmin.api.serializers.assembly import (
+    AssembleInputSerializer,
+    FloorsSerializer,
+    PolicySerializer,
+    PreviewInputSerializer,
+    StateSerializer,
+)
 from promptadmin.api.serializers.common import MAX_TEXT
 from promptadmin.content.models import MAX_TIER
 from scripts import bench_api
@@ -51,9 +58,7 @@ valid_fraction = st.one_of(st.floats(0, 1), st.sampled_from([0, 1]))
 valid_policy = st.fixed_dictionaries(
     {},
     optional={
-        "floors": st.dictionaries(
-            st.sampled_from(["game_state", "player", "rng", "input"]), valid_fraction
-        ),
+        "floors": st.dictionaries(st.sampled_from(DYNAMIC_SCOPES), valid_fraction),
         "block_format": st.sampled_from(["delimited", "xml", "markdown"]),
     },
 )
@@ -67,9 +72,7 @@ valid_fields: dict[str, st.SearchStrategy[Any]] = {
     "npcs": st.lists(
         valid_npc, max_size=6, unique_by=lambda n: n if isinstance(n, str) else n["npc"]
     ),
-    "state": st.dictionaries(
-        st.sampled_from(["game_state", "player", "rng", "input"]), valid_state_value
-    ),
+    "state": st.dictionaries(st.sampled_from(DYNAMIC_SCOPES), valid_state_value),
     "policy": valid_policy,
     "conversation": st.one_of(
         st.none(),
@@ -144,7 +147,7 @@ def either(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.one_of(valid, anything)
 
 
-layer_names = st.sampled_from(["game_state", "player", "rng", "input", "hp"])
+layer_names = st.sampled_from([*DYNAMIC_SCOPES, "hp"])
 mixed_fields = {name: either(strategy) for name, strategy in valid_fields.items()}
 mixed_fields["npcs"] = either(
     st.lists(
@@ -312,3 +315,10 @@ def test_errors_come_from_full_validation() -> None:
     assert set(raised.value.detail) == {"entry", "token_budget", "colour"}
     with pytest.raises(ValidationError):
         AssembleInputSerializer.parse({"entry": "a", "include_inactive": True})
+
+
+def test_the_state_and_the_floors_name_the_assemblers_dynamic_layers() -> None:
+    assert list(StateSerializer().fields) == list(DYNAMIC_SCOPES)
+    assert list(FloorsSerializer().fields) == list(DYNAMIC_SCOPES)
+    floors = PolicySerializer().fields["floors"]
+    assert floors.help_text == f"Default: {DEFAULT_FLOOR:g} for each layer."
