@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
-from promptadmin.core.storedjson import MAX_TEXT, StoredJsonError, check_stored_json
+from promptadmin.core.storedjson import MAX_TEXT, StoredJsonError, check_stored_json, printable
 
 COLUMNS = (
     "id",
@@ -63,18 +63,6 @@ class ExportError(ValueError):
         super().__init__(message)
 
 
-def shown(text: str) -> str:
-    """``text`` as it can be printed, encoded and read: NUL, lone surrogates, control and
-    other invisible characters escaped (a report quotes what an export holds).
-
-    >>> shown("a\\x00b\\ud800 café")
-    'a\\\\x00b\\\\ud800 café'
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
-
-
 def sentence(text: str) -> str:
     """``text`` with a capital first letter and one final period."""
     text = text[:1].upper() + text[1:]
@@ -92,9 +80,10 @@ class Problem:
     row: int | None = None
 
     def __post_init__(self) -> None:
+        # An export may hold anything: what a report quotes must print, encode and render.
         if self.id is not None:
-            object.__setattr__(self, "id", shown(self.id))
-        object.__setattr__(self, "reason", shown(self.reason))
+            object.__setattr__(self, "id", printable(self.id))
+        object.__setattr__(self, "reason", printable(self.reason))
 
     def as_dict(self) -> dict[str, Any]:
         return {"line": self.line, "row": self.row, "id": self.id, "reason": self.reason}

@@ -106,7 +106,7 @@ def test_ids_keys_and_dates_that_cannot_be_stored_are_reported_not_a_500(
     response = upload(migrator, data, f"hostile.{fmt}", skip_invalid="true")
     assert response.status_code == 201, response.content
     reasons = {e["id"]: e["reason"] for e in response.json()["errors"]}
-    assert reasons["a\\x00b"].startswith("Id contains a NUL byte")
+    assert reasons["a\\u0000b"].startswith("Id contains a NUL byte")
     assert reasons["4"].startswith("Created_at '9999-12-31T23:59:59-05:00' is outside")
     if fmt == "json":
         assert reasons["a\\ud800"].startswith("Id contains a lone surrogate")

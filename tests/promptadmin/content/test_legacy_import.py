@@ -557,11 +557,11 @@ def test_the_command_prints_and_saves_ids_and_keys_it_cannot_store(tmp_path: Pat
     )
     stdout.flush()
     printed = buffer.getvalue().decode()
-    assert "line 2, row 1 (id a\\x00b): Id contains a NUL byte" in printed
+    assert "line 2, row 1 (id a\\u0000b): Id contains a NUL byte" in printed
     assert "line 3, row 2 (id a\\ud800): Id contains a lone surrogate" in printed
     assert "line 4, row 3 (id 3): Metadata cannot be stored at k\\ud800: key: text" in printed
     saved = json.loads(report_file.read_text(encoding="utf-8"))
-    assert [e["id"] for e in saved["errors"]] == ["a\\x00b", "a\\ud800", "3"]
+    assert [e["id"] for e in saved["errors"]] == ["a\\u0000b", "a\\ud800", "3"]
     assert Segment.objects.get().legacy_id == "4"
 
 
