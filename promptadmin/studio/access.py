@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
+from promptadmin.content.kinds import KINDS
 from promptadmin.core.roles import Role, role_of
 from promptadmin.releases.models import PRODUCTION
 from promptadmin.releases.serving import labels
@@ -34,7 +35,9 @@ def studio_view(*, read: Role = Role.VIEWER, write: Role = Role.AUTHOR) -> Calla
                 return _to_login(request)
             needed = read if request.method in SAFE_METHODS else write
             if role < needed:
-                return render_page(request, "studio/403.html", {"needed": needed}, status=403)
+                # A refusal changes nothing, whatever page was asked for.
+                refused = {"needed": needed, "live_release": None}
+                return render_page(request, "studio/403.html", refused, status=403)
             return view(request, *args, **kwargs)
 
         return wrapper
@@ -51,17 +54,33 @@ def _to_login(request: HttpRequest) -> HttpResponse:
     return redirect_to_login(request.get_full_path())
 
 
+# The pages that change game content (by URL name): once a production release exists,
+# they say that changes are not live until published. Pages that only read do not.
+CONTENT_PAGES = frozenset(
+    {
+        "segment_create",
+        "segment_edit",
+        *(f"{kind}_{page}" for kind in KINDS for page in ("create", "edit")),
+        "deprecated_review",
+        "legacy_import",
+    }
+)
+
+
 def studio_context(request: HttpRequest) -> dict[str, Any]:
-    """What the layout needs on every page: the user's role and what it allows, and the
-    release game servers read (so edit pages can say edits are not live until published)."""
+    """What the layout needs on every page: the user's role and what it allows, and, on a
+    page that changes content, the release game servers read (``live_release``: the page
+    says its changes are not live until published)."""
     role = role_of(request.user)
     can_edit = role is not None and role >= Role.AUTHOR
+    match = request.resolver_match
+    changes_content = match is not None and match.url_name in CONTENT_PAGES
     return {
         "role": role,
         "can_edit": can_edit,
         "is_admin": role is not None and role >= Role.ADMIN,
         # Through the shared cache: no query on a warm page.
-        "live_release": labels().get(PRODUCTION) if can_edit else None,
+        "live_release": labels().get(PRODUCTION) if can_edit and changes_content else None,
     }
 
 

@@ -116,14 +116,37 @@ def test_roll_back_from_the_releases_page(admin: Client, content: Any) -> None:
 
 
 def test_edit_pages_say_changes_are_not_live_once_production_exists(  # type: ignore[no-untyped-def]
-    author: Client, content: Any, django_capture_on_commit_callbacks
+    author: Client, admin: Client, content: Any, django_capture_on_commit_callbacks
 ) -> None:
-    path = f"/segments/{content['tone'].pk}/"
-    assert "not live until published" not in author.get(path).content.decode()
+    notice = "not live until published"
+    changing = [
+        (author, f"/segments/{content['tone'].pk}/"),
+        (author, "/segments/new/"),
+        (author, "/worlds/iron-coast/"),
+        (author, "/rulesets/mystery/"),
+        (author, "/npcs/marta-vell/"),
+        (author, "/entries/drowned-bell/"),
+        (author, "/entries/new/"),
+        (admin, "/deprecated/"),
+        (admin, "/deprecated/import/"),
+    ]
+    reading = [
+        (author, "/"),
+        (author, "/segments/"),
+        (author, "/preview/?entry=drowned-bell&token_budget=8000&npc_budget=600"),
+        (author, "/releases/"),
+        (author, "/deprecated/"),  # refused: the 403 page changes nothing
+    ]
+    for client, path in changing:
+        response = client.get(path)
+        assert response.status_code == 200 and notice not in response.content.decode(), path
     with django_capture_on_commit_callbacks(execute=True):
         services.release_create(actor=None, name="r-one", labels=["production"])
-    assert "not live until published" in author.get(path).content.decode()
-    assert "not live until published" in author.get("/entries/drowned-bell/").content.decode()
+    for client, path in changing:
+        response = client.get(path)
+        assert response.status_code == 200 and notice in response.content.decode(), path
+    for client, path in reading:
+        assert notice not in client.get(path).content.decode(), path
 
 
 def test_the_dashboard_shows_what_is_unpublished(  # type: ignore[no-untyped-def]
