@@ -71,26 +71,38 @@ def catalog_create(
     return obj
 
 
-def _apply(obj: CatalogObject, changes: dict[str, Any]) -> list[str]:
-    unknown = set(changes) - set(CATALOG_FIELDS)
-    if unknown:
-        raise TypeError(f"catalog_update() got unexpected fields: {', '.join(sorted(unknown))}")
-    changed = [name for name, value in changes.items() if getattr(obj, name) != value]
-    for name in changed:
-        setattr(obj, name, changes[name])
+def _apply(
+    obj: CatalogObject, slug: str | None, name: str | None, description: str | None
+) -> list[str]:
+    """Set the fields given (not None) that differ; their names."""
+    changes = {"slug": slug, "name": name, "description": description}
+    changed = [
+        field
+        for field, value in changes.items()
+        if value is not None and getattr(obj, field) != value
+    ]
+    for field in changed:
+        setattr(obj, field, changes[field])
     return changed
 
 
 @transaction.atomic
 def catalog_update(
-    *, actor: Actor, obj: CatalogObject, expected_revision: int | None = None, **changes: Any
+    *,
+    actor: Actor,
+    obj: CatalogObject,
+    expected_revision: int | None = None,
+    slug: str | None = None,
+    name: str | None = None,
+    description: str | None = None,
 ) -> CatalogObject:
-    """Change the slug, name or description of a World, Ruleset, NPC or Entry.
+    """Change the slug, name or description of a World, Ruleset, NPC or Entry (None:
+    unchanged).
 
     Saves only what changed and bumps the revision; nothing changed: no new revision.
     """
     current = _lock(obj, expected_revision)
-    changed = _apply(current, changes)
+    changed = _apply(current, slug, name, description)
     if changed:
         _save(current, actor, update_fields=changed)
     return current
@@ -197,17 +209,20 @@ def entry_update(
     actor: Actor,
     entry: Entry,
     expected_revision: int | None = None,
+    slug: str | None = None,
+    name: str | None = None,
+    description: str | None = None,
     world: World | None = None,
     rulesets: Sequence[Ruleset] | None = None,
     cast: Sequence[CastMember] | None = None,
-    **changes: Any,
 ) -> Entry:
-    """Change an entry's fields, its world, its ordered rulesets or its cast.
+    """Change an entry's fields, its world, its ordered rulesets or its cast (None:
+    unchanged).
 
     All of it is one change: one new revision, whatever part changed.
     """
     entry = _lock(entry, expected_revision)
-    changed = _apply(entry, changes)
+    changed = _apply(entry, slug, name, description)
     if world is not None and entry.world_id != world.pk:
         entry.world = world
         changed.append("world")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -115,3 +118,21 @@ def test_a_cast_names_each_npc_once() -> None:
     assert exc.value.message_dict == {
         "cast": ["An NPC can appear once in a cast; repeated: marta."]
     }
+
+
+@pytest.mark.parametrize("service", [catalog.catalog_update, catalog.entry_update])
+def test_updates_take_typed_keyword_only_fields(service: Any) -> None:
+    parameters = inspect.signature(service).parameters.values()
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters)
+    assert all(p.annotation is not inspect.Parameter.empty for p in parameters)
+    assert set(catalog.CATALOG_FIELDS) <= {p.name for p in parameters}
+
+
+def test_updates_refuse_a_field_they_do_not_know() -> None:
+    entry = EntryFactory()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'revision'"):
+        catalog.catalog_update(actor=None, obj=entry.world, revision=7)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'revision'"):
+        catalog.entry_update(actor=None, entry=entry, revision=7)  # type: ignore[call-arg]
+    entry.refresh_from_db()
+    assert entry.revision == 1 and entry.world.revision == 1
