@@ -253,8 +253,15 @@ function panelOpenerNow() {
 document.addEventListener("htmx:afterSwap", (event) => {
   const target = event.detail.target;
   if (!target || target.id !== "preview-editor") return;
+  // The panel scrolls on its own beside the prompt: show its top (the saved message, the
+  // segment's name) unless an error or a conflict is what to read first (initForms).
+  target.scrollTop = 0;
   initForms(target);
-  if (!target.querySelector("#error-summary, #conflict")) target.focus();
+  if (target.querySelector("#error-summary, #conflict")) return;
+  target.focus({ preventScroll: true });
+  // Stacked above the result (narrow screens), its top comes into view; beside the prompt
+  // (sticky) it is in view already, and the page stays where the author was reading.
+  if (getComputedStyle(target).position !== "sticky") target.scrollIntoView({ block: "start" });
 });
 document.addEventListener("click", (event) => {
   const close = event.target.closest && event.target.closest("[data-close-panel]");

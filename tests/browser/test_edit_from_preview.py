@@ -150,3 +150,40 @@ def test_focus_stays_on_the_setting_being_changed_while_the_preview_updates(
     budget.fill("-5")  # invalid: the last good preview stays, and so does focus
     expect(page.locator("#errors-token_budget")).not_to_be_empty()
     assert focused(page, "id") == "id_token_budget"
+
+
+def box(page: Any, selector: str) -> dict[str, float]:
+    return page.locator(selector).evaluate(
+        "e => { const r = e.getBoundingClientRect();"
+        " return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; }"
+    )
+
+
+def in_view(page: Any, selector: str) -> bool:
+    where = box(page, selector)
+    return where["top"] >= 0 and where["top"] < page.viewport_size["height"]
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_the_editor_stands_beside_the_prompt_on_wide_screens_and_above_it_on_phones(
+    page: Any, make_user: Any, sign_in: Any, screenshot: Any, width: int
+) -> None:
+    make_user("ada", "author")
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+    sign_in(page, "ada", URL)
+    page.locator(f'.chip[href="/segments/{segment.pk}/"]').click()
+    panel = page.locator("#preview-editor")
+    panel.get_by_label("Content").fill("The Iron Coast: lighthouses and salt.")
+    panel.get_by_role("button", name="Save").click()
+    expect(page.locator(".block.layer-world")).to_contain_text("lighthouses and salt")
+    expect(panel.locator(".msg-success")).to_be_visible()
+    assert in_view(page, "#preview-editor .msg-success")
+    editor, result = box(page, "#preview-editor"), box(page, "#preview-result")
+    if width > 1200:
+        # Beside the prompt: the re-rendered block and the editor are in view together.
+        assert editor["left"] >= result["right"]
+        assert in_view(page, ".block.layer-world")
+    else:
+        assert editor["bottom"] <= result["top"]
+    screenshot(page, f"25-edit-from-preview-{width}")
