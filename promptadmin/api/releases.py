@@ -24,9 +24,11 @@ from promptadmin.api.content import ETAG, IF_MATCH, PRECONDITION_ERRORS, actor_o
 from promptadmin.api.errors import ClientErrorResponseSerializer, Conflict, PreconditionFailed
 from promptadmin.api.permissions import ReadOrAdmin, ReadOrWrite
 from promptadmin.api.preconditions import if_match
+from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import releases as s
 from promptadmin.releases import selectors, services
 from promptadmin.releases.models import (
+    Release,
     ReleaseLabel,
     ReleaseLabelMove,
     Scenario,
@@ -297,19 +299,29 @@ class ReleaseListView(APIView):
     )
     def post(self, request: Request) -> Response:
         data = _valid(s.ReleaseInputSerializer, request.data)
+        answer: dict[str, Any] = {}
+
+        def render_before_commit(release: Release) -> None:
+            # As RenderBeforeCommit does for the other writes; this one cannot run in the
+            # request's transaction (see release_create), so it renders in the release's.
+            answer.update(s.ReleaseSerializer.of(selectors.releases().get(pk=release.pk)))
+            request.accepted_renderer.render(
+                answer, request.accepted_media_type, self.get_renderer_context()
+            )
+
         try:
-            release = services.release_create(
+            services.release_create(
                 actor=actor_of(request),
                 name=data.get("name") or None,
                 notes=data["notes"],
                 labels=data["labels"],
                 confirm=data["confirm"],
                 expected_hash=data.get("expected_hash"),
+                before_commit=render_before_commit,
             )
         except services.WorkingCopyChanged as exc:
             raise Conflict(str(exc), code="working_copy_changed") from None
-        body = s.ReleaseSerializer.of(selectors.releases().get(pk=release.pk))
-        return Response(body, status=status.HTTP_201_CREATED)
+        return Response(answer, status=status.HTTP_201_CREATED)
 
 
 class ReleaseDetailView(APIView):
@@ -365,7 +377,7 @@ class LabelListView(APIView):
         )
 
 
-class LabelView(APIView):
+class LabelView(RenderBeforeCommit):
     permission_classes = [ReadOrAdmin]
 
     @extend_schema(
@@ -483,7 +495,7 @@ SCENARIO_PATCH = OpenApiExample("A larger budget", request_only=True, value={"to
 SCENARIO = {"id": 3, **SCENARIO_INPUT, "revision": 1}
 
 
-class ScenarioListView(APIView):
+class ScenarioListView(RenderBeforeCommit):
     permission_classes = [ReadOrWrite]
 
     @extend_schema(
@@ -532,7 +544,7 @@ def _scenario(pk: int) -> Scenario:
     return scenario
 
 
-class ScenarioDetailView(APIView):
+class ScenarioDetailView(RenderBeforeCommit):
     permission_classes = [ReadOrWrite]
 
     @extend_schema(

@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 import assembler
+from promptadmin.core.storedjson import validate_stored_json
 
 WORKING = "working"
 """What callers name the working copy (never a release or a label)."""
@@ -181,11 +182,17 @@ class Scenario(models.Model):
     name = models.CharField(max_length=100, unique=True)
     entry = models.CharField(max_length=64, help_text="Entry slug.")
     first_turn = models.BooleanField(default=False)
-    npcs = models.JSONField(default=list, blank=True, help_text='[{"npc": slug, "tier": n}]')
-    state = models.JSONField(default=dict, blank=True)
+    # What people type: checked like every stored JSON value (the services check it too).
+    npcs = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_stored_json],
+        help_text='[{"npc": slug, "tier": n}]',
+    )
+    state = models.JSONField(default=dict, blank=True, validators=[validate_stored_json])
     token_budget = models.PositiveIntegerField(default=assembler.DEFAULT_TOKEN_BUDGET)
     npc_budget = models.PositiveIntegerField(default=assembler.DEFAULT_NPC_BUDGET)
-    expectations = models.JSONField(default=list, blank=True)
+    expectations = models.JSONField(default=list, blank=True, validators=[validate_stored_json])
     revision = models.PositiveIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -8,7 +8,7 @@ admins and admin keys; scripts acting as nobody may do both).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -277,6 +277,7 @@ def release_create(
     labels: Sequence[str] = (),
     confirm: bool = False,
     expected_hash: str | None = None,
+    before_commit: Callable[[Release], None] | None = None,
 ) -> Release:
     """Snapshot the working copy as a release and, when ``labels`` are given, move them to
     it (publish). Moving labels to content failing expectations needs ``confirm``.
@@ -284,6 +285,11 @@ def release_create(
     ``expected_hash``: the content hash of the working copy the person reviewed (its
     impact report); WorkingCopyChanged when it is not the working copy's now, so nothing
     saved after the review is published unseen.
+
+    ``before_commit(release)`` runs in the transaction writing it: an entry point answers
+    there, so that an answer it cannot give undoes the release. (The release cannot be
+    written in the entry point's own transaction: the snapshot is read in one of its own,
+    before it.)
     """
     _require_edit(actor)
     if labels:
@@ -311,6 +317,8 @@ def release_create(
         release = _store(content, name=name, notes=notes, actor=actor)
         for label in labels:
             _move(label, release, actor=actor, note=notes, confirmed=confirm, content=content)
+        if before_commit is not None:
+            before_commit(release)
     return release
 
 
@@ -460,6 +468,11 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(slug, str) or not 0 < len(slug) <= 64:
             errors[f"npcs.{index}.npc"] = "Expected an NPC slug."
             continue
+        try:
+            check_stored_json(slug)  # looked up, then stored: no NUL, no lone surrogate
+        except StoredJsonError as exc:
+            errors[f"npcs.{index}.npc"] = exc.message
+            continue
         if isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= MAX_TIER:
             errors[f"npcs.{index}.tier"] = f"Expected a whole number from 0 to {MAX_TIER}."
             continue
@@ -487,8 +500,11 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
     for index, item in enumerate(expectations):
         try:
             parsed.append(parse_expectation(item).to_dict())
+            check_stored_json(parsed[-1])
         except ExpectationError as exc:
             errors[f"expectations.{index}.{exc.field}"] = str(exc)
+        except StoredJsonError as exc:
+            errors[f"expectations.{index}.{exc.path}"] = exc.message
     state = values.get("state") or {}
     if not isinstance(state, dict):
         errors["state"] = "Expected a JSON object."

@@ -7,12 +7,13 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
+from promptadmin.api.serializers import releases as s
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.core import cache as core_cache
 from promptadmin.releases import serving
-from promptadmin.releases.models import ReleaseLabel, ReleaseLabelMove
+from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
 from tests.promptadmin.api.conftest import codes, errors, key_client, person, session_client
 
 pytestmark = pytest.mark.django_db
@@ -520,3 +521,37 @@ def test_publishing_with_the_reviewed_hash_is_refused_once_the_working_copy_chan
             "/api/v1/releases/", {"name": "r-x", "expected_hash": bad}, format="json"
         )
         assert response.status_code == 400 and set(errors(response)) == {"expected_hash"}, bad
+
+
+UNRENDERABLE = staticmethod(lambda *args: {"n": 2**64})  # what the renderer cannot write
+
+
+def test_a_release_write_whose_answer_cannot_be_rendered_is_not_committed(  # type: ignore[no-untyped-def]
+    admin_client, demo, monkeypatch
+) -> None:
+    # The client sees an error: a retry must not find the change made.
+    admin_client.post("/api/v1/releases/", {"name": "r-one", "labels": ["qa"]}, format="json")
+    scenario = {"name": "bell", "entry": "drowned-bell"}
+    created = admin_client.post("/api/v1/scenarios/", scenario, format="json").json()
+    etag = admin_client.get(f"/api/v1/scenarios/{created['id']}/").headers["ETag"]
+    for serializer in (s.ReleaseSerializer, s.LabelMoveSerializer, s.ScenarioSerializer):
+        monkeypatch.setattr(serializer, "of", UNRENDERABLE)
+    admin_client.raise_request_exception = False  # answer as a server would, not re-raise
+    scenario_url = f"/api/v1/scenarios/{created['id']}/"
+    writes = [
+        ("post", "/api/v1/releases/", {"name": "r-two", "labels": ["production"]}, {}),
+        ("put", "/api/v1/release-labels/staging", {"release": "r-one"}, {}),
+        ("delete", "/api/v1/release-labels/qa", {"note": "gone"}, {}),
+        ("post", "/api/v1/scenarios/", {**scenario, "name": "bell 2"}, {}),
+        ("patch", scenario_url, {"token_budget": 5}, {"HTTP_IF_MATCH": etag}),
+    ]
+    for method, path, body, headers in writes:
+        response = getattr(admin_client, method)(path, body, format="json", **headers)
+        assert response.status_code == 500, (path, response.content)
+        assert response.json()["type"] == "server_error"
+    assert list(Release.objects.values_list("name", flat=True)) == ["r-one"]
+    assert dict(ReleaseLabel.objects.values_list("name", "release__name")) == {"qa": "r-one"}
+    assert ReleaseLabelMove.objects.count() == 1
+    assert list(Scenario.objects.values_list("name", "token_budget")) == [
+        ("bell", created["token_budget"])
+    ]

@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
 from promptadmin.content.models import NPC, Entry, Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.releases import selectors, services, serving
+from promptadmin.releases.models import Scenario
 from promptadmin.releases.scenarios import scenarios_for
 from tests.factories import NPCFactory
 
@@ -83,3 +85,36 @@ def test_scenarios_with_casts_take_two_queries(django_assert_num_queries: Any) -
     assert len(specs) == 4
     with django_assert_num_queries(1):
         scenarios_for(())
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"expectations": [{"kind": "contains", "text": "a\x00b"}]}, "expectations.0.text"),
+        ({"expectations": [{"kind": "contains", "text": "a\ud800b"}]}, "expectations.0.text"),
+        ({"npcs": [{"npc": "marta-vell\x00", "tier": 1}]}, "npcs.0.npc"),
+        ({"npcs": ["old-cobb", "\udfff"]}, "npcs.1.npc"),
+        ({"state": {"input": "a\x00b"}}, "state.input"),
+    ],
+)
+def test_a_scenario_value_postgresql_cannot_store_is_refused_by_name(
+    change: dict[str, Any], field: str
+) -> None:
+    # Every entry point calls the service: a value the database would refuse (a 500) is a
+    # clear error naming it instead.
+    with pytest.raises(ValidationError) as caught:
+        services.scenario_create(actor=None, name="bell", entry="drowned-bell", **change)
+    assert field in caught.value.message_dict
+    assert not Scenario.objects.exists()
+
+
+def test_the_scenario_model_checks_its_json_fields_like_every_stored_json() -> None:
+    for name, value in (
+        ("state", {"game_state": {"hp": float("nan")}}),
+        ("npcs", [{"npc": "a\x00b"}]),
+        ("expectations", [{"kind": "contains", "text": "a\ud800"}]),
+    ):
+        scenario = Scenario(name="bell", entry="drowned-bell", **{name: value})
+        with pytest.raises(ValidationError) as caught:
+            scenario.full_clean()
+        assert set(caught.value.message_dict) == {name}
