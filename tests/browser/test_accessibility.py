@@ -11,9 +11,13 @@ from axe_playwright_python.sync_playwright import Axe
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from promptadmin.content.models import Segment
+from promptadmin.content.models import Segment, World
+from promptadmin.content.services.catalog import catalog_update
+from promptadmin.content.services.segments import segment_update
 from promptadmin.conversations.services import conversation_append
 from promptadmin.prompts.models import Prompt
+from promptadmin.releases import serving
+from promptadmin.releases.services import release_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
 
@@ -26,9 +30,13 @@ PAGES = [
     ("history", "/segments/{segment}/history/"),
     ("worlds", "/worlds/"),
     ("world", "/worlds/iron-coast/"),
+    ("world-new", "/worlds/new/"),
     ("entries", "/entries/"),
     ("entry", "/entries/drowned-bell/"),
+    ("entry-new", "/entries/new/"),
     ("rulesets", "/rulesets/"),
+    ("ruleset", "/rulesets/mystery/"),
+    ("npcs", "/npcs/"),
     ("npc", "/npcs/marta-vell/"),
     (
         "preview",
@@ -43,6 +51,12 @@ PAGES = [
     ("conversation", "/conversations/tavern-1/"),
     ("releases", "/releases/"),
     ("publish", "/releases/publish/"),
+    ("release-compare", "/releases/compare/?before=production&after=working"),
+    (
+        "release-prompts",
+        "/releases/prompts/?before=production&after=working&entry=drowned-bell"
+        "&first_turn=on&token_budget=8000&npc_budget=600",
+    ),
     ("deprecated", "/deprecated/"),
     ("import", "/deprecated/import/"),
 ]
@@ -86,6 +100,11 @@ def test_main_pages_pass_axe_and_fit_the_screen(
             {"role": "assistant", "content": "Old Cobb, since the war."},
         ],
     )
+    if name.startswith("release-"):
+        # Something to compare: production, then a change in the working copy.
+        serving._loaded.clear()
+        release_create(actor=None, name="r-one", labels=["production"])
+        segment_update(actor=None, segment=segment, content="Forty years ago the sea won.")
     context = browser.new_context(base_url=live_server.url, viewport=WIDTHS[width])
     try:
         page = context.new_page()
@@ -94,6 +113,70 @@ def test_main_pages_pass_axe_and_fit_the_screen(
         screenshot(page, f"a11y-{width}-{name}")
         assert serious_violations(page) == []
         # Tables may scroll inside their own box; the page itself never scrolls sideways.
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    finally:
+        context.close()
+
+
+def segment_conflict(page: Any, sign_in: Any) -> None:
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    sign_in(page, "ada", f"/segments/{segment.pk}/")
+    segment_update(actor=None, segment=segment, content="Someone else's coast.", sort_order=7)
+    page.get_by_label("Content").fill("Ada's coast: rust and rain.")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conflict")).to_be_visible()
+
+
+def segment_failed_save(page: Any, sign_in: Any) -> None:
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    sign_in(page, "ada", f"/segments/{segment.pk}/")
+    page.get_by_label("Metadata").fill('{"source": ')
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#error-summary")).to_be_visible()
+
+
+def world_conflict(page: Any, sign_in: Any) -> None:
+    sign_in(page, "ada", "/worlds/iron-coast/")
+    world = World.objects.get(slug="iron-coast")
+    catalog_update(actor=None, obj=world, description=world.description + "\nTheir line.")
+    page.get_by_label("Description").fill(world.description + "\nAda's line.")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conflict table.diff")).to_have_count(2)
+
+
+def preview_edit_panel(page: Any, sign_in: Any) -> None:
+    segment = Segment.objects.get(import_key="w-iron-tone")
+    sign_in(page, "ada", "/preview/?entry=drowned-bell&first_turn=on&token_budget=8000")
+    page.locator(f'.chip[href="/segments/{segment.pk}/"]').click()
+    expect(page.locator("#preview-editor").get_by_label("Content")).to_be_visible()
+
+
+STATES = {
+    "segment-conflict": segment_conflict,
+    "segment-failed-save": segment_failed_save,
+    "world-conflict": world_conflict,
+    "preview-edit-panel": preview_edit_panel,
+}
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("state", list(STATES))
+def test_conflicts_failed_saves_and_the_preview_editor_pass_axe_and_fit_the_screen(
+    browser: Any,
+    live_server: Any,
+    make_user: Any,
+    sign_in: Any,
+    screenshot: Any,
+    state: str,
+    width: str,
+) -> None:
+    make_user("ada", "author")
+    context = browser.new_context(base_url=live_server.url, viewport=WIDTHS[width])
+    try:
+        page = context.new_page()
+        STATES[state](page, sign_in)
+        screenshot(page, f"a11y-{width}-{state}")
+        assert serious_violations(page) == []
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     finally:
         context.close()
