@@ -295,6 +295,15 @@ SUMMARIZER_TASK_RETRIES = env_int("SUMMARIZER_TASK_RETRIES", 2, minimum=0)
 SUMMARIZER_RETRY_BACKOFF = env_float("SUMMARIZER_RETRY_BACKOFF", 5.0, minimum=0)
 SUMMARIZER_THRESHOLD = env_float("SUMMARIZER_THRESHOLD", 0.8, minimum=0.01, maximum=1.0)
 SUMMARIZER_MAX_INPUT_TOKENS = env_int("SUMMARIZER_MAX_INPUT_TOKENS", 16000, minimum=64)
+# The registered prompt whose `production` version gives the endpoint its instructions
+# (component/agent[/task_type], as the Langfuse-compatible API names it); without one, the
+# built-in instructions (assembler.summarize.DEFAULT_INSTRUCTIONS).
+SUMMARIZER_PROMPT = env_str("SUMMARIZER_PROMPT", "conversations/summarizer").strip()
+if not re.fullmatch(r"[^/\s]+/[^/\s]+(/[^/\s]+)?", SUMMARIZER_PROMPT):
+    raise ImproperlyConfigured(
+        f"SUMMARIZER_PROMPT={SUMMARIZER_PROMPT!r} must name a registered prompt as "
+        "component/agent or component/agent/task_type (default: conversations/summarizer)."
+    )
 
 TIKTOKEN_ENCODING = env_str("TIKTOKEN_ENCODING", "cl100k_base").strip()
 if not TIKTOKEN_ENCODING:

@@ -157,6 +157,11 @@ class Summary(models.Model):
     token_encoding = models.CharField(max_length=64, blank=True)
     backend = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=200, blank=True)
+    # The registered prompt (SUMMARIZER_PROMPT) whose version told the endpoint what to do;
+    # empty and None when it was told the built-in instructions, or the extractive
+    # summarizer made the summary.
+    prompt_name = models.CharField(max_length=200, blank=True)
+    prompt_version = models.PositiveIntegerField(null=True, blank=True)
     status = models.CharField(
         max_length=16, choices=SummaryStatus.choices, default=SummaryStatus.PENDING
     )

@@ -25,8 +25,7 @@ from assembler.history import HistoryFit, HistoryMessage, SummaryText, fit_histo
 from assembler.request import History as HistoryInput
 from assembler.tokens import Tokenizer
 from promptadmin.conversations.models import Conversation, Message, Role, Summary, could_be_key
-from promptadmin.conversations.services import summary_text
-from promptadmin.core.tokens import tokenizer
+from promptadmin.core.tokens import cached_count, tokenizer
 
 # Each message's part in the block takes at least three tokens ("User:" and a word), so a
 # budget of B tokens shows at most B // 3 messages besides the current exchange.
@@ -147,7 +146,7 @@ def _state(key: str, encoding: str) -> _State:
     text: SummaryText | None = None
     if summary_id is not None:
         shown = ShownSummary(summary_id, covers_through, status)
-        # As services.summary_text: a count made with another encoding is counted afresh.
+        # As summary_text: a count made with another encoding is counted afresh.
         text = SummaryText(content, covers_through, count if count_encoding == encoding else None)
     return _State(
         key=key,
@@ -249,6 +248,12 @@ def history_for_assembly(key: str, budget: int | None) -> HistoryInput:
             chars += len(history.summary.content)
         _remembered.put(remembered, history, chars)
     return history
+
+
+def summary_text(summary: Summary) -> SummaryText:
+    """A done summary as the assembler takes it."""
+    assert summary.covers_through is not None
+    return SummaryText(summary.content, summary.covers_through, cached_count(summary))
 
 
 def conversation_get(key: str) -> Conversation:

@@ -39,18 +39,20 @@ from django.utils import timezone
 from assembler.history import (
     HistoryMessage,
     SummaryPlan,
-    SummaryText,
     needs_summary,
     plan_summary,
 )
 from assembler.request import MAX_BUDGET
 from assembler.summarize import (
+    DEFAULT_INSTRUCTIONS,
     ExtractiveSummarizer,
     OpenAISummarizer,
     Summarizer,
     SummarizerUnavailable,
     summarize_with_fallback,
 )
+from assembler.templates import TemplateError
+from assembler.templates import render as render_template
 from promptadmin.conversations.models import (
     DEFAULT_HISTORY_BUDGET,
     MAX_MESSAGE_CHARS,
@@ -63,9 +65,11 @@ from promptadmin.conversations.models import (
     could_be_key,
     key_validator,
 )
+from promptadmin.conversations.selectors import summary_text
 from promptadmin.core.actors import Actor
 from promptadmin.core.errors import ConflictError
-from promptadmin.core.tokens import cached_count, tokenizer
+from promptadmin.core.tokens import tokenizer
+from promptadmin.prompts import selectors as prompts
 
 logger = logging.getLogger(__name__)
 
@@ -248,8 +252,8 @@ def _over_threshold(conversation: Conversation) -> bool:
 _UPSERT = """
 INSERT INTO conversations_summary (
     conversation_id, requested_through, status, attempts, content, token_encoding,
-    backend, model, error, task_id, previous_cut, created_at
-) VALUES (%s, %s, 'pending', 0, '', '', '', '', '', '', false, {now})
+    backend, model, prompt_name, error, task_id, previous_cut, created_at
+) VALUES (%s, %s, 'pending', 0, '', '', '', '', '', '', '', false, {now})
 ON CONFLICT (conversation_id) WHERE status IN ('pending', 'running')
 DO UPDATE SET requested_through = EXCLUDED.requested_through
 WHERE conversations_summary.status = 'pending'
@@ -433,12 +437,6 @@ def _history_messages(conversation_id: int, after: int, through: int) -> list[Hi
     ]
 
 
-def summary_text(summary: Summary) -> SummaryText:
-    """A done summary as the assembler takes it."""
-    assert summary.covers_through is not None
-    return SummaryText(summary.content, summary.covers_through, cached_count(summary))
-
-
 def previous_summary(conversation_id: int) -> Summary | None:
     """The newest done summary of a conversation."""
     return (
@@ -448,8 +446,54 @@ def previous_summary(conversation_id: int) -> Summary | None:
     )
 
 
-def primary_summarizer() -> Summarizer:
-    """The configured summarizer: the OpenAI-compatible endpoint, or the extractive one."""
+@dataclass(frozen=True, slots=True)
+class Instructions:
+    """What the endpoint is told to do, and the registered prompt version it comes from
+    (``prompt_name`` empty and ``prompt_version`` None for the built-in instructions)."""
+
+    text: str
+    prompt_name: str = ""
+    prompt_version: int | None = None
+
+
+BUILT_IN_INSTRUCTIONS = Instructions(DEFAULT_INSTRUCTIONS)
+
+
+def summarizer_instructions() -> Instructions:
+    """The system text of the ``production`` version of the registered prompt named by
+    ``SUMMARIZER_PROMPT`` (``component/agent[/task_type]``; a task type without a prompt
+    of its own falls back to the default of (component, agent)), rendered without
+    variables. The built-in instructions when there is no such prompt or label, or its
+    text cannot be rendered without variables or is blank (logged)."""
+    name = settings.SUMMARIZER_PROMPT
+    component, agent, *task_type = name.split("/")
+    try:
+        resolved = prompts.fetch_prompt(
+            component=component, agent=agent, task_type=task_type[0] if task_type else None
+        )
+    except prompts.PromptLookupError as missing:
+        logger.info("summarizer prompt %s: %s; using the built-in instructions", name, missing)
+        return BUILT_IN_INSTRUCTIONS
+    try:
+        text = render_template(resolved.system, resolved.syntax, {}).text
+    except TemplateError as error:
+        text, problem = "", str(error)
+    else:
+        problem = "its system text is blank"
+    if not text.strip():
+        logger.warning(
+            "summarizer prompt %s version %s: %s; using the built-in instructions",
+            resolved.langfuse_name,
+            resolved.version,
+            problem,
+        )
+        return BUILT_IN_INSTRUCTIONS
+    return Instructions(text, resolved.langfuse_name, resolved.version)
+
+
+def primary_summarizer(instructions: Instructions) -> Summarizer:
+    """The configured summarizer: the OpenAI-compatible endpoint, told ``instructions``,
+    or the extractive one."""
     if settings.SUMMARIZER_BASE_URL:
         return OpenAISummarizer(
             base_url=settings.SUMMARIZER_BASE_URL,
@@ -458,6 +502,7 @@ def primary_summarizer() -> Summarizer:
             tokenizer=tokenizer(),
             timeout=settings.SUMMARIZER_TIMEOUT,
             max_retries=settings.SUMMARIZER_MAX_RETRIES,
+            instructions=instructions.text,
         )
     return ExtractiveSummarizer(tokenizer())
 
@@ -504,7 +549,9 @@ def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
         summary_fail(claim=claim, error=NOTHING_TO_SUMMARIZE)
         return "nothing_to_summarize"
     tok = tokenizer()
-    primary = primary_summarizer()
+    # Only the endpoint is told instructions: the extractive summarizer needs no prompt.
+    instructions = summarizer_instructions() if settings.SUMMARIZER_BASE_URL else None
+    primary = primary_summarizer(instructions or BUILT_IN_INSTRUCTIONS)
     try:
         # An unavailable endpoint is worth another try later, until the last attempt; a
         # refused summary falls back at once (the rule is the assembler's).
@@ -520,6 +567,8 @@ def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
             close()
     outcome = result.outcome
     error = f"{FALLBACK_NOTE}{result.fallback_reason}" if result.fallback_used else ""
+    # The prompt is recorded on a summary it helped make, not on the fallback's.
+    told = instructions if instructions is not None and not result.fallback_used else None
     stored = summary_complete(
         claim=claim,
         covers_through=plan.covers_through,
@@ -531,6 +580,8 @@ def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
         error=error,
         message_cut=plan.message_cut,
         previous_cut=plan.previous_cut,
+        prompt_name=told.prompt_name if told is not None else "",
+        prompt_version=told.prompt_version if told is not None else None,
     )
     return "done" if stored else "superseded"
 
@@ -564,11 +615,14 @@ def summary_complete(
     error: str = "",
     message_cut: int | None = None,
     previous_cut: bool = False,
+    prompt_name: str = "",
+    prompt_version: int | None = None,
 ) -> bool:
     """Store the claimed summary as done and update the conversation's counters; False
     (nothing stored) when the claim was lost to a worker that took over. ``message_cut``
     and ``previous_cut`` record what was read short of the whole (see
-    :class:`assembler.history.SummaryPlan`)."""
+    :class:`assembler.history.SummaryPlan`); ``prompt_name`` and ``prompt_version`` the
+    registered prompt the endpoint was told (see :func:`summarizer_instructions`)."""
     conversation, summary = _lock_for_result(claim.summary_id)
     if not _holds(summary, claim):
         return False
@@ -583,6 +637,8 @@ def summary_complete(
     summary.error = error
     summary.message_cut = message_cut
     summary.previous_cut = previous_cut
+    summary.prompt_name = prompt_name[:200]
+    summary.prompt_version = prompt_version
     summary.finished_at = Now()
     summary.save()
     unsummarized = Message.objects.filter(

@@ -1,9 +1,12 @@
-"""Demo registered prompts: the tri-section seed's interfaces and adapter instructions, and
-prompts for its tasks (parsing, abstention detection, rubric evaluation)."""
+"""Demo registered prompts: the tri-section seed's interfaces and adapter instructions,
+prompts for its tasks (parsing, abstention detection, rubric evaluation), and the
+conversation summarizer's instructions (SUMMARIZER_PROMPT's default)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from assembler.summarize import DEFAULT_INSTRUCTIONS
 
 INTERFACES: list[dict[str, Any]] = [
     {"name": "langchain", "supports_system_prompt": True, "supports_structured_output": False},
@@ -174,6 +177,21 @@ PROMPTS: list[dict[str, Any]] = [
                     "show {{ trait }}?\n\nAnswer:",
                 },
             },
+        ],
+    },
+    {
+        "component": "conversations",
+        "agent": "summarizer",
+        "task_type": None,
+        "description": "What the conversation summarizer's endpoint is told (its system "
+        "message; the transcript is the user message). Its production version is used.",
+        "versions": [
+            {
+                "labels": ["production"],
+                "system": DEFAULT_INSTRUCTIONS,
+                "user_templates": {},
+                "commit_message": "The built-in summarizer instructions.",
+            }
         ],
     },
 ]

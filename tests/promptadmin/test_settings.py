@@ -210,3 +210,10 @@ def test_without_redis_tasks_run_in_process_a_summary_on_a_background_thread() -
     # With a broker, workers make them.
     broker = settings_with(TASK_SETTINGS, unset, REDIS_URL="redis://127.0.0.1:6379/6")
     assert broker == ["False", "redis://127.0.0.1:6379/6", "False"]
+
+
+@pytest.mark.parametrize("value", ["summarizer", "a/b/c/d", "a//b", "a/b c", "/a/b"])
+def test_a_summarizer_prompt_that_names_no_prompt_is_refused(value: str) -> None:
+    result = start(SUMMARIZER_PROMPT=value)
+    assert result.returncode != 0
+    assert "SUMMARIZER_PROMPT=" in result.stderr and "component/agent" in result.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from assembler.request import MAX_BUDGET
@@ -13,6 +14,7 @@ from promptadmin.conversations.models import (
     MAX_MESSAGE_CHARS,
     MAX_MESSAGES_PER_APPEND,
     Role,
+    Summary,
     SummaryStatus,
 )
 from promptadmin.conversations.selectors import HistoryBlock
@@ -71,6 +73,11 @@ class HistoryOutputSerializer(serializers.Serializer):
     summary_pending = serializers.BooleanField()
 
 
+class SummaryPromptSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The prompt, as component/agent[/task_type].")
+    version = serializers.IntegerField(help_text="Its version (the one labelled production).")
+
+
 class SummaryOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     covers_through = serializers.IntegerField(allow_null=True)
@@ -93,6 +100,17 @@ class SummaryOutputSerializer(serializers.Serializer):
         help_text="Whether the summary this one builds on was read cut short (made under a "
         "larger SUMMARIZER_MAX_INPUT_TOKENS)."
     )
+    prompt = serializers.SerializerMethodField(
+        help_text="The registered prompt version (SUMMARIZER_PROMPT) whose system text the "
+        "endpoint was told; null when it was told the built-in instructions, or when the "
+        "extractive summarizer made the summary."
+    )
+
+    @extend_schema_field(SummaryPromptSerializer(allow_null=True))
+    def get_prompt(self, summary: Summary) -> dict[str, Any] | None:
+        if summary.prompt_version is None:
+            return None
+        return {"name": summary.prompt_name, "version": summary.prompt_version}
 
 
 class SummarizeOutputSerializer(serializers.Serializer):

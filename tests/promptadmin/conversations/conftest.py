@@ -62,7 +62,7 @@ class CountingSummarizer:
 @pytest.fixture
 def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingSummarizer]:
     summarizer = CountingSummarizer()
-    monkeypatch.setattr(services, "primary_summarizer", lambda: summarizer)
+    monkeypatch.setattr(services, "primary_summarizer", lambda instructions: summarizer)
     yield summarizer
 
 

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from io import StringIO
 from typing import Any
 from unittest import mock
 
 import pytest
+from django.core.management import call_command
 from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+from assembler.summarize import DEFAULT_INSTRUCTIONS
 from promptadmin.conversations import services
 from promptadmin.conversations.models import Conversation, Message, Summary, SummaryStatus
 from promptadmin.core.tokens import tokenizer
 from tests.promptadmin.api.conftest import errors
 from tests.promptadmin.conversations.conftest import talk
+from tests.promptadmin.conversations.fake_llm import fake_llm
 
 pytestmark = pytest.mark.django_db
 
@@ -192,9 +196,28 @@ def test_summaries_list_and_summarize_now(
         "finished",
         "message_cut",
         "previous_cut",
+        "prompt",
     }
     assert body[0]["status"] == "done" and body[0]["covers_through"] == summary.covers_through
     assert body[0]["message_cut"] is None and body[0]["previous_cut"] is False
+    assert body[0]["prompt"] is None  # made without an endpoint, so told no prompt
+
+
+def test_summaries_name_the_prompt_version_the_endpoint_was_told(
+    writer: APIClient, reader: APIClient, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_prompts", stdout=StringIO())
+    with (
+        fake_llm() as llm,
+        override_settings(SUMMARIZER_BASE_URL=llm.url, SUMMARIZER_MAX_RETRIES=0),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        post(writer, "c", {"messages": talk(8), "history_budget": 200})
+    [body] = reader.get(f"{BASE}/c/summaries").json()
+    assert body["backend"] == "openai"
+    assert body["prompt"] == {"name": "conversations/summarizer", "version": 1}
+    assert llm.requests[0]["messages"][0]["content"].startswith(DEFAULT_INSTRUCTIONS)
 
 
 @override_settings(SUMMARIZER_MAX_INPUT_TOKENS=64)

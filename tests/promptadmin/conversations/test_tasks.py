@@ -18,6 +18,7 @@ from django.db.models.functions import Now
 from django.test import override_settings
 from django.utils import timezone
 
+from assembler.summarize import DEFAULT_INSTRUCTIONS
 from promptadmin.conversations import services
 from promptadmin.conversations.models import Conversation, Summary, SummaryStatus
 from promptadmin.conversations.selectors import conversation_history
@@ -437,3 +438,97 @@ def test_without_a_broker_an_append_never_waits_for_the_summarizer(in_process: N
 
 def done(key: str) -> Any:
     return lambda: Summary.objects.filter(conversation__key=key, status=SummaryStatus.DONE).exists()
+
+
+def summarizer_version(system: str, *, labels: tuple[str, ...] = ("production",)) -> None:
+    """A new version of the registered summarizer prompt (the prompt made on first use),
+    committed so that fetches see it."""
+    from promptadmin.prompts.models import Prompt
+    from promptadmin.prompts.services.prompts import prompt_create, prompt_version_create
+
+    prompt = Prompt.objects.filter(component="conversations", agent="summarizer").first()
+    if prompt is None:
+        prompt = prompt_create(actor=None, component="conversations", agent="summarizer")
+    prompt_version_create(
+        actor=None, prompt=prompt, system=system, user_templates={}, labels=labels
+    )
+
+
+def system_sent(llm: Any) -> str:
+    message = llm.requests[-1]["messages"][0]
+    assert message["role"] == "system"
+    return str(message["content"])
+
+
+def test_the_summarizer_takes_its_instructions_from_the_registered_prompts_production_version(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        summarizer_version("Summarize the voyage as a ship's log.")
+    with fake_llm() as llm, endpoint(llm.url):
+        first = pending_summary(key="log")
+        assert run(first) == "done"
+        assert system_sent(llm).startswith("Summarize the voyage as a ship's log.\n\n")
+        # A new version labelled production changes what the next summary is told.
+        with django_capture_on_commit_callbacks(execute=True):
+            summarizer_version("Summarize the voyage as a bard's song.")
+        second = pending_summary(key="song")
+        assert run(second, task_id="task-2") == "done"
+        assert system_sent(llm).startswith("Summarize the voyage as a bard's song.\n\n")
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.prompt_name, first.prompt_version) == ("conversations/summarizer", 1)
+    assert (second.prompt_name, second.prompt_version) == ("conversations/summarizer", 2)
+
+
+@pytest.mark.parametrize("registered", [False, True], ids=["no-prompt", "no-production-label"])
+def test_without_a_production_summarizer_prompt_the_built_in_instructions_are_sent(
+    django_capture_on_commit_callbacks: Any, registered: bool
+) -> None:
+    if registered:
+        with django_capture_on_commit_callbacks(execute=True):
+            summarizer_version("Summarize tersely.", labels=("staging",))
+    with fake_llm() as llm, endpoint(llm.url):
+        summary = pending_summary()
+        assert run(summary) == "done"
+    assert system_sent(llm).startswith(DEFAULT_INSTRUCTIONS + "\n\n")
+    summary.refresh_from_db()
+    assert summary.backend == "openai"
+    assert (summary.prompt_name, summary.prompt_version) == ("", None)
+
+
+@override_settings(SUMMARIZER_PROMPT="game/narrator/recap")
+def test_the_summarizer_prompt_is_a_setting_and_a_task_type_falls_back_to_its_default(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from promptadmin.prompts.services.prompts import prompt_create, prompt_version_create
+
+    with django_capture_on_commit_callbacks(execute=True):
+        prompt = prompt_create(actor=None, component="game", agent="narrator")
+        prompt_version_create(
+            actor=None,
+            prompt=prompt,
+            system="Recap the story so far.",
+            user_templates={},
+            labels=["production"],
+        )
+    with fake_llm() as llm, endpoint(llm.url):
+        summary = pending_summary()
+        assert run(summary) == "done"
+    assert system_sent(llm).startswith("Recap the story so far.\n\n")
+    summary.refresh_from_db()
+    assert (summary.prompt_name, summary.prompt_version) == ("game/narrator", 1)
+
+
+def test_a_summary_the_extractive_summarizer_made_names_no_prompt(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        summarizer_version("Summarize tersely.")
+    with fake_llm() as llm, endpoint(llm.url, task_retries=0):
+        llm.default = Reply(status=503)
+        summary = pending_summary()
+        assert run(summary) == "done"
+    summary.refresh_from_db()
+    assert summary.backend == "extractive"
+    assert (summary.prompt_name, summary.prompt_version) == ("", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
+from assembler.summarize import DEFAULT_INSTRUCTIONS
 from promptadmin.prompts.models import AdapterInstruction, Interface, Label, Prompt, PromptVersion
 from promptadmin.prompts.selectors import fetch_prompt, render_prompt
 
@@ -47,3 +48,13 @@ def test_the_langchain_parsing_prompt_carries_the_json_schema() -> None:
     assert rendered.system.endswith('JSON schema:\n{"type": "object"}')
     assert rendered.user.endswith("JSON only.")
     assert '{"value": 3.2, "unit": "km"}' in rendered.user
+
+
+def test_the_summarizer_prompt_is_seeded_with_the_built_in_instructions_in_production() -> None:
+    call_command("seed_prompts")
+    resolved = fetch_prompt(component="conversations", agent="summarizer")
+    assert resolved.system == DEFAULT_INSTRUCTIONS
+    assert resolved.user_templates == {} and resolved.variables == []
+    assert "production" in resolved.labels and resolved.version == 1
+    # What the summarizer sends, rendered, is exactly the built-in text it replaces.
+    assert render_prompt(resolved).system == DEFAULT_INSTRUCTIONS

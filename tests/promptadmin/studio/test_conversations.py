@@ -120,6 +120,20 @@ def test_a_message_summarized_from_its_beginning_only_is_pointed_out(viewer: Cli
     assert "message #1 read from its beginning only" in page
 
 
+def test_a_summary_names_the_prompt_version_the_endpoint_was_told(viewer: Client) -> None:
+    from promptadmin.conversations.tasks import summarize_conversation
+
+    with mock.patch("promptadmin.conversations.tasks.enqueue_summary"):
+        services.conversation_append(actor=None, key="run:11", messages=talk(8), history_budget=200)
+    summary = Summary.objects.get()
+    summarize_conversation.apply(args=[summary.pk], throw=False)
+    Summary.objects.filter(pk=summary.pk).update(
+        backend="openai", prompt_name="conversations/summarizer", prompt_version=3
+    )
+    page = viewer.get("/conversations/run:11/").content.decode()
+    assert "told conversations/summarizer v3" in page
+
+
 def test_the_preview_shows_the_history_layer(demo: None, viewer: Client) -> None:
     with mock.patch("promptadmin.conversations.tasks.enqueue_summary"):
         services.conversation_append(actor=None, key="run:8", messages=talk(3))
