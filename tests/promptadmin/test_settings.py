@@ -217,3 +217,15 @@ def test_a_summarizer_prompt_that_names_no_prompt_is_refused(value: str) -> None
     result = start(SUMMARIZER_PROMPT=value)
     assert result.returncode != 0
     assert "SUMMARIZER_PROMPT=" in result.stderr and "component/agent" in result.stderr
+
+
+def test_compose_forwards_every_summarizer_variable_to_web_and_worker() -> None:
+    source = (Path(__file__).parents[2] / "promptadmin" / "settings.py").read_text()
+    read = set(re.findall(r'env_\w+\(\s*"(SUMMARIZER_\w+)"', source))
+    secrets = set(re.findall(r'env_secret\(\s*"(SUMMARIZER_\w+)"', source))
+    wanted = read | {f"{name}_FILE" for name in secrets}
+    assert {"SUMMARIZER_BASE_URL", "SUMMARIZER_PROMPT", "SUMMARIZER_API_KEY_FILE"} <= wanted
+    compose = yaml.safe_load((Path(__file__).parents[2] / "docker-compose.yml").read_text())
+    for service in ("web", "worker"):
+        environment = compose["services"][service]["environment"]
+        assert wanted <= set(environment), (service, sorted(wanted - set(environment)))
