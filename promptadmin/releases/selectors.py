@@ -18,7 +18,7 @@ from promptadmin.releases.models import (
 )
 from promptadmin.releases.scenarios import scenarios_for
 from promptadmin.releases.snapshot import (
-    CATALOG_KINDS,
+    CATALOG_KEYS,
     ContentSet,
     release_content,
     working_content,
@@ -41,7 +41,7 @@ def release_named(name: str) -> Release:
     return release
 
 
-NOTHING = ContentSet(catalog={kind: [] for kind in CATALOG_KINDS}, segments={})
+NOTHING = ContentSet(catalog={plural: [] for plural in CATALOG_KEYS.values()}, segments={})
 
 
 def side(name: str | None) -> tuple[ContentSet, dict[str, Any]]:
@@ -63,7 +63,9 @@ def compare_report(before: str | None, after: str) -> dict[str, Any]:
     """The impact report of going from ``before`` to ``after`` (each a side's name)."""
     old, old_side = side(before)
     new, new_side = side(after)
-    entries = [row["slug"] for content in (old, new) for row in content.catalog["entries"]]
+    entries = [
+        row["slug"] for content in (old, new) for row in content.catalog[CATALOG_KEYS["entry"]]
+    ]
     report = compare(old, new, scenarios_for(entries))
     return {"before": old_side, "after": new_side, **report}
 

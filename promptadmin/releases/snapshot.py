@@ -17,20 +17,22 @@ from django.db import connection, transaction
 
 import assembler
 from promptadmin.content.assembly import EntryBundle, NpcBundle
+from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import (
-    NPC,
+    REF_FIELDS,
     SEGMENT_SCOPES,
     Entry,
     EntryRuleset,
-    Ruleset,
     Scope,
     Segment,
-    World,
 )
 from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.releases.models import Release, ReleaseSegment
 
-CATALOG_KINDS = ("worlds", "rulesets", "npcs", "entries")
+# Where a content set's catalog (and so every release's ``catalog``) keeps each kind of
+# object, by the kind's key: under its plural, as the API names its collections ("npcs").
+# Every release stores them: a kind's plural never changes.
+CATALOG_KEYS: dict[str, str] = {key: kind.section for key, kind in KINDS.items()}
 
 
 # What a segment's state is made of, hashed into the content hash and compared between two
@@ -112,7 +114,7 @@ class ContentSet:
         """SHA-256 of everything a release holds, in a canonical order; worked out once."""
         if not self._hash:
             body = [
-                {kind: self.catalog.get(kind, []) for kind in CATALOG_KINDS},
+                {plural: self.catalog.get(plural, []) for plural in CATALOG_KEYS.values()},
                 [self.segments[pk].fingerprint() for pk in sorted(self.segments)],
             ]
             text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -122,9 +124,9 @@ class ContentSet:
     def objects(self) -> dict[tuple[str, str], dict[str, Any]]:
         """Every object by (kind, slug), without the database id (it may be reused)."""
         return {
-            (kind, row["slug"]): {k: v for k, v in row.items() if k != "id"}
-            for kind in CATALOG_KINDS
-            for row in self.catalog.get(kind, [])
+            (plural, row["slug"]): {k: v for k, v in row.items() if k != "id"}
+            for plural in CATALOG_KEYS.values()
+            for row in self.catalog.get(plural, [])
         }
 
     def bundles(self) -> Bundles:
@@ -143,7 +145,7 @@ def _build_bundles(content: ContentSet) -> Bundles:
         rows = sorted(by_owner.get((scope, owner), ()), key=lambda r: (r.sort_order, r.id))
         return tuple(row.to_assembler() for row in rows)
 
-    names = {row["slug"]: row["name"] for row in content.catalog.get("rulesets", [])}
+    names = {row["slug"]: row["name"] for row in content.catalog.get(CATALOG_KEYS["ruleset"], [])}
     core = layer(Scope.CORE, "")
     entries = {
         row["slug"]: EntryBundle(
@@ -160,25 +162,24 @@ def _build_bundles(content: ContentSet) -> Bundles:
             entry=layer(Scope.ENTRY, row["slug"]),
             entry_start=layer(Scope.ENTRY_START, row["slug"]),
         )
-        for row in content.catalog.get("entries", [])
+        for row in content.catalog.get(CATALOG_KEYS["entry"], [])
     }
     npcs = {
         row["slug"]: NpcBundle(row["slug"], row["name"], layer(Scope.NPC, row["slug"]))
-        for row in content.catalog.get("npcs", [])
+        for row in content.catalog.get(CATALOG_KEYS["npc"], [])
     }
     return Bundles(entries=entries, npcs=npcs)
 
 
 _OBJECT_COLUMNS = ("id", "slug", "name", "description")
-REF_COLUMNS = ("ruleset_id", "world_id", "entry_id", "npc_id")
+REF_COLUMNS = tuple(f"{field}_id" for field in REF_FIELDS)  # a segment's object, one of them
 
 
 def working_catalog() -> dict[str, list[dict[str, Any]]]:
     """The working copy's objects, in five queries."""
     catalog: dict[str, list[dict[str, Any]]] = {
-        "worlds": list(World.objects.order_by("slug").values(*_OBJECT_COLUMNS)),
-        "rulesets": list(Ruleset.objects.order_by("slug").values(*_OBJECT_COLUMNS)),
-        "npcs": list(NPC.objects.order_by("slug").values(*_OBJECT_COLUMNS)),
+        CATALOG_KEYS[key]: list(KINDS[key].model.objects.order_by("slug").values(*_OBJECT_COLUMNS))
+        for key in ("world", "ruleset", "npc")  # entries, with their world and rulesets, below
     }
     orders: dict[int, list[str]] = {}
     for entry_id, slug in EntryRuleset.objects.order_by("entry_id", "position").values_list(
@@ -186,7 +187,7 @@ def working_catalog() -> dict[str, list[dict[str, Any]]]:
     ):
         orders.setdefault(entry_id, []).append(slug)
     entries = Entry.objects.order_by("slug").values(*_OBJECT_COLUMNS, "world__slug")
-    catalog["entries"] = [
+    catalog[CATALOG_KEYS["entry"]] = [
         {
             **{name: row[name] for name in _OBJECT_COLUMNS},
             "world": row["world__slug"],
@@ -222,10 +223,8 @@ def _read_working_content() -> ContentSet:
     """Every object and active segment, in six queries."""
     catalog = working_catalog()
     slugs = {
-        field_name: {row["id"]: row["slug"] for row in catalog[kind]}
-        for field_name, kind in zip(
-            REF_COLUMNS, ("rulesets", "worlds", "entries", "npcs"), strict=True
-        )
+        f"{field}_id": {row["id"]: row["slug"] for row in catalog[CATALOG_KEYS[field]]}
+        for field in REF_FIELDS
     }
     tok = tokenizer()
     segments: dict[int, SnapSegment] = {}
