@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from promptadmin.content.models import Segment
+from promptadmin.content.services import segments
 from promptadmin.releases import services
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
@@ -61,7 +62,15 @@ def test_publish_a_change_see_its_impact_and_roll_back(
     screenshot(page, "22-release-prompts")
     page.go_back()
 
+    # Someone saves an edit while the report is open: publishing it unseen is refused.
+    segments.segment_update(actor=None, segment=Segment.objects.get(pk=tone.pk), title="Grey")
     page.get_by_label("Release name").fill("r-grey")
+    page.get_by_role("button", name="Publish as 'production'").click()
+    expect(page.get_by_text("The working copy changed since you reviewed it")).to_be_visible()
+    expect(page.get_by_role("alert").filter(has_text="Saved since")).to_contain_text(
+        f"#{tone.pk} Grey"
+    )
+
     page.get_by_role("button", name="Publish as 'production'").click()
     expect(page.get_by_text("Published r-grey as 'production'")).to_be_visible()
     screenshot(page, "21-releases")
