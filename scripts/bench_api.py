@@ -15,9 +15,11 @@
    ``POST /api/v1/assemble`` without and with truncation, from a release named in the
    request and from a label's release, for fetching a registered prompt by label (native
    and Langfuse-compatible paths, each also revalidated with ``If-None-Match``: a 304) and
-   rendering it with an adapter, and for ``GET /api/v1/me``, the
-   cheapest authenticated DRF endpoint, measured in the same run as the baseline; also
-   the server's CPU time per request, which is what to compare on a busy machine.
+   rendering it with an adapter, for a conversation's history (a state fetched before,
+   and a new state right after each append) and assembling with it, and for
+   ``GET /api/v1/me``, the cheapest authenticated DRF endpoint, measured in the same run
+   as the baseline; also the server's CPU time per request, which is what to compare on a
+   busy machine.
 
 Each scenario runs ``--rounds`` times (default 3), the rounds interleaving the scenarios,
 and the table shows medians; the ratio is taken within each round, against the baseline
@@ -84,10 +86,17 @@ class Scenario:
     auth: str = "api-key"
     # Send If-None-Match with the ETag a first request returned (the answer is a 304).
     revalidate: bool = False
+    # Every request (a POST) is followed by a GET of this path, on the same connection:
+    # a read right after a write, whose answer no process can have remembered.
+    then_get: str | None = None
+    # Sent with a write key (the others with a read key).
+    write: bool = False
 
 
 TURN_MARK = "__TURN__"
 BENCH_CONVERSATION = "bench-conversation"
+# The same state, for the scenario that appends to it (the one above must stay unchanged).
+APPENDED_CONVERSATION = "bench-conversation-appended"
 CONVERSATION_MESSAGES = 200
 SUMMARIZED_THROUGH = 150
 
@@ -176,6 +185,20 @@ SCENARIOS = [
         "history (summary + 200 msgs)",
         "GET",
         f"/api/v1/conversations/{BENCH_CONVERSATION}/history?budget=2000",
+    ),
+    # The scenario above fetches one unchanging state, fitted once per gunicorn worker and
+    # remembered: this one measures the cold path, a new state (one more message) per fetch.
+    # Its req/s and latencies count the appends and the fetches alike. The conversation
+    # grows meanwhile, by one short message per pair; a fetch with budget 2000 reads at most
+    # the newest 667 messages after the summary, so its cost grows only that far. No worker
+    # runs: the summary asked for on the first append stays pending.
+    Scenario(
+        "history after an append",
+        "POST",
+        f"/api/v1/conversations/{APPENDED_CONVERSATION}/messages",
+        {"messages": [{"role": "user", "content": f"Turn {TURN_MARK}: the scouts report in."}]},
+        then_get=f"/api/v1/conversations/{APPENDED_CONVERSATION}/history?budget=2000",
+        write=True,
     ),
     Scenario(
         "assemble, history layer",
@@ -310,7 +333,8 @@ def seed() -> str:
         )
     Segment.objects.bulk_create(rows, batch_size=1000)
     seed_prompts()
-    seed_conversation(rng)
+    seed_conversation(rng, BENCH_CONVERSATION)
+    seed_conversation(rng, APPENDED_CONVERSATION)
     from promptadmin.releases.services import release_create
 
     release_create(actor=None, name=BENCH_RELEASE, labels=["staging"])
@@ -355,7 +379,7 @@ def authorization(scenario: Scenario, key: str) -> str:
     return f"Api-Key {key}"
 
 
-def seed_conversation(rng: random.Random) -> None:
+def seed_conversation(rng: random.Random, key: str) -> None:
     """A conversation of 200 messages (40-120 tokens each) with a done summary of the first
     150, as the workers would have left it. Appended through the service with a budget too
     large to trigger a summary (no worker runs during the bench); the summary is stored
@@ -369,7 +393,7 @@ def seed_conversation(rng: random.Random) -> None:
     for start in range(0, CONVERSATION_MESSAGES, 50):
         conversation_append(
             actor=None,
-            key=BENCH_CONVERSATION,
+            key=key,
             history_budget=1_000_000,
             messages=[
                 {
@@ -379,7 +403,7 @@ def seed_conversation(rng: random.Random) -> None:
                 for index in range(start, start + 50)
             ],
         )
-    conversation = Conversation.objects.get(key=BENCH_CONVERSATION)
+    conversation = Conversation.objects.get(key=key)
     content = prose(rng, 400)
     now = timezone.now()
     summary = Summary.objects.create(
@@ -423,6 +447,16 @@ def lua_script(scenario: Scenario, key: str, directory: Path, etag: str | None =
             'function setup(thread) threads = threads + 1; thread:set("tid", threads) end',
             "function request()",
             "  count = count + 1",
+        ]
+        if scenario.then_get is not None:
+            assert "]==]" not in scenario.then_get, scenario.name
+            # Odd requests write, even ones read what was just written.
+            lines += [
+                "  if count % 2 == 0 then",
+                f'    return wrk.format("GET", [==[{scenario.then_get}]==], nil, nil)',
+                "  end",
+            ]
+        lines += [
             f'  local body = string.gsub(template, "{TURN_MARK}", tid .. "." .. count)',
             "  return wrk.format(nil, nil, nil, body)",
             "end",
@@ -548,6 +582,9 @@ def main() -> int:
     from django.core.cache import cache
 
     key = seed()
+    from promptadmin.content.services.api_keys import api_key_create
+
+    write_key = api_key_create(actor=None, name="bench-write", scope="write")[1]
     cache.clear()
 
     base = f"http://127.0.0.1:{args.port}"
@@ -583,7 +620,8 @@ def main() -> int:
                 etag = sample_with_etag(base, key, scenario)[1] if scenario.revalidate else None
                 if scenario.revalidate and etag is None:
                     raise SystemExit(f"bench: {scenario.name}: no ETag to revalidate with")
-                scripts.append(lua_script(scenario, key, Path(directory), etag))
+                scenario_key = write_key if scenario.write else key
+                scripts.append(lua_script(scenario, scenario_key, Path(directory), etag))
             for scenario, script in zip(SCENARIOS, scripts, strict=True):
                 run_wrk(base + scenario.path, script, 3, args.connections)  # warm up
             for number in range(args.rounds):
