@@ -20,7 +20,6 @@ from collections.abc import Callable
 
 from assembler import explain
 from assembler import lint as lint_rules
-from assembler.explain import layer_in_sentence
 from assembler.layers import (
     HistoryLayer,
     Layer,
@@ -180,6 +179,15 @@ class _Assembly:
             scope: request.policy.floor(scope, request.token_budget) for scope in DYNAMIC_SCOPES
         }
         self.steps: list[TruncationStep] = []
+        # The budget policy's rules, in order (see _shrink_prompt), and the first of them
+        # that may still find something to remove.
+        self.rules: tuple[Callable[[int], bool], ...] = (
+            self._trim_to_floor,
+            self._lower_or_drop_npc,
+            self._drop_last_segment,
+            self._trim_below_floor,
+        )
+        self.first_rule = 0
         self.previous_step = ""
         # How to undo each step of the phase under way, in the order taken.
         self.put_backs: list[Callable[[Callable[[], bool], bool], None]] = []
@@ -193,13 +201,34 @@ class _Assembly:
     def _layer_changed(self, layer: Layer, before: int | None) -> None:
         if self._total is None:
             return
+        if before is None or layer.close is None:
+            # The joins to the neighbouring blocks may have moved with the layer's text.
+            self._total = None
+            return
         after = layer.tokens()
-        if before and after and layer.close is not None:
+        if before and after:
             # Still emitted and framed by the same closing line: the joins to the
             # neighbouring blocks are unchanged, only the layer's own price moved.
             self._total += after - before
-        else:
-            self._total = None
+        elif before or after:
+            # Left out whole or back in: its joins to the blocks around it go or come, and
+            # those blocks join each other instead.
+            self._total += after - before + self._joins_around(layer) * (1 if after else -1)
+
+    def _joins_around(self, layer: Layer) -> int:
+        """What emitting ``layer`` adds in joins between the blocks emitted around it."""
+        index = self.layers.index(layer)
+        previous = next((x for x in reversed(self.layers[:index]) if not x.empty()), None)
+        following = next((x for x in self.layers[index + 1 :] if not x.empty()), None)
+        join_cost = self.tokenizer.join_cost
+        cost = 0
+        if previous is not None:
+            cost += join_cost(previous.tail(), BLOCK_SEPARATOR, layer.open)
+        if following is not None:
+            cost += join_cost(layer.tail(), BLOCK_SEPARATOR, following.open)
+        if previous is not None and following is not None:
+            cost -= join_cost(previous.tail(), BLOCK_SEPARATOR, following.open)
+        return cost
 
     def total(self) -> int:
         """Estimated tokens of the prompt as it stands."""
@@ -379,9 +408,9 @@ class _Assembly:
         budget = self.request.token_budget
         self.previous_step = self.previous_done = ""
         self.put_backs = []
-        while self.total() > budget and self._shrink_prompt(self.total() - budget):
+        while (over := self.total() - budget) > 0 and self._shrink_prompt(over):
             pass
-        if self.total() <= budget:
+        if over <= 0:
             self.npcs_put_back = False
             self._put_back(self._prompt_fits, npc=False)
             if self.npcs_put_back:
@@ -421,11 +450,24 @@ class _Assembly:
         2. lower the lowest-priority NPC that can go a tier lower; once none can, drop the
            lowest-priority NPC; then drop the last segment of a DROP_ORDER layer;
         3. trim a dynamic layer that still has text (in TRIM_ORDER) towards nothing.
+        For the same reason a rule that finds nothing to do finds nothing again until
+        something is put back, so the search starts at the last rule that applied.
         """
+        rules = self.rules
+        while self.first_rule < len(rules):
+            if rules[self.first_rule](over):
+                return True
+            self.first_rule += 1
+        return False
+
+    def _trim_to_floor(self, over: int) -> bool:
         for scope in TRIM_ORDER:
             if self.text_layers[scope].count > self.floor(scope):
                 self._trim(scope, self.floor(scope), over, below_floor=False)
                 return True
+        return False
+
+    def _lower_or_drop_npc(self, over: int) -> bool:
         state = _npc_to_lower(self.npc_layer.npcs)
         if state is not None:
             self._lower_npc(state, over)
@@ -434,11 +476,17 @@ class _Assembly:
             if state.kept:
                 self._drop_npc(state, over)
                 return True
+        return False
+
+    def _drop_last_segment(self, over: int) -> bool:
         for scope in DROP_ORDER:
             layer = self.segment_layers[scope]
             if layer.kept:
                 self._drop_segment(layer, layer.last_kept(), over)
                 return True
+        return False
+
+    def _trim_below_floor(self, over: int) -> bool:
         for scope in TRIM_ORDER:
             if not self.text_layers[scope].empty():
                 self._trim(scope, 0, over, below_floor=True)
@@ -519,20 +567,20 @@ class _Assembly:
     def _drop_segment(self, layer: SegmentLayer, index: int, over: int) -> None:
         before = layer.tokens()
         segment = layer.drop(index)
-        name = f"{layer.scope} segment #{segment.id}"
-        plain = explain.segment_name(layer.scope, segment.id, segment.label)
+        names = layer.items.names(layer.scope, index)
         self._record(
             layer.scope,
             "dropped",
             before,
             layer.tokens(),
-            f"{name} '{segment.label}' dropped: prompt {over} tokens over budget{self._after()}",
-            explain.left_out(plain, layer.items.counts[index], self._prompt_over(over)),
+            f"{names.terse} '{segment.label}' dropped: prompt {over} tokens over budget"
+            f"{self._after()}",
+            explain.left_out(names.plain, layer.items.counts[index], self._prompt_over(over)),
             segment_id=segment.id,
         )
         self.put_backs.append(functools.partial(self._restore_segment, layer, index))
-        self.previous_step = f"dropping {name}"
-        self.previous_done = explain.was_left_out(layer_in_sentence(plain))
+        self.previous_step = f"dropping {names.terse}"
+        self.previous_done = names.left_out
 
     def _after(self) -> str:
         return f" after {self.previous_step}" if self.previous_step else ""
@@ -559,6 +607,7 @@ class _Assembly:
         attempts, self.put_backs = self.put_backs, []
         for attempt in reversed(attempts):
             attempt(fits, npc)
+        self.first_rule = 0
 
     def _room(self, npc: bool, *, for_npcs: bool = False) -> int:
         """Tokens left under the budget being fitted; for NPCs, under the NPC budget too."""
@@ -713,16 +762,7 @@ class _Assembly:
         npc: str | None = None,
     ) -> None:
         self.steps.append(
-            TruncationStep(
-                scope,
-                action,
-                before,
-                after,
-                reason,
-                segment_id=segment_id,
-                npc=npc,
-                explanation=explanation,
-            )
+            TruncationStep(scope, action, before, after, reason, segment_id, npc, explanation)
         )
 
     # Report
@@ -921,9 +961,9 @@ def _copy_step(step: TruncationStep) -> TruncationStep:
         step.tokens_before,
         step.tokens_after,
         step.reason,
-        segment_id=step.segment_id,
-        npc=step.npc,
-        explanation=step.explanation,
+        step.segment_id,
+        step.npc,
+        step.explanation,
     )
 
 

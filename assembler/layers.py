@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from assembler import explain
 from assembler.history import HistoryFit, fit_history
 from assembler.render import (
     ITEM_SEPARATOR,
@@ -145,11 +146,14 @@ class Segments:
                 else 0
             )
             self.prefix.append(self.prefix[-1] + join + count)
-        # Bounded by the number of segments (prefixes) and of block formats (frames).
+        # Bounded by the number of segments (prefixes) and of block formats (frames); blocks
+        # of only some of the segments by _SHORT_BLOCKS.
         self._joined: dict[int, str] = {}
-        self._framed: dict[tuple[str, str | None], str] = {}
-        self._priced: dict[tuple[str, str | None], int] = {}
+        self._framed: dict[tuple[str, str | None, int], str] = {}
+        self._short: dict[tuple[str, str | None, int], str] = {}
+        self._priced: dict[tuple[str, str | None, int], int] = {}
         self._npc: dict[str, NpcPricing] = {}
+        self._names: dict[tuple[str, int], SegmentNames] = {}
 
     def joined(self, kept: int) -> str:
         """The first ``kept`` segments joined by ITEM_SEPARATOR."""
@@ -158,30 +162,51 @@ class Segments:
             text = self._joined[kept] = ITEM_SEPARATOR.join(self.texts[:kept])
         return text
 
-    def framed(self, open_line: str, close_line: str | None) -> str:
-        """Every segment, joined, between ``open_line`` and ``close_line``: a whole block.
+    def framed(self, open_line: str, close_line: str | None, kept: int) -> str:
+        """The first ``kept`` segments, joined, between ``open_line`` and ``close_line``.
 
         The same string object each time, so the exact count of an unchanged block is
-        looked up without hashing its text again.
+        looked up without hashing its text again, and the content hash of the blocks up to
+        it is remembered (see :func:`assembler.assembly._content_hash`). A layer cut to the
+        same segments turn after turn keeps its block too; a few such blocks are kept.
         """
-        key = (open_line, close_line)
-        text = self._framed.get(key)
+        key = (open_line, close_line, kept)
+        whole = kept == len(self.segments)
+        blocks = self._framed if whole else self._short
+        text = blocks.get(key)
         if text is None:
-            text = open_line + LINE_SEPARATOR + self.joined(len(self.segments))
+            body = self.joined(kept) if whole else ITEM_SEPARATOR.join(self.texts[:kept])
+            text = open_line + LINE_SEPARATOR + body
             if close_line is not None:
                 text += LINE_SEPARATOR + close_line
-            self._framed[key] = text
+            if len(blocks) >= _SHORT_BLOCKS:
+                blocks.clear()
+            blocks[key] = text
         return text
 
     def framed_price(
-        self, open_line: str, close_line: str | None, measure: Callable[[], int]
+        self, open_line: str, close_line: str | None, kept: int, measure: Callable[[], int]
     ) -> int:
         """The price of :meth:`framed`'s block, ``measure()`` the first time."""
-        key = (open_line, close_line)
+        key = (open_line, close_line, kept)
         tokens = self._priced.get(key)
         if tokens is None:
             tokens = self._priced[key] = measure()
         return tokens
+
+    def names(self, scope: str, index: int) -> SegmentNames:
+        """How segment ``index`` is named when it is left out of layer ``scope``."""
+        key = (scope, index)
+        names = self._names.get(key)
+        if names is None:
+            segment = self.segments[index]
+            plain = explain.segment_name(scope, segment.id, segment.label)
+            names = self._names[key] = SegmentNames(
+                f"{scope} segment #{segment.id}",
+                plain,
+                explain.was_left_out(explain.layer_in_sentence(plain)),
+            )
+        return names
 
     def npc_pricing(self, name: str) -> NpcPricing:
         """These segments as NPC ``name``'s: heading, tiers and the price of every prefix."""
@@ -189,6 +214,23 @@ class Segments:
         if pricing is None:
             pricing = self._npc[name] = NpcPricing.of(name, self)
         return pricing
+
+
+# How many blocks of a layer's first segments, some left out, are kept (see Segments.framed).
+_SHORT_BLOCKS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentNames:
+    """How a segment left out is named in the truncation steps: ``terse`` in reasons
+    ("world segment #12"), ``plain`` for authors ("World segment #12 'Old wars'"), and
+    ``left_out`` in the explanation of the step after ("world segment #12 'Old wars' was
+    left out"). Worked out once per segment, since the same content is cut turn after turn.
+    """
+
+    terse: str
+    plain: str
+    left_out: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +313,10 @@ class SegmentLayer(Layer):
     ``included[i]`` says whether segment ``i`` (of ``items.segments``) is emitted. The
     body's tokens are kept up to date as segments come and go: leaving one out removes its
     count and its joins to its neighbours and adds the join between those neighbours.
+
+    Segments are left out last first, so what is emitted is mostly the first ``kept``
+    segments: then the block and its price are those of that prefix, remembered on
+    ``items`` from one assembly to the next.
     """
 
     def __init__(
@@ -285,19 +331,27 @@ class SegmentLayer(Layer):
         self.items = items
         self.included = [True] * len(items.segments)
         self.kept = len(items.segments)
+        # How many segments from the first on are all emitted.
+        self.leading = self.kept
         self._body_tokens = items.prefix[-1]
+
+    def is_prefix(self) -> bool:
+        """Whether the segments emitted are the first ``kept``."""
+        return self.leading == self.kept
 
     def kept_indices(self) -> list[int]:
         return [index for index, included in enumerate(self.included) if included]
 
     def kept_ids(self) -> list[int]:
         """The ids of the segments emitted, in order."""
-        if self.kept == len(self.included):
-            return list(self.items.ids)
+        if self.is_prefix():
+            return self.items.ids[: self.kept]
         return [self.items.ids[index] for index in self.kept_indices()]
 
     def last_kept(self) -> int:
         """The index of the last segment emitted (the layer must not be empty)."""
+        if self.is_prefix():
+            return self.kept - 1
         included = self.included
         index = len(included) - 1
         while not included[index]:
@@ -306,17 +360,29 @@ class SegmentLayer(Layer):
 
     def drop(self, index: int) -> Segment:
         """Leave segment ``index`` out."""
-        self._body_tokens -= self._cost_of(index)
+        if self.is_prefix() and index == self.kept - 1:
+            self._body_tokens = self.items.prefix[index]
+        else:
+            self._body_tokens -= self._cost_of(index)
         self.included[index] = False
         self.kept -= 1
+        self.leading = min(self.leading, index)
         self.changed()
         return self.items.segments[index]
 
     def restore(self, index: int) -> Segment:
         """Put segment ``index`` back where it was."""
+        if self.is_prefix() and index == self.kept:
+            self._body_tokens = self.items.prefix[index + 1]
+        else:
+            self._body_tokens += self._cost_of(index)
         self.included[index] = True
         self.kept += 1
-        self._body_tokens += self._cost_of(index)
+        if index == self.leading:
+            included, leading = self.included, index + 1
+            while leading < len(included) and included[leading]:
+                leading += 1
+            self.leading = leading
         self.changed()
         return self.items.segments[index]
 
@@ -338,7 +404,7 @@ class SegmentLayer(Layer):
         return self.kept == 0
 
     def first(self) -> str:
-        return self.items.texts[self.included.index(True)]
+        return self.items.texts[0 if self.leading else self.included.index(True)]
 
     def last(self) -> str:
         return self.items.texts[self.last_kept()]
@@ -352,14 +418,14 @@ class SegmentLayer(Layer):
         return ITEM_SEPARATOR.join(self.items.texts[index] for index in self.kept_indices())
 
     def render(self) -> str:
-        if self.kept == len(self.included):
-            return self.items.framed(self.open, self.close)
+        if self.kept and self.is_prefix():
+            return self.items.framed(self.open, self.close, self.kept)
         return super().render()
 
     def _measure(self) -> int:
-        if self.kept and self.kept == len(self.included):
-            # Every segment emitted: priced as when these segments last were.
-            return self.items.framed_price(self.open, self.close, super()._measure)
+        if self.kept and self.is_prefix():
+            # The first ``kept`` segments: priced as when they last were.
+            return self.items.framed_price(self.open, self.close, self.kept, super()._measure)
         return super()._measure()
 
 
@@ -586,8 +652,11 @@ class TextLayer(Layer):
     def cut(self, max_tokens: int | None) -> None:
         """Keep the start of the original text in at most ``max_tokens`` tokens (None: all)."""
         self.allowed = max_tokens
-        self.text, self.count = self.cut_at(max_tokens)
-        self.changed()
+        text, count = self.cut_at(max_tokens)
+        # Allowances close together often keep the same text: nothing to price again.
+        if text != self.text:
+            self.text, self.count = text, count
+            self.changed()
 
     def cut_at(self, max_tokens: int | None) -> tuple[str, int]:
         """What :meth:`cut` would keep, and its count, without changing the layer.
@@ -605,17 +674,14 @@ class TextLayer(Layer):
     def next_longer(self, cap: int | None) -> int | None:
         """The least allowance above the text's count that keeps more of it, if any.
 
-        Not above ``cap``. Cuts are not monotonic in the allowance (one that lands
-        mid-sentence backs up to the sentence end, a slightly smaller one may not), so
-        every allowance is looked at in turn; each costs a slice, not an encode.
+        Not above ``cap``. Cuts are not monotonic in the allowance, so every allowance
+        counts, but those that would back up to no more than is kept are passed over in
+        runs (:meth:`TextCuts.next_longer <assembler.tokens.TextCuts.next_longer>`).
         """
-        allowance, length = self.count + 1, len(self.text)
         limit = self.original_count if cap is None else min(cap, self.original_count)
-        while allowance <= limit:
-            if len(self.cut_at(allowance)[0]) > length:
-                return allowance
-            allowance += 1
-        return None
+        if self._cuts is None or self.count + 1 > limit:
+            return None
+        return self._cuts.next_longer(len(self.text), self.count + 1, limit)
 
     def empty(self) -> bool:
         return not self.text

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import itertools
 import os
 import re
 import tempfile
@@ -53,6 +54,8 @@ _STOPS = (".", "!", "?", "\u2026")
 _CLOSING = "\"'\u201d\u2019\u00bb)]"
 _CJK_STOPS = ("\u3002", "\uff01", "\uff1f")
 _LINE_END = re.compile(r"[ \t]*(?:\n|$)")
+# Sentence-ending punctuation, Latin or CJK.
+_STOP = re.compile("[.!?\u2026\u3002\uff01\uff1f]")
 
 # Characters either side of a join that decide how the join tokenizes. A pre-token longer
 # than this next to a join makes the estimate inexact, which the final count catches.
@@ -121,15 +124,12 @@ class Tokenizer:
         [0, 2, 8]
         """
         lengths = self._token_lengths
-        ends = [0]
-        end = 0
-        for token in tokens:
-            length = lengths.get(token)
-            if length is None:
-                length = lengths[token] = len(self._encoding.decode_single_token_bytes(token))
-            end += length
-            ends.append(end)
-        return ends
+        try:
+            return list(itertools.accumulate(map(lengths.__getitem__, tokens), initial=0))
+        except KeyError:
+            for token in set(tokens).difference(lengths):
+                lengths[token] = len(self._encoding.decode_single_token_bytes(token))
+            return list(itertools.accumulate(map(lengths.__getitem__, tokens), initial=0))
 
     def _encode_tuple(self, text: str) -> tuple[int, ...]:
         return tuple(self._encoding.encode_ordinary(text))
@@ -211,9 +211,10 @@ class TextCuts:
     """:meth:`Tokenizer.truncate` of one text at many allowances, sharing the work.
 
     Cutting at an allowance slices the text's bytes at a remembered token end; a cut that
-    backs up finds its sentence or line end among the text's remembered boundaries; and
-    each distinct cut is counted once. So trying many allowances costs about one encode
-    per distinct text they give. Obtain instances with :meth:`Tokenizer.cuts`.
+    backs up finds its sentence or line end among the text's remembered boundaries; each
+    distinct cut is counted once, and each allowance cut once. So trying many allowances
+    costs about one encode per distinct text they give. Obtain instances with
+    :meth:`Tokenizer.cuts`.
     """
 
     def __init__(self, tokenizer: Tokenizer, text: str, tokens: Sequence[int]) -> None:
@@ -225,8 +226,9 @@ class TextCuts:
         self._data = b""
         # Where a cut may back up to (see _BOUNDARY), as offsets into the text.
         self._boundaries: list[int] | None = None
-        # Token counts of the text's prefixes, by length.
+        # Token counts of the text's prefixes, by length, and the cuts made, by allowance.
         self._counts: dict[int, int] = {}
+        self._cuts: dict[int, tuple[str, int]] = {}
 
     def cut(self, max_tokens: int) -> tuple[str, int]:
         """The start of the text in at most ``max_tokens`` tokens, and its count.
@@ -236,6 +238,13 @@ class TextCuts:
         text, tokens = self.text, self.tokens
         if len(tokens) <= max_tokens:
             return text, len(tokens)
+        cut = self._cuts.get(max_tokens)
+        if cut is None:
+            cut = self._cuts[max_tokens] = self._cut(max_tokens)
+        return cut
+
+    def _cut(self, max_tokens: int) -> tuple[str, int]:
+        text, tokens = self.text, self.tokens
         if self._ends is None:
             self._ends = self._tokenizer.token_ends(tokens)
             self._data = text.encode()
@@ -254,26 +263,109 @@ class TextCuts:
             limit -= count - max_tokens
         return "", 0
 
+    def next_longer(self, length: int, low: int, high: int) -> int | None:
+        """The least allowance from ``low`` to ``high`` whose cut keeps more than ``length``
+        characters, if any.
+
+        Cuts are not monotonic in the allowance (one that lands mid-sentence backs up to
+        the sentence end, a slightly larger one may not), so no allowance can be passed
+        over unseen. But allowances whose cut would back up to the same text, no longer
+        than ``length``, come in runs: such a run ends only where the text before backing
+        up reaches a sentence end, a line end or the next boundary, or where the allowance
+        outgrows the 70% rule. Those runs are skipped whole, the rest is cut as usual.
+
+        >>> tokenizer = get_tokenizer()
+        >>> text = "The gate is shut at dusk. Guards stand watch all night long."
+        >>> cuts = tokenizer.cuts(text, tokenizer.encode(text))
+        >>> cuts.cut(8)
+        ('The gate is shut at dusk.', 7)
+        >>> cuts.next_longer(25, 8, 20)  # up to 10 tokens, cuts back up to the full stop
+        11
+        >>> cuts.cut(11)
+        ('The gate is shut at dusk. Guards stand watch all', 11)
+        """
+        # A cut keeps no more than ``kept`` in :meth:`cut` before it backs up: start where
+        # that reaches past ``length`` (once something was cut, so the token ends are known).
+        allowance = low if self._ends is None else max(low, self._reaching(length + 1))
+        while allowance <= high:
+            quiet_until = self._quiet_until(allowance, length)
+            if quiet_until is not None:
+                allowance = quiet_until
+                continue
+            if len(self.cut(allowance)[0]) > length:
+                return allowance
+            allowance += 1
+        return None
+
+    def _reaching(self, length: int) -> int:
+        """The least allowance at which ``kept`` in :meth:`cut` (before backing up) has
+        ``length`` characters or more; the number of tokens if none does."""
+        assert self._ends is not None
+        text, index = self.text, max(length - 1, 0)
+        # ``kept`` is stripped: it reaches ``length`` once it holds a character that is not
+        # whitespace at or after ``length - 1``.
+        while index < len(text) and text[index].isspace():
+            index += 1
+        if index >= len(text):
+            return len(self.tokens)
+        end = index + 1 if len(self._data) == len(text) else len(text[: index + 1].encode())
+        return bisect.bisect_left(self._ends, end)
+
+    def _quiet_until(self, allowance: int, length: int) -> int | None:
+        """If the cut at ``allowance`` backs up to a text no longer than ``length``, the
+        least larger allowance whose cut might not; None if it may not back up so."""
+        if self._ends is None or allowance >= len(self.tokens):
+            return None
+        text = self.text
+        kept = self._data[: self._ends[allowance]].decode("utf-8", "ignore").rstrip()
+        end = len(kept)
+        if _ends_sentence(kept) or _LINE_END.match(text, end):
+            return None
+        boundaries = self._boundary_list()
+        index = bisect.bisect_left(boundaries, end) - 1
+        if index < 0 or boundaries[index] <= 0:
+            return None
+        backed = len(text[: boundaries[index]].rstrip())
+        count = self._counts.get(backed)
+        if backed > length or count is None or count > allowance or count * 10 < allowance * 7:
+            return None
+        # So it goes on while the 70% rule holds and ``kept`` stays short of the next
+        # sentence end (the next stop: closing marks after an earlier one would make
+        # ``kept`` end a sentence already) and of the next line end. Every boundary is one
+        # of those, so ``kept`` reaches one before it passes the next boundary.
+        line_end = text.find("\n", end)
+        line_end = len(text) if line_end < 0 else line_end
+        while text[line_end - 1] in " \t":
+            line_end -= 1
+        until = min(count * 10 // 7 + 1, self._reaching(line_end))
+        stop = _STOP.search(text, end)
+        return until if stop is None else min(until, self._reaching(stop.end()))
+
     def _count(self, length: int) -> int:
         count = self._counts.get(length)
         if count is None:
             count = self._counts[length] = self._tokenizer.count(self.text[:length])
         return count
 
-    def _back_up_to_boundary(self, kept: str, max_tokens: int) -> tuple[str, int]:
-        """``kept`` cut back to its last sentence or line end, if that keeps enough."""
+    def _boundary_list(self) -> list[int]:
+        """Where a cut may back up to (see _BOUNDARY), as offsets into the text."""
         if self._boundaries is None:
             self._boundaries = [
                 match.start() if match.group() == "\n" else match.end()
                 for match in _BOUNDARY.finditer(self.text)
             ]
+        return self._boundaries
+
+    def _back_up_to_boundary(self, kept: str, max_tokens: int) -> tuple[str, int]:
+        """``kept`` cut back to its last sentence or line end, if that keeps enough."""
         # The text's boundaries inside ``kept`` are those ``kept`` has itself, since a
         # match looks only one character ahead. A cut ending in sentence punctuation has
         # its last boundary at its very end: it stays as it is.
         boundary = 0
         if not _ends_sentence(kept):
-            index = bisect.bisect_left(self._boundaries, len(kept)) - 1
-            boundary = self._boundaries[index] if index >= 0 else 0
+            boundaries = self._boundary_list()
+            index = bisect.bisect_left(boundaries, len(kept)) - 1
+            boundary = boundaries[index] if index >= 0 else 0
         if boundary > 0:
             backed = kept[:boundary].rstrip()
             count = self._count(len(backed))

@@ -161,3 +161,66 @@ def test_cuts_of_one_text_in_any_order_are_fresh_truncations_with_exact_counts(
         kept, count = cuts.cut(max_tokens)
         assert kept == tokenizer.truncate(text, max_tokens)
         assert count == tokenizer.count(kept) <= max_tokens
+
+
+def first_longer(tokenizer: Tokenizer, text: str, kept: str, low: int, high: int) -> int | None:
+    """The least allowance from ``low`` to ``high`` whose truncation keeps more than ``kept``,
+    trying each in turn."""
+    return next(
+        (a for a in range(low, high + 1) if len(tokenizer.truncate(text, a)) > len(kept)), None
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "One two three four five six seven eight nine ten. Alpha beta gamma delta  \nMore.",
+        "One two three four five six seven eight nine ten. Alpha beta gamma delta\t\nMore.",
+        "One two three four five six seven eight nine ten.\nAlpha beta gamma. Delta epsilon.",
+        "One two three four five six seven eight nine ten. Alpha beta gamma delta epsilon.\n"
+        "Zeta eta theta iota kappa lambda mu.",
+    ],
+)
+def test_the_next_longer_cut_after_each_cut_is_the_first_allowance_that_keeps_more(
+    tokenizer: Tokenizer, text: str
+) -> None:
+    # Cuts back up to "ten." until the kept text reaches a line end ("delta") or the 70%
+    # rule no longer holds: allowances in between are passed over, those must not be.
+    tokens = tokenizer.encode(text)
+    for first in range(len(tokens)):
+        cuts = tokenizer.cuts(text, tokens)
+        kept, count = cuts.cut(first)
+        expected = first_longer(tokenizer, text, kept, count + 1, len(tokens))
+        assert cuts.next_longer(len(kept), count + 1, len(tokens)) == expected, first
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from(
+            [
+                *"ab .!?\n\t,é🐉龍\"')]»\u201d\u2019。\uff01\uff1f…\r\u00a0",
+                " The gate is shut at dusk.",
+                " Guards watch",
+                "3.5",
+                "...",
+                "  \n",
+                "<|endoftext|>",
+            ]
+        ),
+        max_size=60,
+    ).map("".join),
+    earlier=st.lists(st.integers(min_value=0, max_value=60), max_size=4),
+    first=st.integers(min_value=0, max_value=60),
+    span=st.integers(min_value=0, max_value=60),
+)
+def test_the_next_longer_cut_is_the_first_allowance_that_keeps_more(
+    tokenizer: Tokenizer, text: str, earlier: list[int], first: int, span: int
+) -> None:
+    cuts = tokenizer.cuts(text, tokenizer.encode(text))
+    for max_tokens in earlier:  # what the cuts remember depends on what was cut before
+        cuts.cut(max_tokens)
+    kept, count = cuts.cut(first)
+    low, high = count + 1, count + 1 + span
+    expected = first_longer(tokenizer, text, kept, low, high)
+    assert cuts.next_longer(len(kept), low, high) == expected
