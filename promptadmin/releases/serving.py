@@ -4,9 +4,10 @@ A release never changes, so its bundles are kept in process memory: assembling a
 named explicitly costs no query and no cache round trip. Not for as long as the process
 lives, though: memory bounds it to the LOADED_RELEASES releases served most recently (the
 next one pushes out the least recently used, which is loaded again, in one query, the
-next time it is served). Labels move, so they are read through the shared cache (one round trip, the label
-map), refreshed the moment a move commits. Release names and labels never collide (the
-services refuse it), so a name found in process memory is a release without asking.
+next time it is served). Labels move, so they are read through the shared cache (one
+round trip, the label map), refreshed the moment a move commits. Release names and
+labels never collide (the services refuse it), so a name found in process memory is a
+release without asking.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
-from django.db import transaction
-from django.db.models import Max
+from django.db import connection, transaction
 
 from promptadmin.content.assembly import AssemblyInputError, Loader, load_content
 from promptadmin.core.cache import SHARED_TTL_SECONDS, shared, shared_changed
@@ -59,11 +59,26 @@ class Served:
 
 def labels_from_database() -> dict[str, Any]:
     """The label map as the shared cache holds it: every label and the name of its
-    release, and its version (the newest move's id, 0 before any)."""
-    newest = ReleaseLabelMove.objects.aggregate(newest=Max("id"))["newest"] or 0
+    release, and its version (the newest move's id, 0 before any).
+
+    One query (a cache miss on the assembly path costs no more than before the map had a
+    version): the version rides on every row, and on a row of its own when no label
+    exists (removing the last label is a move too, so the version is needed then).
+    """
+    quote = connection.ops.quote_name
+    label, release, move = (
+        quote(model._meta.db_table) for model in (ReleaseLabel, Release, ReleaseLabelMove)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT MAX(id) FROM {move}), l.name, r.name"
+            f" FROM (SELECT 1) AS one LEFT JOIN {label} AS l ON 1 = 1"
+            f" LEFT JOIN {release} AS r ON r.id = l.release_id"
+        )
+        rows = cursor.fetchall()
     return {
-        "version": newest,
-        "labels": dict(ReleaseLabel.objects.values_list("name", "release__name")),
+        "version": rows[0][0] or 0,
+        "labels": {name: release_name for _, name, release_name in rows if name is not None},
     }
 
 
