@@ -221,8 +221,10 @@ def generation_changed_now(generation_key: str) -> None:
 # cache only, never in process memory, so that a change is seen by the very next request
 # whichever process serves it. A writer stores the new value once its transaction
 # commits; a reader that misses computes it and only *adds* it, so it can never overwrite
-# a newer value with what it read before the writer committed. The TTL bounds the one
-# race left (two writers committing at once).
+# a newer value with what it read before the writer committed. Two writers committing at
+# once could still store in the wrong order: a value that can tell which of two is newer
+# (the release labels carry a version) is checked again after the store, and the TTL
+# bounds the race for the others.
 SHARED_TTL_SECONDS = 60
 
 
