@@ -17,18 +17,46 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from assembler.render import LAYER_TITLES
+from assembler.request import DYNAMIC_SCOPES, HISTORY_SCOPE
 
 if TYPE_CHECKING:  # result imports lint, which names segments with this module
     from assembler.result import LayerReport, LayerStatus, Meta
 
-LAYER_STATUS_WORDS: Mapping[LayerStatus, str] = {
-    "included": "included",
-    "trimmed": "cut short",
-    "dropped": "left out to fit the budget",
-    "empty": "empty (nothing to show)",
-    "skipped": "skipped (not the first turn)",
+_INCLUDED = "included"
+_LEFT_OUT = "left out to fit the budget"
+LAYER_STATUS_WORDS: Mapping[str, Mapping[LayerStatus, str]] = {
+    # Stored segments, left out whole (entry_start is skipped after the first turn).
+    "segments": {
+        "included": _INCLUDED,
+        "trimmed": "some segments left out",
+        "dropped": _LEFT_OUT,
+        "empty": "empty (no segments)",
+        "skipped": "skipped (not the first turn)",
+    },
+    # NPCs, shown at a lower tier or left out, under the NPC budget or the token budget.
+    "npc": {
+        "included": _INCLUDED,
+        "trimmed": "some NPCs shown at a lower tier or left out",
+        "dropped": "every NPC left out to fit the budgets",
+        "empty": "empty (no NPC segments to show)",
+    },
+    # The caller's text, cut at a token boundary.
+    "text": {
+        "included": _INCLUDED,
+        "trimmed": "shortened",
+        "dropped": _LEFT_OUT,
+        "empty": "empty (nothing given)",
+    },
+    # The conversation's summary and messages, giving way oldest first.
+    "history": {
+        "included": _INCLUDED,
+        "trimmed": "shortened",
+        "dropped": _LEFT_OUT,
+        "empty": "empty (no conversation)",
+    },
 }
-"""What each layer status means, in plain words."""
+"""What each layer status means, in plain words, by the kind of layer (see
+:func:`layer_status_words`)."""
 
 # How a dynamic layer is named inside a sentence ("after the input was shortened").
 _TEXT_NAMES = {
@@ -205,16 +233,33 @@ def lengthened(scope: str, had: int, kept: int, whole: int, budget: int) -> str:
     )
 
 
+def layer_status_words(scope: str, status: LayerStatus) -> str:
+    """What ``status`` means for layer ``scope``: a layer of segments that loses some has
+    "some segments left out", a dynamic layer cut at a token boundary is "shortened", and
+    only a layer given nothing is "empty".
+
+    >>> layer_status_words("world", "trimmed"), layer_status_words("input", "trimmed")
+    ('some segments left out', 'shortened')
+    """
+    if scope == "npc":
+        kind = "npc"
+    elif scope == HISTORY_SCOPE:
+        kind = "history"
+    else:
+        kind = "text" if scope in DYNAMIC_SCOPES else "segments"
+    return LAYER_STATUS_WORDS[kind][status]
+
+
 def explain_layer(scope: str, report: LayerReport) -> str:
-    """One layer's outcome in plain words: empty (nothing to show) is not left out.
+    """One layer's outcome in plain words: empty (given nothing) is not left out.
 
     >>> from assembler.result import LayerReport
     >>> explain_layer("entry", LayerReport("dropped", 0, []))
     'Entry: left out to fit the budget'
     >>> explain_layer("entry_start", LayerReport("empty", 0, []))
-    'Entry start: empty (nothing to show)'
+    'Entry start: empty (no segments)'
     """
-    return f"{layer_title(scope)}: {LAYER_STATUS_WORDS[report.status]}"
+    return f"{LAYER_TITLES.get(scope, scope)}: {layer_status_words(scope, report.status)}"
 
 
 def explain_result(meta: Meta) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from assembler.explain import LAYER_STATUS_WORDS, explain_result
+from assembler.explain import explain_result, layer_status_words
 from assembler.render import LAYER_TITLES
 from promptadmin.content.assembly import Preview
 
@@ -39,7 +39,7 @@ class Layer:
 
     @property
     def status_words(self) -> str:
-        return LAYER_STATUS_WORDS.get(self.status, self.status)  # type: ignore[call-overload]
+        return layer_status_words(self.scope, self.status)  # type: ignore[arg-type]
 
 
 @dataclass

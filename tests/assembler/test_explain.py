@@ -108,8 +108,40 @@ def test_a_layer_left_out_is_not_called_empty(tokenizer: Tokenizer) -> None:
     within = assemble(request(core=core), tokenizer).meta.tokens
     meta = assemble(request(core=core, entry=entry, token_budget=within), tokenizer).meta
     assert explain_layer("entry", meta.layers["entry"]) == "Entry: left out to fit the budget"
-    assert explain_layer("world", meta.layers["world"]) == "World: empty (nothing to show)"
+    assert explain_layer("world", meta.layers["world"]) == "World: empty (no segments)"
     assert explain_layer("core", meta.layers["core"]) == "Core: included"
+
+
+def test_a_layer_cut_is_worded_for_what_was_cut_from_it(tokenizer: Tokenizer) -> None:
+    world = [seg(3, "world", "Harbour.", sort_order=0), seg(12, "world", PROSE * 4, sort_order=1)]
+    state = {"input": "The player speaks at length. " * 30}
+    fits = assemble(request(world=world[:1], state={"input": "Hi."}), tokenizer).meta.tokens
+    meta = assemble(request(world=world, state=state, token_budget=fits + 40), tokenizer).meta
+    ida = npc("ida", tiers=(0, 1), requested_tier=1)
+    tier_0 = assemble(request(npcs=[npc("ida")]), tokenizer).meta.layers["npc"].tokens
+    npcs = assemble(request(npcs=[ida], npc_budget=tier_0), tokenizer).meta
+    # The API's statuses stay machine-readable; the words say what each layer lost.
+    assert [meta.layers["world"].status, meta.layers["input"].status] == ["trimmed", "trimmed"]
+    assert npcs.layers["npc"].status == "trimmed"
+    assert explain_layer("world", meta.layers["world"]) == "World: some segments left out"
+    assert explain_layer("input", meta.layers["input"]) == "Input: shortened"
+    assert explain_layer("npc", npcs.layers["npc"]) == (
+        "NPCs: some NPCs shown at a lower tier or left out"
+    )
+
+
+def test_only_a_layer_given_nothing_is_called_empty(tokenizer: Tokenizer) -> None:
+    meta = assemble(request(state={"input": "Hi."}), tokenizer).meta
+    assert explain_layer("input", meta.layers["input"]) == "Input: included"
+    assert explain_layer("player", meta.layers["player"]) == "Player: empty (nothing given)"
+    assert explain_layer("entry", meta.layers["entry"]) == "Entry: empty (no segments)"
+    assert explain_layer("npc", meta.layers["npc"]) == "NPCs: empty (no NPC segments to show)"
+    assert explain_layer("history", meta.layers["history"]) == (
+        "Conversation history: empty (no conversation)"
+    )
+    assert explain_layer("entry_start", meta.layers["entry_start"]) == (
+        "Entry start: skipped (not the first turn)"
+    )
 
 
 def test_a_result_is_summed_up_in_one_line(tokenizer: Tokenizer) -> None:
