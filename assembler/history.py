@@ -41,6 +41,12 @@ message's count (``token_count`` when given, trusted like a segment's cached cou
 the cost of the joins between parts, measured on a few characters either side
 (:meth:`Tokenizer.join_cost`, remembered). Each step of a fit costs constant time; one
 encode of the finished block then checks the sum.
+
+The price is not always the count, so that check cannot go: a run of punctuation,
+spaces or line breaks longer than the window at a join tokenizes differently whole. A
+summary of thirty "!" and a full stop before ``User: Go on.`` is priced 15 and has 16
+tokens; a message of thirty "!" is priced 9 and has 7. Only a caller that counts the
+finished text anyway, as assembly counts its whole prompt, leaves the check out.
 """
 
 from __future__ import annotations
@@ -396,7 +402,10 @@ def fit_history(
     visible = messages[len(skipped) :]
 
     # Priced first; should the exact count be over, one step at a time, each checked
-    # exactly: one older message fewer, then no summary, then a tighter budget.
+    # exactly: one older message fewer, then no summary, then a tighter budget. (The price
+    # can fall short of the count where a long run of punctuation or whitespace meets a
+    # join, see the module's documentation: a caller that reports the count or must keep
+    # the budget, as the history API does, has the block counted.)
     target, older_cap, shown_summary = budget, None, summary
     while True:
         selection = _select(visible, shown_summary, max(target, 0), tokenizer, older_cap)

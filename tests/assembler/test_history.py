@@ -191,6 +191,18 @@ def test_a_stale_token_count_is_caught_by_the_exact_check() -> None:
     assert result.positions == (2,)
 
 
+def test_a_long_run_at_a_join_can_make_the_price_short_so_the_exact_check_stays() -> None:
+    # Joins are priced on a few characters either side, and a run of punctuation longer
+    # than that tokenizes differently whole: priced, this block takes 15 tokens and fits a
+    # budget of 15, but it has 16. Checked exactly, the summary is left out.
+    summary = SummaryText("!" * 30 + ".", 1, TOKENIZER.count("!" * 30 + "."))
+    messages = [HistoryMessage(2, "user", "Go on.")]
+    priced = fit(messages, 15, summary, exact_check=False)
+    assert priced.summary_used and priced.tokens == 15 < TOKENIZER.count(priced.text) == 16
+    checked = fit(messages, 15, summary)
+    assert not checked.summary_used and checked.tokens == TOKENIZER.count(checked.text) <= 15
+
+
 def test_messages_out_of_order_are_refused() -> None:
     with pytest.raises(ValueError, match="strictly increasing"):
         fit([HistoryMessage(2, "user", "b"), HistoryMessage(1, "user", "a")], 10)
@@ -216,7 +228,10 @@ ORDINARY = [
     "。",
     "é",
 ]
-TRICKY = [*ORDINARY, "=" * 30, " " * 30, "x" * 40, "<|endoftext|>", "\t", "\r\n"]
+TRICKY = [
+    *ORDINARY,
+    *("=" * 30, "!" * 30, " " * 30, "\n" * 30, "x" * 40, "<|endoftext|>", "\t", "\r\n", "👩‍👧"),
+]
 
 
 @st.composite
