@@ -224,23 +224,7 @@ class MetadataField(forms.CharField):
         text = super().to_python(value)
         if not text:
             return {}
-        try:
-            parsed = storedjson.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(
-                f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-            ) from None
-        except RecursionError:
-            raise ValidationError("It nests objects or arrays too deeply.") from None
-        except ValueError as exc:
-            raise ValidationError(f"Not valid JSON: {exc}.") from None
-        if not isinstance(parsed, dict):
-            raise ValidationError('It must be a JSON object in braces, like {"source": "wiki"}.')
-        try:
-            storedjson.check_stored_json(parsed)
-        except storedjson.StoredJsonError as error:
-            raise ValidationError(error.explanation) from None
-        return parsed
+        return storedjson.object_from_text(text, "Metadata")
 
     def has_changed(self, initial: Any, data: Any) -> bool:
         try:

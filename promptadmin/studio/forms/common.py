@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -12,7 +10,7 @@ from django.db import models
 
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import SEGMENT_SCOPES, is_slug
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json, loads
+from promptadmin.core.storedjson import object_from_text
 from promptadmin.core.templatetags.bidi import isolate
 
 # Only the assemblable scopes are ever offered for writing.
@@ -55,24 +53,4 @@ def resolve_object(value: str) -> models.Model | None:
     return KINDS[kind].model._default_manager.filter(slug=slug).first()
 
 
-def json_object(raw: str, what: str) -> dict[str, Any]:
-    """The JSON object typed in a box, checked as every stored JSON value is."""
-    try:
-        value = loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(
-            f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-        ) from None
-    except RecursionError:
-        raise ValidationError(f"{what} nests objects or arrays too deeply.") from None
-    except ValueError as exc:
-        raise ValidationError(f"{what} is not valid JSON: {exc}.") from None
-    if not isinstance(value, dict):
-        raise ValidationError(
-            f'{what} must be a JSON object in braces, for example {{"title": "Old wars"}}.'
-        )
-    try:
-        check_stored_json(value)
-    except StoredJsonError as error:
-        raise ValidationError(f"{what}: {error.explanation}") from None
-    return value
+json_object = object_from_text  # the studio's name for it
