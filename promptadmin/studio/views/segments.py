@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 import assembler
+from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import SCOPE_REF_FIELD, SEGMENT_SCOPES, Segment
 from promptadmin.content.services import segments
 from promptadmin.core.errors import StaleRevisionError
@@ -38,7 +39,7 @@ SORT_COLUMNS = {
     "updated": ("-updated", "updated"),
 }
 EDITOR = "studio/segment_edit.html"
-RELATED = ("world", "ruleset", "entry", "npc", "updated_by", "created_by")
+RELATED = (*KINDS, "updated_by", "created_by")
 
 
 @studio_view()
