@@ -63,6 +63,16 @@ class Conversation(models.Model):
     summarized_through = models.PositiveIntegerField(default=0)
     unsummarized_tokens = models.PositiveBigIntegerField(default=0)
     summary_pending = models.BooleanField(default=False)
+    # Set when a summary asked for found no message old enough to summarize: the newest
+    # user message and everything after it are always kept verbatim, so until a user
+    # message follows, more messages cannot change that (see ``_over_threshold`` in the
+    # services). Cleared by a user message and by a summary made.
+    nothing_to_summarize_through = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The position of the newest message when a summary asked for found none "
+        "old enough to summarize; none is asked for again until a user message follows.",
+    )
     # The newest done summary (covering ``summarized_through``), read with the
     # conversation in one query on the hot path.
     current_summary = models.ForeignKey(
@@ -130,7 +140,8 @@ class Summary(models.Model):
     A summary is asked for (``pending``, covering up to ``requested_through`` at most),
     claimed by one worker (``running``), then ``done`` (``covers_through`` set) or
     ``failed``. ``error`` records what went wrong, including a fall back to the extractive
-    summarizer on a summary that is nevertheless done.
+    summarizer on a summary that is nevertheless done. One that finds no message old
+    enough to summarize is deleted, its conversation noting it (nothing went wrong).
     """
 
     conversation = models.ForeignKey(

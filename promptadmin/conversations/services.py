@@ -32,7 +32,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, F, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -187,7 +187,8 @@ def conversation_append(
     ``history_budget`` sets the conversation's budget (on creation, or a change later).
     Positions follow on from the last one under a row lock, so concurrent appends never
     interleave. When the history not yet summarized passes the threshold, a summary is
-    asked for (see :func:`summary_request`). While one is asked for, an append that finds
+    asked for (see :func:`summary_request`), unless it could only find nothing to
+    summarize (see :func:`_over_threshold`). While one is asked for, an append that finds
     it stuck (``running`` past the time limit, or ``pending`` as long) sends its task
     again (after commit), so a summary whose worker or task was lost is still made; at
     most once per such window, however many appends come.
@@ -228,6 +229,11 @@ def conversation_append(
     if history_budget is not None and history_budget != conversation.history_budget:
         conversation.history_budget = history_budget
         changes["history_budget"] = history_budget
+    if conversation.nothing_to_summarize_through is not None and any(
+        message["role"] == Role.USER for message in messages
+    ):
+        conversation.nothing_to_summarize_through = None
+        changes["nothing_to_summarize_through"] = None
     if not conversation.summary_pending and _over_threshold(conversation):
         _enqueue_summary(conversation)
         conversation.summary_pending = changes["summary_pending"] = True
@@ -238,7 +244,26 @@ def conversation_append(
 
 
 def _over_threshold(conversation: Conversation) -> bool:
-    return needs_summary(
+    """Whether to ask for a summary of ``conversation``: the history not yet summarized is
+    over the threshold of its budget, and a summary could find something to summarize.
+
+    :func:`assembler.history.plan_summary` keeps verbatim the newest messages within
+    ``keep_recent`` tokens (:func:`summary_targets`) and always the newest user message and
+    everything after it; it finds a message old enough to summarize only when
+
+    - the history not yet summarized is over ``keep_recent`` (a message's share of it
+      counts its role's label too): under it, every message is recent, and a threshold
+      below that share would ask for summaries of nothing; and
+    - a message not yet summarized is older than the newest user message. When a summary
+      found none even so, the newest user message was the oldest not yet summarized
+      (``nothing_to_summarize_through`` records it, see :func:`summary_discard`): replies
+      cannot change that however long they grow, only the next user message can, and it
+      clears the record (so does a summary made).
+    """
+    if conversation.nothing_to_summarize_through is not None:
+        return False
+    keep_recent, _ = summary_targets(conversation.history_budget)
+    return conversation.unsummarized_tokens > keep_recent and needs_summary(
         unsummarized_tokens=conversation.unsummarized_tokens,
         budget=conversation.history_budget,
         threshold=settings.SUMMARIZER_THRESHOLD,
@@ -546,7 +571,7 @@ def summary_make(*, claim: Claim, allow_fallback: bool) -> str:
     summary = Summary.objects.select_related("conversation").get(pk=claim.summary_id)
     plan, previous = _plan(summary.conversation, summary.requested_through)
     if plan is None:
-        summary_fail(claim=claim, error=NOTHING_TO_SUMMARIZE)
+        summary_discard(claim=claim)
         return "nothing_to_summarize"
     tok = tokenizer()
     # Only the endpoint is told instructions: the extractive summarizer needs no prompt.
@@ -648,6 +673,7 @@ def summary_complete(
     conversation.current_summary = summary
     conversation.unsummarized_tokens = unsummarized or 0
     conversation.summary_pending = False
+    conversation.nothing_to_summarize_through = None
     # Messages came in while this one was made, or it read a bounded part: go on.
     if _over_threshold(conversation):
         _enqueue_summary(conversation)
@@ -658,6 +684,7 @@ def summary_complete(
             "current_summary",
             "unsummarized_tokens",
             "summary_pending",
+            "nothing_to_summarize_through",
         ]
     )
     return True
@@ -675,8 +702,39 @@ def summary_release(*, claim: Claim, error: str) -> None:
 
 
 @transaction.atomic
+def summary_discard(*, claim: Claim) -> None:
+    """Drop the claimed summary, which found no message old enough to summarize: nothing
+    failed, there was nothing to do yet.
+
+    When the history it was asked for was over the part kept verbatim, its newest user
+    message was the oldest not yet summarized: the conversation records the newest message
+    it was asked for, and asks for no summary again until a user message follows (see
+    :func:`_over_threshold`). Otherwise (its budget grew since it was asked for, say)
+    more messages of any role can make one possible. Messages sent meanwhile were not read
+    by this summary: when they make one possible, it is asked for again at once."""
+    conversation, summary = _lock_for_result(claim.summary_id)
+    if not _holds(summary, claim):
+        return
+    through = summary.requested_through
+    summary.delete()
+    logger.info("summary %s: nothing to summarize through message %s", claim.summary_id, through)
+    since = Message.objects.filter(conversation=conversation, position__gt=through).aggregate(
+        tokens=Sum("token_count"), users=Count("pk", filter=Q(role=Role.USER))
+    )
+    asked_for = conversation.unsummarized_tokens - (since["tokens"] or 0)
+    keep_recent, _ = summary_targets(conversation.history_budget)
+    anchored = asked_for > keep_recent and not since["users"]
+    conversation.nothing_to_summarize_through = through if anchored else None
+    conversation.summary_pending = False
+    if _over_threshold(conversation):
+        _enqueue_summary(conversation)
+        conversation.summary_pending = True
+    conversation.save(update_fields=["nothing_to_summarize_through", "summary_pending"])
+
+
+@transaction.atomic
 def summary_fail(*, claim: Claim, error: str) -> None:
-    """Mark the claimed summary failed (nothing to summarize, or an unexpected error)."""
+    """Mark the claimed summary failed (an unexpected error)."""
     conversation, summary = _lock_for_result(claim.summary_id)
     if not _holds(summary, claim):
         return

@@ -255,6 +255,25 @@ def test_summarize_now_with_nothing_to_summarize_is_a_409_that_records_nothing(
     delay.assert_not_called()
 
 
+def test_replies_to_a_huge_user_message_list_no_failed_summaries(
+    writer: APIClient, reader: APIClient, counting: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Over the threshold by itself, the newest user message is always shown verbatim:
+    # there is nothing to summarize until the user speaks again, and that is no failure.
+    huge = {"role": "user", "content": "word " * 400}
+    with django_capture_on_commit_callbacks(execute=True):
+        post(writer, "c", {"messages": [huge], "history_budget": 100})
+    for n in range(3):
+        with django_capture_on_commit_callbacks(execute=True):
+            body = post(writer, "c", {"messages": [{"role": "assistant", "content": f"{n}."}]})
+        assert body.json()["summary_pending"] is False
+    assert reader.get(f"{BASE}/c/summaries").json() == []
+    with django_capture_on_commit_callbacks(execute=True):
+        post(writer, "c", {"messages": [{"role": "user", "content": "Go on."}]})
+    [summary] = reader.get(f"{BASE}/c/summaries").json()
+    assert summary["status"] == "done" and summary["covers_through"] == 1
+
+
 def test_the_schema_documents_nothing_to_summarize() -> None:
     schema = SchemaGenerator().get_schema(request=None, public=True)
     responses = schema["paths"]["/api/v1/conversations/{key}/summarize"]["post"]["responses"]

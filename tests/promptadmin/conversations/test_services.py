@@ -264,6 +264,46 @@ def test_appending_costs_one_query_more_only_when_a_summary_is_asked_for(
         append("c-11", talk(1, start=5))
 
 
+def test_while_nothing_can_be_summarized_replies_stay_on_the_cheap_path(
+    django_assert_num_queries: Any, delay: mock.MagicMock
+) -> None:
+    # One user message over the threshold by itself: a summary asked for finds nothing.
+    huge = [{"role": "user", "content": "word " * 400}]
+    append("c-19", huge, history_budget=100)
+    claim = services.summary_claim(summary_id=Summary.objects.get().pk, task_id="t")
+    assert isinstance(claim, services.Claim)
+    assert services.summary_make(claim=claim, allow_fallback=True) == "nothing_to_summarize"
+    # Replies cannot change that: they ask for nothing, and cost no query more.
+    for n in range(3):
+        with django_assert_num_queries(5):
+            result = append("c-19", [{"role": "assistant", "content": f"Reply {n}."}])
+        assert not result.summary_pending
+    assert not Summary.objects.exists()
+    # A user message can: the same query more as any append that asks for a summary.
+    with django_assert_num_queries(6):
+        result = append("c-19", [{"role": "user", "content": "Go on."}])
+    assert result.summary_pending
+    assert Summary.objects.get().status == SummaryStatus.PENDING
+
+
+@override_settings(SUMMARIZER_THRESHOLD=0.3)
+def test_no_summary_is_asked_for_while_every_message_is_kept_verbatim_anyway(
+    counting: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Half the budget is kept verbatim (summary_targets): a threshold below that would ask
+    # for summaries of nothing.
+    with django_capture_on_commit_callbacks(execute=True):
+        result = append("c-20", talk(2), history_budget=300)
+    conversation = Conversation.objects.get()
+    assert 0.3 * 300 < conversation.unsummarized_tokens <= 300 // 2
+    assert not result.summary_pending and not Summary.objects.exists()
+    # Past half the budget the oldest message is out of the recent part: summarized.
+    with django_capture_on_commit_callbacks(execute=True):
+        append("c-20", talk(1, start=2))
+    summary = Summary.objects.get()
+    assert summary.status == SummaryStatus.DONE and summary.covers_through == 1
+
+
 def test_a_broker_that_is_down_never_fails_the_append_and_asking_again_resends(
     django_capture_on_commit_callbacks: Any,
 ) -> None:

@@ -218,20 +218,114 @@ def test_summaries_build_on_the_previous_one(counting: CountingSummarizer) -> No
     assert counting.calls == [first.covers_through, second.covers_through]
 
 
-def test_nothing_to_summarize_is_recorded_as_failed_with_the_reason() -> None:
-    # One huge user message: it is the current exchange, always shown verbatim.
+def huge_user_message(key: str = "solo") -> None:
+    """A conversation of one user message over the threshold of its budget by itself: the
+    current exchange, always shown verbatim, so nothing is old enough to summarize."""
     services.conversation_append(
         actor=None,
-        key="solo",
+        key=key,
         messages=[{"role": "user", "content": "word " * 400}],
         history_budget=100,
     )
+
+
+def test_nothing_to_summarize_leaves_no_summary_and_is_noted_on_the_conversation() -> None:
+    huge_user_message()
     summary = Summary.objects.get()
     assert run(summary) == "nothing_to_summarize"
-    summary.refresh_from_db()
-    assert summary.status == SummaryStatus.FAILED
-    assert "Nothing to summarize" in summary.error
-    assert not Conversation.objects.get().summary_pending
+    # Nothing failed: there was nothing to do yet. No row is left to show as an error.
+    assert not Summary.objects.exists()
+    conversation = Conversation.objects.get()
+    assert not conversation.summary_pending
+    assert conversation.nothing_to_summarize_through == 1
+    assert run(summary) == "nothing_to_do"  # a repeated delivery finds it gone
+
+
+def test_replies_to_a_huge_user_message_ask_for_no_summary_until_the_user_speaks_again(
+    counting: CountingSummarizer, django_capture_on_commit_callbacks: Any
+) -> None:
+    from promptadmin.conversations import tasks
+
+    def append(role: str, content: str) -> services.AppendResult:
+        with django_capture_on_commit_callbacks(execute=True):
+            return services.conversation_append(
+                actor=None, key="solo", messages=[{"role": role, "content": content}]
+            )
+
+    with mock.patch.object(tasks, "enqueue_summary", wraps=tasks.enqueue_summary) as enqueue:
+        with django_capture_on_commit_callbacks(execute=True):
+            huge_user_message()
+        for n in range(5):
+            assert not append("assistant", f"Reply {n}.").summary_pending
+        # One task, for the first append; it found nothing, and recorded no failure.
+        assert enqueue.call_count == 1
+        assert not Summary.objects.exists() and counting.calls == []
+        # Now the huge message is no longer the newest user message, and it is older than
+        # the recent messages kept verbatim: it is summarized after all.
+        append("user", "Go on.")
+    assert enqueue.call_count == 2
+    summary = Summary.objects.get()
+    assert summary.status == SummaryStatus.DONE and summary.covers_through == 1
+    assert counting.calls == [1]
+    conversation = Conversation.objects.get()
+    assert conversation.nothing_to_summarize_through is None
+    assert not conversation.summary_pending
+
+
+def test_a_user_message_sent_while_nothing_was_found_to_summarize_asks_again_at_once(
+    delay: mock.MagicMock, django_capture_on_commit_callbacks: Any
+) -> None:
+    huge_user_message()
+    summary = Summary.objects.get()
+    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, services.Claim)
+    # The user speaks while the summary, asked for through message 1 only, is made: the
+    # append asks for nothing (one is running), so finding nothing must not be the end.
+    services.conversation_append(
+        actor=None, key="solo", messages=[{"role": "user", "content": "Go on."}]
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.summary_make(claim=claim, allow_fallback=True) == "nothing_to_summarize"
+    again = Summary.objects.get()
+    assert again.status == SummaryStatus.PENDING and again.requested_through == 2
+    delay.assert_called_once_with(again.pk)
+    conversation = Conversation.objects.get()
+    assert conversation.summary_pending
+    assert conversation.nothing_to_summarize_through is None
+
+
+def test_a_summary_made_forgets_that_nothing_could_be_summarized(
+    counting: CountingSummarizer,
+) -> None:
+    summary = pending_summary()
+    # As if an earlier summary had found nothing: one made since starts afresh.
+    Conversation.objects.update(nothing_to_summarize_through=2)
+    assert run(summary) == "done"
+    assert Conversation.objects.get().nothing_to_summarize_through is None
+
+
+def test_with_a_budget_grown_since_it_was_asked_for_replies_alone_bring_a_summary(
+    delay: mock.MagicMock, django_capture_on_commit_callbacks: Any
+) -> None:
+    summary = pending_summary(n=4, budget=200)
+    services.conversation_append(
+        actor=None,
+        key="talk",
+        messages=[{"role": "assistant", "content": "Noted."}],
+        history_budget=1000,
+    )
+    # Every message now fits the larger part kept verbatim: nothing to summarize, but not
+    # because of the newest user message, so replies alone can change that.
+    assert run(summary) == "nothing_to_summarize"
+    assert Conversation.objects.get().nothing_to_summarize_through is None
+    assert not Summary.objects.exists()
+    replies = [{**message, "role": "assistant"} for message in talk(11, start=4)]
+    with django_capture_on_commit_callbacks(execute=True):
+        result = services.conversation_append(actor=None, key="talk", messages=replies)
+    assert result.summary_pending
+    again = Summary.objects.get()
+    delay.assert_called_once_with(again.pk)
+    assert run(again, task_id="task-2") == "done"
 
 
 def endpoint(url: str, **extra: Any) -> Any:

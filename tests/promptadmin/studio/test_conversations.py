@@ -81,6 +81,18 @@ def test_asking_for_a_summary_with_nothing_to_summarize_says_so_and_records_noth
     enqueue.assert_not_called()
 
 
+def test_a_conversation_with_nothing_old_enough_to_summarize_says_so_without_an_error(
+    viewer: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    huge = {"role": "user", "content": "word " * 400}
+    with django_capture_on_commit_callbacks(execute=True):
+        services.conversation_append(actor=None, key="run:12", messages=[huge], history_budget=100)
+    page = viewer.get("/conversations/run:12/").content.decode()
+    assert "Nothing was old enough to summarize" in page
+    assert "after the next user message" in page
+    assert "badge-error" not in page and not Summary.objects.exists()
+
+
 def test_summaries_show_status_backend_tokens_and_errors(viewer: Client) -> None:
     from promptadmin.conversations.tasks import summarize_conversation
 
