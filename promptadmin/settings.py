@@ -207,6 +207,14 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend, with health checks skipped for connections alive moments ago.
     DATABASES["default"]["ENGINE"] = "promptadmin.db.postgresql"
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default serves requests on threads and makes summaries on a background
+    # thread, so writes overlap. A transaction takes SQLite's write lock when it begins
+    # (IMMEDIATE), waiting up to the timeout for another writer: a deferred one that read
+    # first and then wrote failed at once with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"transaction_mode": "IMMEDIATE", "timeout": 20}
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis is optional: without it the cache is local memory and Celery runs tasks in-process.

@@ -229,3 +229,54 @@ def test_compose_forwards_every_summarizer_variable_to_web_and_worker() -> None:
     for service in ("web", "worker"):
         environment = compose["services"][service]["environment"]
         assert wanted <= set(environment), (service, sorted(wanted - set(environment)))
+
+
+CONCURRENT_APPENDS = """
+import threading
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import connections
+from promptadmin.conversations.services import conversation_append
+call_command("migrate", verbosity=0)
+errors = []
+barrier = threading.Barrier(4)
+def append(writer):
+    try:
+        barrier.wait()
+        for turn in range(25):
+            message = {"role": "user", "content": f"writer {writer}, turn {turn}"}
+            conversation_append(actor=None, key="shared", messages=[message])
+    except Exception as error:
+        errors.append(repr(error))
+    finally:
+        connections.close_all()
+threads = [threading.Thread(target=append, args=(n,)) for n in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(len(errors), errors[:1])
+"""
+
+
+def test_the_embedded_sqlite_database_takes_overlapping_writes(tmp_path: Any) -> None:
+    # `make run` serves requests on threads and makes summaries on a background thread:
+    # transactions that read, then write, at the same time must wait for each other, not
+    # fail with "database is locked".
+    environ = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+    environ.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'embedded.sqlite3'}",
+        CELERY_TASK_ALWAYS_EAGER="true",
+        DJANGO_SETTINGS_MODULE="promptadmin.settings",
+    )
+    environ.pop("REDIS_URL", None)
+    result = subprocess.run(
+        [sys.executable, "-c", CONCURRENT_APPENDS],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    assert result.stdout.split()[0] == "0", result.stdout
