@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from celery import Task, current_app, shared_task
@@ -84,7 +83,7 @@ def enqueue_summary(summary_id: int) -> None:
     committed (this runs after its commit)."""
     if current_app.conf.task_always_eager:
         if settings.SUMMARIZER_IN_BACKGROUND:
-            _background().submit(_run_in_background, summary_id)
+            _background.submit(_run_in_background, summary_id)
         else:
             _run_here(summary_id)
         return
@@ -111,16 +110,7 @@ def _run_in_background(summary_id: int) -> None:
         connections.close_all()
 
 
-# Summaries made in this process when there is no broker: started on first use; two
-# threads, so that one slow endpoint call does not hold up every other conversation.
-BACKGROUND_THREADS = 2
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _background() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(BACKGROUND_THREADS, thread_name_prefix="summaries")
-        return _pool
+# Summaries made in this process when there is no broker: two threads, so that one slow
+# endpoint call does not hold up every other conversation. The executor starts them on
+# first use, not at import.
+_background = ThreadPoolExecutor(2, thread_name_prefix="summaries")
