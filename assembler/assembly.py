@@ -627,18 +627,15 @@ class _Assembly:
         if not fits():
             layer.drop(index)
             return
+        names = layer.items.names(layer.scope, index)
         self._record(
             layer.scope,
             "restored",
             before,
             layer.tokens(),
-            f"{layer.scope} segment #{segment.id} '{segment.label}' restored: "
+            f"{names.terse} '{segment.label}' restored: "
             f"it fits the {self._budget_words(npc)} again",
-            explain.put_back(
-                explain.segment_name(layer.scope, segment.id, segment.label),
-                layer.items.counts[index],
-                self.request.token_budget,
-            ),
+            explain.put_back(names.plain, layer.items.counts[index], self.request.token_budget),
             segment_id=segment.id,
         )
 

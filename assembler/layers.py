@@ -195,7 +195,7 @@ class Segments:
         return tokens
 
     def names(self, scope: str, index: int) -> SegmentNames:
-        """How segment ``index`` is named when it is left out of layer ``scope``."""
+        """How segment ``index`` is named when it is left out of layer ``scope`` or put back."""
         key = (scope, index)
         names = self._names.get(key)
         if names is None:
@@ -222,9 +222,9 @@ _SHORT_BLOCKS = 8
 
 @dataclass(frozen=True, slots=True)
 class SegmentNames:
-    """How a segment left out is named in the truncation steps: ``terse`` in reasons
-    ("world segment #12"), ``plain`` for authors ("World segment #12 'Old wars'"), and
-    ``left_out`` in the explanation of the step after ("world segment #12 'Old wars' was
+    """How a segment left out or put back is named in the truncation steps: ``terse`` in
+    reasons ("world segment #12"), ``plain`` for authors ("World segment #12 'Old wars'"),
+    and ``left_out`` in the explanation of the step after ("world segment #12 'Old wars' was
     left out"). Worked out once per segment, since the same content is cut turn after turn.
     """
 
