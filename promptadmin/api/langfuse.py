@@ -194,7 +194,7 @@ def _fetch(name: str, label: str | None, version: int | None) -> ResolvedPrompt:
             component=component,
             agent=agent,
             task_type=task_type,
-            label=label if version is not None or label else "production",
+            label=label,
             version=version,
         )
     except PromptLookupError as error:

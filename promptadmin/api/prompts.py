@@ -31,7 +31,6 @@ from promptadmin.api.preconditions import if_match, none_match, updated_at_etag
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import prompts as s
 from promptadmin.prompts.models import (
-    DEFAULT_LABEL,
     LABEL_HELP,
     LABEL_RE,
     LATEST,
@@ -238,7 +237,7 @@ class PromptFetchView(HotView):
             component=kwargs["component"],
             agent=kwargs["agent"],
             task_type=param_name(params, "task_type"),
-            label=label or (None if version is not None else DEFAULT_LABEL),
+            label=label,
             version=version,
         )
         return fetched(resolved, request.headers.get("If-None-Match", ""))
@@ -379,7 +378,7 @@ def rendered(data: dict[str, Any], component: str, agent: str) -> dict[str, Any]
         component=component,
         agent=agent,
         task_type=data["task_type"] or None,
-        label=data.get("label") or (None if "version" in data else DEFAULT_LABEL),
+        label=data.get("label"),
         version=data.get("version"),
         template=data["template"],
         variables=data["variables"],
@@ -419,7 +418,7 @@ class LintView(APIView):
                 component=data["component"],
                 agent=data["agent"],
                 task_type=data.get("task_type") or None,
-                label=data.get("label") or (None if "version" in data else DEFAULT_LABEL),
+                label=data.get("label"),
                 version=data.get("version"),
             )
             return Response(

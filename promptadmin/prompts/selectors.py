@@ -196,6 +196,9 @@ def _fetch(
     label: str | None,
     version: int | None,
 ) -> ResolvedPrompt:
+    if version is None and not label:
+        # Named here, not by each caller: a fetch without a label shares production's entry.
+        label = DEFAULT_LABEL
     ref = f"{component}:{agent}:{task_type or ''}:{label or ''}:{version or ''}"
     key = content_cache.key(generation, "prompt", ref)
     cached = content_cache.get_many([key]).get(key)
