@@ -171,12 +171,10 @@ class Segments:
         same segments turn after turn keeps its block too; a few such blocks are kept.
         """
         key = (open_line, close_line, kept)
-        whole = kept == len(self.segments)
-        blocks = self._framed if whole else self._short
+        blocks = self._framed if kept == len(self.segments) else self._short
         text = blocks.get(key)
         if text is None:
-            body = self.joined(kept) if whole else ITEM_SEPARATOR.join(self.texts[:kept])
-            text = open_line + LINE_SEPARATOR + body
+            text = open_line + LINE_SEPARATOR + ITEM_SEPARATOR.join(self.texts[:kept])
             if close_line is not None:
                 text += LINE_SEPARATOR + close_line
             if len(blocks) >= _SHORT_BLOCKS:
@@ -413,8 +411,7 @@ class SegmentLayer(Layer):
         return self._body_tokens
 
     def body(self) -> str:
-        if self.kept == len(self.included):
-            return self.items.joined(self.kept)
+        # Only for segments with a gap: the first ``kept`` are rendered by ``items.framed``.
         return ITEM_SEPARATOR.join(self.items.texts[index] for index in self.kept_indices())
 
     def render(self) -> str:
