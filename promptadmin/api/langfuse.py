@@ -162,7 +162,7 @@ def langfuse_prompt(resolved: ResolvedPrompt) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": resolved.langfuse_name,
         "version": resolved.version,
-        "config": {**resolved.config, "user_templates": templates},
+        "config": {**resolved.config, CONFIG_RESERVED: templates},
         "labels": list(resolved.labels),
         "tags": [],
         "commitMessage": resolved.commit_message or None,

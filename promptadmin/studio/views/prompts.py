@@ -280,7 +280,9 @@ def prompt_version_create(request: HttpRequest, pk: int) -> HttpResponse:
                         labels=data["labels"],
                     )
                 except ValidationError as exc:
-                    add_service_errors(form, exc, rename={"config.user_templates": "config"})
+                    add_service_errors(
+                        form, exc, rename={f"config.{services.CONFIG_RESERVED}": "config"}
+                    )
                 else:
                     messages.success(request, f"Saved version {version.number}.")
                     return redirect("studio:prompt_detail", prompt.pk)
