@@ -36,12 +36,6 @@ def json_object_field(label: str, help_text: str) -> forms.CharField:
     )
 
 
-def parse_json_object(text: str, field: str) -> dict[str, Any]:
-    """The JSON object in a box (empty: ``{}``), checked as every stored JSON value is:
-    deep nesting, NaN, huge numbers and lone surrogates are field errors, never a 500."""
-    return json_object(text, field) if text.strip() else {}
-
-
 class PromptForm(forms.Form):
     component = forms.CharField(max_length=64, help_text="e.g. verifier")
     agent = forms.CharField(max_length=64, help_text="e.g. judge")
@@ -118,7 +112,8 @@ class VersionForm(forms.Form):
         self.template_errors: list[str] = []
 
     def clean_config(self) -> dict[str, Any]:
-        return parse_json_object(self.cleaned_data["config"], "Config")
+        raw = self.cleaned_data["config"]
+        return json_object(raw, "Config") if raw else {}
 
     def clean_variables(self) -> list[str] | None:
         text = self.cleaned_data["variables"]
@@ -190,7 +185,8 @@ class PlaygroundForm(forms.Form):
         self.variable_names = list(variables)
 
     def clean_instruction_context(self) -> dict[str, Any]:
-        return parse_json_object(self.cleaned_data["instruction_context"], "Instruction context")
+        raw = self.cleaned_data["instruction_context"]
+        return json_object(raw, "Instruction context") if raw else {}
 
     def values(self) -> dict[str, str]:
         """The variables the author filled (an empty field is left out, so it is reported
