@@ -55,7 +55,7 @@ _CLOSING = "\"'\u201d\u2019\u00bb)]"
 _CJK_STOPS = ("\u3002", "\uff01", "\uff1f")
 _LINE_END = re.compile(r"[ \t]*(?:\n|$)")
 # Sentence-ending punctuation, Latin or CJK.
-_STOP = re.compile("[.!?\u2026\u3002\uff01\uff1f]")
+_STOP = re.compile("[" + "".join(_STOPS + _CJK_STOPS) + "]")
 
 # Characters either side of a join that decide how the join tokenizes. A pre-token longer
 # than this next to a join makes the estimate inexact, which the final count catches.
@@ -321,13 +321,15 @@ class TextCuts:
         end = len(kept)
         if _ends_sentence(kept) or _LINE_END.match(text, end):
             return None
-        boundaries = self._boundary_list()
-        index = bisect.bisect_left(boundaries, end) - 1
-        if index < 0 or boundaries[index] <= 0:
+        boundary = self._boundary_before(end)
+        if boundary <= 0:
             return None
-        backed = len(text[: boundaries[index]].rstrip())
+        backed = len(text[:boundary].rstrip())
         count = self._counts.get(backed)
-        if backed > length or count is None or count > allowance or count * 10 < allowance * 7:
+        if backed > length or count is None or count > allowance:
+            return None
+        most = _most_backing_up_to(count)
+        if allowance > most:
             return None
         # So it goes on while the 70% rule holds and ``kept`` stays short of the next
         # sentence end (the next stop: closing marks after an earlier one would make
@@ -337,7 +339,7 @@ class TextCuts:
         line_end = len(text) if line_end < 0 else line_end
         while text[line_end - 1] in " \t":
             line_end -= 1
-        until = min(count * 10 // 7 + 1, self._reaching(line_end))
+        until = min(most + 1, self._reaching(line_end))
         stop = _STOP.search(text, end)
         return until if stop is None else min(until, self._reaching(stop.end()))
 
@@ -356,22 +358,34 @@ class TextCuts:
             ]
         return self._boundaries
 
+    def _boundary_before(self, end: int) -> int:
+        """The last offset before ``end`` where a cut may back up to; 0 if there is none."""
+        boundaries = self._boundary_list()
+        index = bisect.bisect_left(boundaries, end) - 1
+        return boundaries[index] if index >= 0 else 0
+
     def _back_up_to_boundary(self, kept: str, max_tokens: int) -> tuple[str, int]:
         """``kept`` cut back to its last sentence or line end, if that keeps enough."""
         # The text's boundaries inside ``kept`` are those ``kept`` has itself, since a
         # match looks only one character ahead. A cut ending in sentence punctuation has
         # its last boundary at its very end: it stays as it is.
-        boundary = 0
-        if not _ends_sentence(kept):
-            boundaries = self._boundary_list()
-            index = bisect.bisect_left(boundaries, len(kept)) - 1
-            boundary = boundaries[index] if index >= 0 else 0
+        boundary = 0 if _ends_sentence(kept) else self._boundary_before(len(kept))
         if boundary > 0:
             backed = kept[:boundary].rstrip()
             count = self._count(len(backed))
-            if count * 10 >= max_tokens * 7:
+            if max_tokens <= _most_backing_up_to(count):
                 return backed, count
         return kept, self._count(len(kept))
+
+
+def _most_backing_up_to(count: int) -> int:
+    """The largest allowance whose cut may back up to a boundary ``count`` tokens in: backing
+    up must keep at least 70% of the allowance.
+
+    >>> _most_backing_up_to(7), _most_backing_up_to(10)
+    (10, 14)
+    """
+    return count * 10 // 7
 
 
 def _ends_at_boundary(kept: str, text: str) -> bool:
