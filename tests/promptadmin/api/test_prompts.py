@@ -32,6 +32,19 @@ def make_version(prompt: Prompt, labels: tuple[str, ...] = (), **fields: Any) ->
     return prompt_version_create(actor=None, prompt=prompt, labels=labels, **fields)
 
 
+def cache_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every call made to the shared cache from now on, in order."""
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(cache, name)
+
+    monkeypatch.setattr(core_cache, "cache", Counting())
+    return calls
+
+
 @pytest.fixture
 def judge() -> Prompt:
     """verifier/judge: default prompt with v1 (production) and v2 (staging), plus a rubric
@@ -210,14 +223,7 @@ def test_a_warm_langfuse_fetch_makes_no_query_and_one_cache_round_trip(
 ) -> None:
     client = basic_client(read_key)
     expected = client.get(LANGFUSE_JUDGE).json()
-    calls: list[str] = []
-
-    class Counting:
-        def __getattr__(self, name: str) -> Any:
-            calls.append(name)
-            return getattr(cache, name)
-
-    monkeypatch.setattr(core_cache, "cache", Counting())
+    calls = cache_calls(monkeypatch)
     with django_assert_num_queries(0):  # the API key is kept in memory
         assert client.get(LANGFUSE_JUDGE).json() == expected
     assert calls == ["get_many"]
@@ -606,14 +612,7 @@ def test_a_warm_render_makes_no_query_and_one_cache_round_trip(
 ) -> None:
     body = {"interface": "langchain", "instruction_context": {"json_schema": {}}}
     expected = render(reader, **body).json()
-    calls: list[str] = []
-
-    class Counting:
-        def __getattr__(self, name: str) -> Any:
-            calls.append(name)
-            return getattr(cache, name)
-
-    monkeypatch.setattr(core_cache, "cache", Counting())
+    calls = cache_calls(monkeypatch)
     with django_assert_num_queries(0):  # the API key is kept in memory too
         assert render(reader, **body).json() == expected
     # The keys' and the prompts' generations, read at once, the latter used for both the
