@@ -11,7 +11,14 @@ from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, slug_
 from promptadmin.api.serializers.content import ScopeField
 from promptadmin.content.legacy import FORMATS, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES
-from promptadmin.content.services.deprecated import MAX_REASON, Action, Status, status_of
+from promptadmin.content.services.deprecated import (
+    MAX_REASON,
+    Action,
+    Status,
+    copy_ids,
+    review_reason,
+    status_of,
+)
 
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 # Ids in one bulk request (the studio's bulk form acts on a whole filtered selection).
@@ -119,12 +126,10 @@ class DeprecatedSegmentSerializer(serializers.Serializer):
         return status_of(segment)
 
     def get_copies(self, segment: Any) -> list[int]:
-        value = self._meta(segment, "copies")
-        return [v for v in value if isinstance(v, int)] if isinstance(value, list) else []
+        return copy_ids(segment)
 
     def get_reason(self, segment: Any) -> str | None:
-        value = self._meta(segment, "review_reason")
-        return value if isinstance(value, str) else None
+        return review_reason(segment)
 
     def get_suggested(self, segment: Any) -> dict[str, str] | None:
         hint = self.context.get("suggestions", {}).get(segment.pk)

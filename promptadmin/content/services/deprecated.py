@@ -1,10 +1,10 @@
 """The review of deprecated-scope segments: copy to an allowed scope, dismiss, undo.
 
 A deprecated row is never changed in what it says, never activated and never deleted:
-its review state lives in its metadata (``review_status``, ``review_reason``, ``copies``)
-and every action is a saved change with a history record (who and when). A copy is a
-new segment whose metadata links back (``copied_from``); undoing a copy deactivates the
-copy (kept, with its history) and puts the source back to pending.
+its review state lives in its metadata (the keys of ``legacy_import.ReviewKey``: status,
+reason, copies) and every action is a saved change with a history record (who and when).
+A copy is a new segment whose metadata links back (``copied_from``); undoing a copy
+deactivates the copy (kept, with its history) and puts the source back to pending.
 
 A single action refuses a row it does not apply to (a copied row cannot be dismissed); a
 bulk action over a filtered selection skips such rows and reports each with the reason.
@@ -26,7 +26,11 @@ from simple_history.utils import bulk_create_with_history, bulk_update_with_hist
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import DEPRECATED_SCOPES, REF_FIELDS, Segment
 from promptadmin.content.services import segments
-from promptadmin.content.services.legacy_import import check_can_migrate, title_from_metadata
+from promptadmin.content.services.legacy_import import (
+    ReviewKey,
+    check_can_migrate,
+    title_from_metadata,
+)
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
 
@@ -66,15 +70,16 @@ NO_TARGET = "has no obvious target: choose a scope and object to copy it to"
 
 
 def status_of(segment: Segment) -> str:
-    value = segment.metadata.get("review_status") if isinstance(segment.metadata, dict) else None
+    value = _meta(segment).get(ReviewKey.STATUS)
     return value if value in Status.ALL else Status.PENDING
 
 
 def status_q(status: str) -> Q:
     """Rows with review ``status`` (rows never reviewed are pending)."""
+    marked = Q(**{f"metadata__{ReviewKey.STATUS}": status})
     if status == Status.PENDING:
-        return ~Q(metadata__has_key="review_status") | Q(metadata__review_status=Status.PENDING)
-    return Q(metadata__review_status=status)
+        return ~Q(metadata__has_key=ReviewKey.STATUS) | marked
+    return marked
 
 
 def deprecated_segments(
@@ -172,34 +177,43 @@ def _meta(segment: Segment) -> dict[str, Any]:
 
 def _copied(source: Segment, copy_pk: int) -> dict[str, Any]:
     """The source's metadata once copied to ``copy_pk`` (a row may be copied more than once)."""
-    previous = _meta(source).get("copies")
+    previous = _meta(source).get(ReviewKey.COPIES)
     copies = [*previous, copy_pk] if isinstance(previous, list) else [copy_pk]
-    return {**_meta(source), "review_status": Status.COPIED, "copies": copies}
+    return {**_meta(source), ReviewKey.STATUS: Status.COPIED, ReviewKey.COPIES: copies}
 
 
 def _dismissed(source: Segment, reason: str) -> dict[str, Any]:
-    return {**_meta(source), "review_status": Status.DISMISSED, "review_reason": reason}
+    return {**_meta(source), ReviewKey.STATUS: Status.DISMISSED, ReviewKey.REASON: reason}
 
 
 def _undone(source: Segment) -> dict[str, Any]:
-    """The source's metadata back to pending; the copies it had are kept as ``undone_copies``."""
-    metadata = {
-        key: value
-        for key, value in _meta(source).items()
-        if key not in ("review_status", "review_reason", "copies")
-    }
+    """The source's metadata back to pending; the copies it had are kept as undone copies."""
+    cleared = (ReviewKey.STATUS, ReviewKey.REASON, ReviewKey.COPIES)
+    metadata = {key: value for key, value in _meta(source).items() if key not in cleared}
     if status_of(source) == Status.COPIED:
-        undone = metadata.get("undone_copies")
-        metadata["undone_copies"] = [
+        undone = metadata.get(ReviewKey.UNDONE_COPIES)
+        metadata[ReviewKey.UNDONE_COPIES] = [
             *(undone if isinstance(undone, list) else []),
-            *_copy_ids(source),
+            *copy_ids(source),
         ]
     return metadata
 
 
-def _copy_ids(source: Segment) -> list[int]:
-    copies = _meta(source).get("copies")
+def copy_ids(source: Segment) -> list[int]:
+    """The ids of the copies a copied row links forward to (none for other rows)."""
+    copies = _meta(source).get(ReviewKey.COPIES)
     return [pk for pk in copies if isinstance(pk, int)] if isinstance(copies, list) else []
+
+
+def review_reason(source: Segment) -> str | None:
+    """Why a dismissed row was dismissed (None for other rows)."""
+    reason = _meta(source).get(ReviewKey.REASON)
+    return reason if isinstance(reason, str) else None
+
+
+def _linked_back(source: Segment, extra: dict[str, Any]) -> dict[str, Any]:
+    """A copy's metadata: ``extra`` and the link back to its source."""
+    return {**extra, ReviewKey.COPIED_FROM: source.pk, ReviewKey.COPIED_FROM_SCOPE: source.scope}
 
 
 def _carried_title(source: Segment) -> tuple[str, dict[str, Any]]:
@@ -251,7 +265,7 @@ def deprecated_copy(
         ref=ref,
         title=title,
         content=source.content if content is None else content,
-        metadata={**extra, "copied_from": source.pk, "copied_from_scope": source.scope},
+        metadata=_linked_back(source, extra),
         active=active,
     )
     _save_review(source, actor, _copied(source, copy.pk))
@@ -265,7 +279,7 @@ def deprecated_dismiss(*, actor: Actor, segment: Segment, reason: str) -> Segmen
     reason = _clean_reason(reason)
     source = _lock_deprecated(segment)
     _refuse_unless_applicable(Action.DISMISS, source)
-    if status_of(source) == Status.DISMISSED and _meta(source).get("review_reason") == reason:
+    if status_of(source) == Status.DISMISSED and review_reason(source) == reason:
         return source
     return _save_review(source, actor, _dismissed(source, reason))
 
@@ -280,7 +294,7 @@ def deprecated_undo(*, actor: Actor, segment: Segment) -> Segment:
     check_can_migrate(actor)
     source = _lock_deprecated(segment)
     _refuse_unless_applicable(Action.UNDO, source)
-    for copy in Segment.objects.filter(pk__in=_copy_ids(source), active=True):
+    for copy in Segment.objects.filter(pk__in=copy_ids(source), active=True):
         segments.segment_update(actor=actor, segment=copy, active=False)
     return _save_review(source, actor, _undone(source))
 
@@ -431,7 +445,7 @@ def _save_all(rows: list[Segment], actor: Actor, now: datetime, fields: list[str
 def _undo_batch(rows: list[Segment], actor: Actor, now: datetime) -> list[Segment]:
     copies = list(
         Segment.objects.select_for_update().filter(
-            pk__in=[pk for row in rows for pk in _copy_ids(row)], active=True
+            pk__in=[pk for row in rows for pk in copy_ids(row)], active=True
         )
     )
     for copy in copies:
@@ -466,7 +480,7 @@ def _copy_batch(
             scope=scope,
             title=title,
             content=row.content,
-            metadata={**extra, "copied_from": row.pk, "copied_from_scope": row.scope},
+            metadata=_linked_back(row, extra),
             active=active,
             created_by=user,
             updated_by=user,

@@ -42,10 +42,29 @@ MIGRATION_NOTE = (
     "deprecated content page."
 )
 CHANGE_REASON = "Imported from a legacy export"
-# What the import writes in a deprecated row's metadata, what the review of deprecated
-# content (services/deprecated.py) keeps there, and migration 0004's marker (its reverse
-# reactivates the rows that carry it). An export that already has any of these keys keeps
-# its values under LEGACY_METADATA: never overwritten, never taken for a review state.
+
+
+class ReviewKey:
+    """Where the review of deprecated content (services/deprecated.py) keeps its state in a
+    deprecated row's metadata, and where a copy links back to its source.
+
+    Listed here, beside the import that keeps an export's own values of them apart (the
+    review imports this module, not the other way round).
+    """
+
+    STATUS = "review_status"
+    REASON = "review_reason"
+    COPIES = "copies"
+    UNDONE_COPIES = "undone_copies"
+    COPIED_FROM = "copied_from"
+    COPIED_FROM_SCOPE = "copied_from_scope"
+    ALL = (STATUS, REASON, COPIES, UNDONE_COPIES, COPIED_FROM, COPIED_FROM_SCOPE)
+
+
+# What the import writes in a deprecated row's metadata, what the review keeps there
+# (ReviewKey), and migration 0004's marker (its reverse reactivates the rows that carry
+# it). An export that already has any of these keys keeps its values under
+# LEGACY_METADATA: never overwritten, never taken for a review state.
 IMPORT_KEYS = (
     "deprecated_scope",
     "deprecated_at",
@@ -55,16 +74,10 @@ IMPORT_KEYS = (
     "original_active",
     "migration_note",
 )
-REVIEW_KEYS = (
-    "review_status",
-    "review_reason",
-    "copies",
-    "undone_copies",
-    "copied_from",
-    "copied_from_scope",
-)
 LEGACY_METADATA = "legacy_metadata"
-RESERVED_KEYS = frozenset((*IMPORT_KEYS, *REVIEW_KEYS, "deactivated_by_migration", LEGACY_METADATA))
+RESERVED_KEYS = frozenset(
+    (*IMPORT_KEYS, *ReviewKey.ALL, "deactivated_by_migration", LEGACY_METADATA)
+)
 TITLE_MAX = Segment._meta.get_field("title").max_length or 0
 
 Progress = Callable[[int, int], None]

@@ -115,14 +115,13 @@ def deprecated_review(request: HttpRequest) -> HttpResponse:
             prefix=f"s{row.pk}",
             choices=choices,
         )
-        copies = row.metadata.get("copies") if isinstance(row.metadata, dict) else None
         items.append(
             {
                 "segment": row,
                 "status": deprecated.status_of(row),
                 "hint": hint,
                 "copy_form": copy_form,
-                "copies": copies if isinstance(copies, list) else [],
+                "copies": deprecated.copy_ids(row),
                 "metadata": json.dumps(row.metadata, indent=2, ensure_ascii=False),
             }
         )
