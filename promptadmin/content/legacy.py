@@ -25,7 +25,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
-from promptadmin.core.storedjson import MAX_TEXT, StoredJsonError, check_stored_json, printable
+from promptadmin.core.storedjson import (
+    MAX_TEXT,
+    StoredJsonError,
+    check_stored_json,
+    has_lone_surrogate,
+    printable,
+)
 
 COLUMNS = (
     "id",
@@ -271,13 +277,8 @@ def _text(value: Any, name: str) -> str:
     text = str(value)
     if "\x00" in text:
         raise ValueError(f"{name} contains a NUL byte (U+0000), which cannot be stored")
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            raise ValueError(
-                f"{name} contains a lone surrogate (U+D800 to U+DFFF), which is not UTF-8"
-            ) from None
+    if has_lone_surrogate(text):
+        raise ValueError(f"{name} contains a lone surrogate (U+D800 to U+DFFF), which is not UTF-8")
     return text
 
 
