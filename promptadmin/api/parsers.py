@@ -25,6 +25,7 @@ from promptadmin.core.storedjson import (
     StoredJsonError,
     UnencodableKeyError,
     loads,
+    refuse_unencodable_keys,
 )
 
 
@@ -37,7 +38,10 @@ class JSONParser(parsers.JSONParser):
     ) -> Any:
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return loads(stream.read().decode(encoding))
+            text = stream.read().decode(encoding)
+            data = loads(text)
+            refuse_unencodable_keys(data, text)
+            return data
         except RecursionError:
             raise ParseError("JSON parse error - objects or arrays nest too deeply.") from None
         except UnencodableKeyError as error:

@@ -59,8 +59,9 @@ class UnencodableKeyError(ValueError):
     """A JSON object key holding a lone surrogate; ``path`` leads to it from the top
     (keys and list indexes, the key itself last).
 
-    Refused as soon as the text is parsed: every key can end up in an error message (an
-    unknown field, a missing variable), and a lone surrogate cannot be sent back in one.
+    Refused by the API's parser (:func:`refuse_unencodable_keys`): every key of a body can
+    end up in an error message (an unknown field, a missing variable), and a lone surrogate
+    cannot be sent back in one.
     """
 
     def __init__(self, path: tuple[str | int, ...]) -> None:
@@ -166,19 +167,14 @@ def _finite_float(text: str) -> float:
     return value
 
 
-# Where a lone surrogate can come from: its \u escape (a pair is fine, but rare
-# enough outside emoji that checking the keys then costs nothing that matters), or the
-# character itself in text that did not come from UTF-8.
-_MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
-
-
 def loads(text: str) -> Any:
-    """``json.loads`` that refuses NaN, Infinity, numbers that overflow to infinity, and
-    object keys holding a lone surrogate (:class:`UnencodableKeyError`).
+    """``json.loads`` that refuses NaN, Infinity and numbers that overflow to infinity.
 
     Raises ValueError (JSONDecodeError among them), or RecursionError when the text nests
-    deeper than the parser can go; callers turn both into a clear error. A lone surrogate
-    in a string value is left to the field that takes it, which names itself.
+    deeper than the parser can go; callers turn both into a clear error. Keys are left to
+    the caller: :func:`check_stored_json` checks them in a value that is stored, the fast
+    paths take only keys they know, and the API's parser calls
+    :func:`refuse_unencodable_keys`.
 
     >>> loads('{"a": [1, 2.5, 18446744073709551616]}')
     {'a': [1, 2.5, 18446744073709551616]}
@@ -186,23 +182,34 @@ def loads(text: str) -> Any:
     Traceback (most recent call last):
     ...
     ValueError: the number 1e400 is too large for a 64-bit float
+    """
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+# A lone surrogate reaches a key as its \u escape (a pair matches too, but is rare enough
+# outside emoji that the walk it costs does not matter), or as the character itself in
+# text that did not come from UTF-8 (has_lone_surrogate). One pattern for both took longer
+# than the parse; a search led by a literal is quick.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def refuse_unencodable_keys(value: Any, text: str) -> None:
+    """Raise :class:`UnencodableKeyError` if an object key in ``value``, parsed from
+    ``text``, holds a lone surrogate; ``text`` spares the walk when none can.
+
+    >>> text = '{"tags": [{"\\\\udfffx": 1}]}'
     >>> try:
-    ...     loads('{"tags": [{"\\\\udfffx": 1}]}')
+    ...     refuse_unencodable_keys(loads(text), text)
     ... except UnencodableKeyError as error:
     ...     print(error.path == ("tags", 0, "\\udfffx"), error)
     True object keys may not contain lone surrogates (U+D800 to U+DFFF), at tags.0.\\udfffx
     """
-    value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-    if _MAYBE_SURROGATE.search(text):
-        _refuse_unencodable_keys(value)
-    return value
-
-
-def _refuse_unencodable_keys(value: Any) -> None:
-    # Without recursion, like check_stored_json; an object's own keys are all checked
-    # before anything inside it, so a body's top-level key is the one reported.
     if not isinstance(value, dict | list):
         return
+    if not _SURROGATE_ESCAPE.search(text) and not has_lone_surrogate(text):
+        return
+    # Without recursion, like check_stored_json; an object's own keys are all checked
+    # before anything inside it, so a body's top-level key is the one reported.
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         current, path = stack.pop()
