@@ -76,12 +76,12 @@ def test_a_weak_secret_key_is_refused_when_debug_is_off(key: str) -> None:
     assert "SECRET_KEY is too weak" in result.stderr
 
 
-def show(setting: str, **env: str) -> str:
-    script = (
-        "import django; django.setup(); from django.conf import settings; "
-        f"print(settings.{setting})"
-    )
-    environ = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+def show(*names: str, unset: frozenset[str] = frozenset(), **env: str) -> str:
+    """The settings ``names`` as a fresh process prints them, one a line, with ``unset``
+    variables removed from this environment and ``env`` added."""
+    script = "import django; django.setup(); from django.conf import settings; "
+    script += "".join(f"print(settings.{name}); " for name in names)
+    environ = {k: v for k, v in os.environ.items() if k not in unset | {"SECRET_KEY", "DEBUG"}}
     result = subprocess.run(
         [sys.executable, "-c", script],
         env={**environ, **env, "DJANGO_SETTINGS_MODULE": "promptadmin.settings"},
@@ -181,34 +181,18 @@ def test_the_wsgi_application_loads_the_encoding_and_freezes_start_up_objects() 
     assert result.stdout.split() == ["True", "1", "True"]
 
 
-def settings_with(names: list[str], unset: set[str], **env: str) -> list[str]:
-    """The settings ``names`` as printed by a fresh process, with ``unset`` variables
-    removed from this environment and ``env`` added."""
-    script = "import django; django.setup(); from django.conf import settings; "
-    script += "".join(f"print(settings.{name}); " for name in names)
-    environ = {k: v for k, v in os.environ.items() if k not in unset | {"SECRET_KEY", "DEBUG"}}
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        env={**environ, **env, "DJANGO_SETTINGS_MODULE": "promptadmin.settings"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout.split()
-
-
 TASK_SETTINGS = ["CELERY_TASK_ALWAYS_EAGER", "CELERY_BROKER_URL", "SUMMARIZER_IN_BACKGROUND"]
 
 
 def test_without_redis_tasks_run_in_process_a_summary_on_a_background_thread() -> None:
     # `make run`: nothing waits for a summary.
-    unset = {"REDIS_URL", "CELERY_TASK_ALWAYS_EAGER"}
-    assert settings_with(TASK_SETTINGS, unset) == ["True", "memory://", "True"]
+    unset = frozenset({"REDIS_URL", "CELERY_TASK_ALWAYS_EAGER"})
+    assert show(*TASK_SETTINGS, unset=unset).split() == ["True", "memory://", "True"]
     # The test suite asks for eager tasks explicitly: they run as the request commits.
-    explicit = settings_with(TASK_SETTINGS, unset, CELERY_TASK_ALWAYS_EAGER="true")
+    explicit = show(*TASK_SETTINGS, unset=unset, CELERY_TASK_ALWAYS_EAGER="true").split()
     assert explicit == ["True", "memory://", "False"]
     # With a broker, workers make them.
-    broker = settings_with(TASK_SETTINGS, unset, REDIS_URL="redis://127.0.0.1:6379/6")
+    broker = show(*TASK_SETTINGS, unset=unset, REDIS_URL="redis://127.0.0.1:6379/6").split()
     assert broker == ["False", "redis://127.0.0.1:6379/6", "False"]
 
 
