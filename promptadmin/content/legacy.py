@@ -46,6 +46,8 @@ COLUMNS = (
 )
 REQUIRED_COLUMNS = ("id", "scope", "content")
 FORMATS = ("json", "csv")
+# The largest export (or refs file) the API and the upload page take.
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 MAX_ID = 64
 MAX_VERSION = 32
 # The csv module's default field limit (128 KiB) is below what one segment may hold: a

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, slug_field
 from promptadmin.api.serializers.content import ScopeField
-from promptadmin.content.legacy import FORMATS, ExportError, parse_refs
+from promptadmin.content.legacy import FORMATS, MAX_UPLOAD_BYTES, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES
 from promptadmin.content.services.deprecated import (
     MAX_REASON,
@@ -20,7 +20,6 @@ from promptadmin.content.services.deprecated import (
     status_of,
 )
 
-MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 # Ids in one bulk request (the studio's bulk form acts on a whole filtered selection).
 MAX_BULK_IDS = 1000
 

@@ -9,12 +9,10 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from promptadmin.content.kinds import KINDS, scope_kind
-from promptadmin.content.legacy import FORMATS, ExportError, parse_refs
+from promptadmin.content.legacy import FORMATS, MAX_UPLOAD_BYTES, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
 from promptadmin.content.services.deprecated import MAX_REASON, Action, Status
 from promptadmin.studio.forms.common import object_choices, resolve_object
-
-MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 
 
 class ImportForm(forms.Form):
