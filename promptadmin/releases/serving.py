@@ -59,7 +59,9 @@ class Served:
 
 def labels_from_database() -> dict[str, Any]:
     """The label map as the shared cache holds it: every label and the name of its
-    release, and its version (the newest move's id, 0 before any).
+    release, and its version: how many moves have committed. Moves are never deleted, so
+    the count grows with every commit (the newest id would not: ids are numbered when a
+    move is made, and two moves may commit in the other order).
 
     One query (a cache miss on the assembly path costs no more than before the map had a
     version): the version rides on every row, and on a row of its own when no label
@@ -71,13 +73,13 @@ def labels_from_database() -> dict[str, Any]:
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT (SELECT MAX(id) FROM {move}), l.name, r.name"
+            f"SELECT (SELECT COUNT(*) FROM {move}), l.name, r.name"
             f" FROM (SELECT 1) AS one LEFT JOIN {label} AS l ON 1 = 1"
             f" LEFT JOIN {release} AS r ON r.id = l.release_id"
         )
         rows = cursor.fetchall()
     return {
-        "version": rows[0][0] or 0,
+        "version": rows[0][0],
         "labels": {name: release_name for _, name, release_name in rows if name is not None},
     }
 

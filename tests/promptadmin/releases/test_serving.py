@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.db import connection, transaction
 
 from promptadmin.releases import services, serving
 from promptadmin.releases.models import Release
@@ -61,3 +63,40 @@ def test_a_label_map_read_before_a_later_move_committed_never_stays_cached(
     assert later, "the second move did not commit during the first one's store"
     assert serving.labels() == {"production": "r-three"}
     assert serving.resolve(None).name == "r-three"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_label_map_read_between_two_moves_committing_out_of_order_never_stays_cached(
+    releases: dict[str, Release],
+) -> None:
+    # Two labels move at once, and the move made first (its row numbered first) commits
+    # last: a map read between the two commits, stored last, must still be seen as older.
+    for label in ("production", "staging"):
+        services.release_label_set(actor=None, label=label, release=releases["r-one"])
+    moved, commit = threading.Event(), threading.Event()
+
+    def move_production() -> None:
+        try:
+            with transaction.atomic():
+                services.release_label_set(
+                    actor=None, label="production", release=releases["r-two"]
+                )
+                moved.set()
+                commit.wait(10)
+        finally:
+            connection.close()
+
+    other = threading.Thread(target=move_production)
+    other.start()
+    assert moved.wait(10)
+    services.release_label_set(actor=None, label="staging", release=releases["r-three"])
+    between = serving.labels_from_database()  # production's move is not committed yet
+    commit.set()
+    other.join(10)
+
+    # The staging move's store arrives last with what it read, then its settle runs.
+    cache.set(serving.LABELS_KEY, between)
+    serving._settle_labels()
+
+    assert serving.labels() == {"production": "r-two", "staging": "r-three"}
