@@ -30,8 +30,9 @@ from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.releases.models import Release, ReleaseSegment
 
 # Where a content set's catalog (and so every release's ``catalog``) keeps each kind of
-# object, by the kind's key: under its plural, as the API names its collections ("npcs").
-# Every release stores them: a kind's plural never changes.
+# object, by the kind's key: under its ``section``, as the API names its collections
+# ("npcs"). Every release stores these keys: renaming a kind's section would need every
+# stored release's catalog migrated too.
 CATALOG_KEYS: dict[str, str] = {key: kind.section for key, kind in KINDS.items()}
 
 
