@@ -1,4 +1,5 @@
-"""Shared test setup: tests marked as needing a service run only where it is reachable."""
+"""Shared test setup: tests marked as needing a service run only where it is reachable, and
+child processes reach the test database."""
 
 from __future__ import annotations
 
@@ -24,6 +25,16 @@ def missing_service(marker: str) -> str | None:
     if marker == "browser" and not shutil.which("chromium"):
         return "needs Debian's chromium (apt-get install chromium)"
     return None
+
+
+def database_url() -> str:
+    """The URL of the test database (once pytest-django made it), for a child process."""
+    db = settings.DATABASES["default"]
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return (
+        f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+        f"/{db['NAME']}"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

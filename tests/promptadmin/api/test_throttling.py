@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.core.cache import cache
 from django.core.management import call_command
 from rest_framework.views import APIView
 
 from promptadmin.api.throttling import ApiKeyRateThrottle
 from promptadmin.content.services.api_keys import api_key_create
+from tests.conftest import database_url
 from tests.promptadmin.api.conftest import codes, errors, key_client, person, session_client
 
 pytestmark = pytest.mark.django_db
@@ -56,15 +56,6 @@ def test_each_key_has_its_own_rate_and_people_are_not_throttled(
 
 def test_without_a_configured_rate_nothing_is_throttled(reader: Any) -> None:
     assert all(reader.get("/api/v1/me").status_code == 200 for _ in range(20))
-
-
-def database_url() -> str:
-    db = settings.DATABASES["default"]  # the test database, once pytest-django made it
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return (
-        f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-        f"/{db['NAME']}"
-    )
 
 
 # A client of the app as it starts with API_RATE_LIMIT=3/min: the settings, the URLs and
