@@ -220,6 +220,13 @@ document.addEventListener("submit", (event) => {
 
 document.addEventListener("DOMContentLoaded", () => initForms(document));
 
+// Focus moves to what an update left for the author; one that is not a control (a heading,
+// a message) becomes focusable by script first.
+function focusOn(element) {
+  if (!element.matches("a[href], button, input, select, textarea")) element.tabIndex = -1;
+  element.focus();
+}
+
 // The editor beside the preview: opened by a segment's link, closed by its button. Closing
 // it returns focus to the link that opened it, or, when a save has re-rendered the preview
 // since, to the same link in the new preview.
@@ -273,10 +280,7 @@ document.addEventListener("click", (event) => {
   panel.replaceChildren();
   const back = panelOpenerNow() || document.getElementById("preview-result");
   panelOpener = null;
-  if (back) {
-    if (!back.matches("a[href], button, input, select, textarea")) back.tabIndex = -1;
-    back.focus();
-  }
+  if (back) focusOn(back);
 });
 
 // Destructive choices ask first (they are also behind a disclosure without JavaScript).
@@ -338,10 +342,7 @@ document.addEventListener("htmx:afterSwap", (event) => {
       || button(action)
       || (other && button(`${other}:${slug}`))
       || swapped.querySelector("h2");
-    if (target) {
-      if (!target.matches("button, a, input, select, textarea")) target.tabIndex = -1;
-      target.focus();
-    }
+    if (target) focusOn(target);
   }
 });
 
