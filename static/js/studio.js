@@ -103,12 +103,11 @@ function restoreDraft(form, draft) {
   const base = revisionOf(draft.key);
   const now = revisionOf(form.dataset.draftKey);
   const expected = form.elements.namedItem("expected_revision");
-  let note = null;
   if (base !== now && expected) {
     expected.value = base;
     // Typing on keeps the draft under the revision it is based on.
     form.dataset.draftKey = draft.key;
-    note = document.createElement("p");
+    const note = document.createElement("p");
     note.className = "draft-restored notice";
     note.setAttribute("role", "status");
     note.textContent = `Restored your unsaved changes from revision ${base}. Revision ${now} `
