@@ -10,7 +10,6 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from django.utils.cache import parse_etags
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -207,7 +206,7 @@ def scenario_etag(scenario: Scenario) -> str:
 
 
 def _check_label(request: Request, label: str) -> None:
-    """Lock the label (inside the caller's transaction) and check If-Match against it.
+    """Lock the label (in the request's transaction: RenderBeforeCommit) and check If-Match.
 
     If-Match is optional here: a move names the label's whole new state, and every move
     is serialized by the lock and recorded. When sent, it must name where the label
@@ -422,18 +421,17 @@ class LabelView(RenderBeforeCommit):
     )
     def put(self, request: Request, label: str) -> Response:
         data = _valid(s.LabelInputSerializer, request.data)
-        with transaction.atomic():
-            _check_label(request, label)
-            release = selectors.releases().filter(name=data["release"]).first()
-            if release is None:
-                raise ValidationError({"release": [f"No release named '{data['release']}'."]})
-            move = services.release_label_set(
-                actor=actor_of(request),
-                label=label,
-                release=release,
-                note=data["note"],
-                confirm=data["confirm"],
-            )
+        _check_label(request, label)
+        release = selectors.releases().filter(name=data["release"]).first()
+        if release is None:
+            raise ValidationError({"release": [f"No release named '{data['release']}'."]})
+        move = services.release_label_set(
+            actor=actor_of(request),
+            label=label,
+            release=release,
+            note=data["note"],
+            confirm=data["confirm"],
+        )
         if move is None:
             move = (
                 ReleaseLabelMove.objects.filter(label=label)
@@ -455,11 +453,10 @@ class LabelView(RenderBeforeCommit):
     )
     def delete(self, request: Request, label: str) -> Response:
         data = _valid(s.LabelRemoveSerializer, request.data or {})
-        with transaction.atomic():
-            _check_label(request, label)
-            move = services.release_label_remove(
-                actor=actor_of(request), label=label, note=data["note"]
-            )
+        _check_label(request, label)
+        move = services.release_label_remove(
+            actor=actor_of(request), label=label, note=data["note"]
+        )
         return Response(s.LabelMoveSerializer.of(move))
 
 
@@ -575,13 +572,12 @@ class ScenarioDetailView(RenderBeforeCommit):
         # the names refer to (the services).
         values = _scenario_input(request.data, partial=request.method == "PATCH")
         _scenario(pk)
-        with transaction.atomic():
-            scenario = _scenario_change(
-                services.scenario_update,
-                actor=actor_of(request),
-                scenario=_locked_scenario(request, pk),
-                **values,
-            )
+        scenario = _scenario_change(
+            services.scenario_update,
+            actor=actor_of(request),
+            scenario=_locked_scenario(request, pk),
+            **values,
+        )
         return Response(
             s.ScenarioSerializer.of(scenario), headers={"ETag": scenario_etag(scenario)}
         )
@@ -609,8 +605,5 @@ class ScenarioDetailView(RenderBeforeCommit):
         summary="Delete a scenario",
     )
     def delete(self, request: Request, pk: int) -> Response:
-        with transaction.atomic():
-            services.scenario_delete(
-                actor=actor_of(request), scenario=_locked_scenario(request, pk)
-            )
+        services.scenario_delete(actor=actor_of(request), scenario=_locked_scenario(request, pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
