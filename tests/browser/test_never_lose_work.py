@@ -18,6 +18,12 @@ def tone() -> Segment:
     return Segment.objects.get(import_key="w-iron-tone")
 
 
+def leave_with_a_draft(page: Any) -> None:
+    """Leave the page without saving (answering "leave" to the guard): the draft stays."""
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto("/")
+
+
 def test_a_failed_save_shows_a_summary_keeps_the_text_and_the_guard(
     page: Any, make_user: Any, sign_in: Any, screenshot: Any
 ) -> None:
@@ -54,8 +60,7 @@ def test_a_draft_survives_a_reload_and_is_offered_back(
     url = f"/segments/{tone().pk}/"
     sign_in(page, "ada", url)
     page.get_by_label("Content").fill("A draft that must not be lost.")
-    page.on("dialog", lambda dialog: dialog.accept())  # leave anyway
-    page.goto("/")
+    leave_with_a_draft(page)
     page.goto(url)
     offer = page.locator(".draft-offer")
     expect(offer).to_contain_text("You have unsaved changes to this form")
@@ -179,12 +184,6 @@ def test_reordering_rulesets_keeps_focus_on_the_control_used(
     page.get_by_label("Description").fill("Reordered, then described.")
     page.get_by_role("button", name="Save").click()
     expect(page.locator(".msg-success")).to_have_text("Saved entry 'The Drowned Bell'.")
-
-
-def leave_with_a_draft(page: Any) -> None:
-    """Leave the page without saving (answering "leave" to the guard): the draft stays."""
-    page.on("dialog", lambda dialog: dialog.accept())
-    page.goto("/")
 
 
 def test_restoring_a_draft_from_an_older_revision_merges(
