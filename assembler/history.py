@@ -454,9 +454,15 @@ def fit_history(
 
 
 def needs_summary(
-    *, unsummarized_tokens: int, budget: int, threshold: float = DEFAULT_SUMMARY_THRESHOLD
+    *,
+    unsummarized_tokens: int,
+    budget: int,
+    threshold: float = DEFAULT_SUMMARY_THRESHOLD,
+    keep_recent_tokens: int = 0,
 ) -> bool:
-    """Whether history not yet summarized has passed ``threshold`` of the history budget.
+    """Whether history not yet summarized has passed ``threshold`` of the history budget,
+    and ``keep_recent_tokens`` too: :func:`plan_summary` keeps that much verbatim, so under
+    it every message is recent and a summary would find nothing to summarize.
 
     ``unsummarized_tokens`` is the sum of the token counts of the messages after the
     newest summary's ``covers_through`` (all messages when there is no summary).
@@ -467,6 +473,8 @@ def needs_summary(
     True
     >>> needs_summary(unsummarized_tokens=600, budget=1000, threshold=0.5)
     True
+    >>> needs_summary(unsummarized_tokens=400, budget=1000, threshold=0.3, keep_recent_tokens=500)
+    False
     """
     if budget <= 0:
         raise ValueError(f"budget must be > 0, got {budget}")
@@ -474,7 +482,7 @@ def needs_summary(
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     if unsummarized_tokens < 0:
         raise ValueError(f"unsummarized_tokens must be >= 0, got {unsummarized_tokens}")
-    return unsummarized_tokens > budget * threshold
+    return unsummarized_tokens > max(budget * threshold, keep_recent_tokens)
 
 
 # Below this, one summarization could not read a summary and a message beside it.

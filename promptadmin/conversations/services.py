@@ -263,10 +263,11 @@ def _over_threshold(conversation: Conversation) -> bool:
     if conversation.nothing_to_summarize_through is not None:
         return False
     keep_recent, _ = summary_targets(conversation.history_budget)
-    return conversation.unsummarized_tokens > keep_recent and needs_summary(
+    return needs_summary(
         unsummarized_tokens=conversation.unsummarized_tokens,
         budget=conversation.history_budget,
         threshold=settings.SUMMARIZER_THRESHOLD,
+        keep_recent_tokens=keep_recent,
     )
 
 
