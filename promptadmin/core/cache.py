@@ -222,9 +222,8 @@ def generation_changed_now(generation_key: str) -> None:
 # whichever process serves it. A writer stores the new value once its transaction
 # commits; a reader that misses computes it and only *adds* it, so it can never overwrite
 # a newer value with what it read before the writer committed. Two writers committing at
-# once could still store in the wrong order: a value that can tell which of two is newer
-# (the release labels carry a version) is checked again after the store, and the TTL
-# bounds the race for the others.
+# once could still store in the wrong order, so a value carries a version and the store is
+# checked right after (:func:`shared_store`).
 SHARED_TTL_SECONDS = 60
 
 
@@ -248,16 +247,33 @@ def shared(key: str, load: Callable[[], Any]) -> Any:
     return value
 
 
-def shared_changed(key: str, load: Callable[[], Any]) -> None:
-    """Once the current transaction commits, store ``load()`` under ``key``."""
+# Rounds of the check after a store: each needs yet another writer to commit within the
+# milliseconds between a store and its check.
+SETTLE_ROUNDS = 3
 
-    def store() -> None:
-        try:
-            cache.set(key, load(), timeout=SHARED_TTL_SECONDS)
-            _forget()
-        except Exception:
-            # Readers fall back to the database while the cache is away; the TTL bounds
-            # what an unreachable cache might still hold when it comes back.
-            logger.warning("content cache unavailable", exc_info=True)
 
-    transaction.on_commit(store)
+def shared_store(key: str, load: Callable[[], Any], version: Callable[[Any], int]) -> None:
+    """Store ``load()`` under ``key`` now; then, while the database holds a newer value
+    (by ``version``) than the one stored, store that one.
+
+    Two writers committing close together may store in the wrong order (one loads, the
+    other commits and stores, then the first stores what it loaded): the check after the
+    store is what keeps the newest value, never an older one, in the cache.
+    """
+    try:
+        cache.set(key, load(), timeout=SHARED_TTL_SECONDS)
+        _forget()
+        for _ in range(SETTLE_ROUNDS):
+            stored, current = cache.get(key), load()
+            if stored is not None and version(stored) >= version(current):
+                return
+            cache.set(key, current, timeout=SHARED_TTL_SECONDS)
+    except Exception:
+        # Readers fall back to the database while the cache is away; the TTL bounds what
+        # an unreachable cache might still hold when it comes back.
+        logger.warning("content cache unavailable", exc_info=True)
+
+
+def shared_changed(key: str, load: Callable[[], Any], version: Callable[[Any], int]) -> None:
+    """Once the current transaction commits, :func:`shared_store` the new value."""
+    transaction.on_commit(lambda: shared_store(key, load, version))

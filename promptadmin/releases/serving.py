@@ -12,17 +12,15 @@ release without asking.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import connection
 
 from promptadmin.content.assembly import AssemblyInputError, Loader, load_content
-from promptadmin.core.cache import SHARED_TTL_SECONDS, shared, shared_changed
+from promptadmin.core.cache import shared, shared_changed
 from promptadmin.releases.models import (
     PRODUCTION,
     WORKING,
@@ -31,8 +29,6 @@ from promptadmin.releases.models import (
     ReleaseLabelMove,
 )
 from promptadmin.releases.snapshot import Bundles, release_content
-
-logger = logging.getLogger(__name__)
 
 LABELS_KEY = "releases:labels:v2"  # v2: the map carries its version
 # Releases whose bundles a process keeps: a release of 10,000 segments of 30 to 120 words
@@ -89,33 +85,14 @@ def labels() -> dict[str, str]:
     return shared(LABELS_KEY, labels_from_database)["labels"]  # type: ignore[no-any-return]
 
 
+def label_map_version(label_map: dict[str, Any]) -> int:
+    return label_map["version"]  # type: ignore[no-any-return]
+
+
 def labels_changed() -> None:
-    """Once the current transaction commits, store the new label map in the shared cache.
-
-    Two moves committing close together could otherwise leave the older map there (until
-    SHARED_TTL_SECONDS): one move's store reads the map, the other commits and stores
-    its own, then the first writes what it read. So right after the store, the map
-    stored is checked against the database's version and replaced while it is older
-    (never by an older one): the newest map is what stays.
-    """
-    shared_changed(LABELS_KEY, labels_from_database)
-    transaction.on_commit(_settle_labels)
-
-
-SETTLE_ROUNDS = 3  # each round needs another move to commit in a window of milliseconds
-
-
-def _settle_labels() -> None:
-    try:
-        for _ in range(SETTLE_ROUNDS):
-            stored = cache.get(LABELS_KEY)
-            current = labels_from_database()
-            if stored is not None and stored["version"] >= current["version"]:
-                return
-            cache.set(LABELS_KEY, current, timeout=SHARED_TTL_SECONDS)
-    except Exception:
-        # Readers fall back to the database while the cache is away (see core.cache).
-        logger.warning("release labels not settled in the cache", exc_info=True)
+    """Once the current transaction commits, store the new label map in the shared cache
+    (never leaving an older map there: see :func:`promptadmin.core.cache.shared_store`)."""
+    shared_changed(LABELS_KEY, labels_from_database, label_map_version)
 
 
 def _remembered(name: str) -> Bundles | None:

@@ -9,6 +9,7 @@ import pytest
 from django.core.cache import cache
 from django.db import connection, transaction
 
+from promptadmin.core.cache import shared_store
 from promptadmin.releases import services, serving
 from promptadmin.releases.models import Release
 from tests.factories import EntryFactory, WorldFactory
@@ -95,8 +96,12 @@ def test_a_label_map_read_between_two_moves_committing_out_of_order_never_stays_
     commit.set()
     other.join(10)
 
-    # The staging move's store arrives last with what it read, then its settle runs.
-    cache.set(serving.LABELS_KEY, between)
-    serving._settle_labels()
+    # The staging move's store arrives last, with the map it read between the commits.
+    loads = iter([between])
+    shared_store(
+        serving.LABELS_KEY,
+        lambda: next(loads, None) or serving.labels_from_database(),
+        serving.label_map_version,
+    )
 
     assert serving.labels() == {"production": "r-two", "staging": "r-three"}
