@@ -10,7 +10,6 @@ from django.db import models
 
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import SEGMENT_SCOPES, is_slug
-from promptadmin.core.storedjson import object_from_text
 from promptadmin.core.templatetags.bidi import isolate
 
 # Only the assemblable scopes are ever offered for writing.
@@ -51,6 +50,3 @@ def resolve_object(value: str) -> models.Model | None:
     if kind not in KINDS or not is_slug(slug):
         return None
     return KINDS[kind].model._default_manager.filter(slug=slug).first()
-
-
-json_object = object_from_text  # the studio's name for it

@@ -15,10 +15,10 @@ from assembler.render import LAYER_TITLES, block_open
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import NPC, Entry, EntryNpc
 from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
+from promptadmin.core.storedjson import object_from_text
 from promptadmin.core.templatetags.bidi import isolate
 from promptadmin.releases.models import WORKING
 from promptadmin.releases.selectors import choices as release_choices
-from promptadmin.studio.forms.common import json_object
 
 # The dynamic layers as the form shows them, titled as the assembler titles them.
 DYNAMIC_LAYERS = tuple((scope, LAYER_TITLES[scope]) for scope in assembler.DYNAMIC_SCOPES)
@@ -162,7 +162,7 @@ class PreviewForm(forms.Form):
             raw = cleaned.get(name) or ""
             if raw.strip().startswith("{"):
                 try:
-                    cleaned[name] = json_object(raw, label)
+                    cleaned[name] = object_from_text(raw, label)
                 except ValidationError as exc:
                     self.add_error(name, exc)
         self._clean_npcs()

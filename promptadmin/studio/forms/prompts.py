@@ -14,8 +14,8 @@ from django import forms
 from django.http import QueryDict
 
 from assembler.templates import SYNTAXES
+from promptadmin.core.storedjson import object_from_text
 from promptadmin.prompts.models import DEFAULT_TEMPLATE
-from promptadmin.studio.forms.common import json_object
 
 TEMPLATE_ROW = re.compile(r"^template_(name|text)_([0-9]{1,3})$")
 MAX_ROWS = 60
@@ -113,7 +113,7 @@ class VersionForm(forms.Form):
 
     def clean_config(self) -> dict[str, Any]:
         raw = self.cleaned_data["config"]
-        return json_object(raw, "Config") if raw else {}
+        return object_from_text(raw, "Config") if raw else {}
 
     def clean_variables(self) -> list[str] | None:
         text = self.cleaned_data["variables"]
@@ -186,7 +186,7 @@ class PlaygroundForm(forms.Form):
 
     def clean_instruction_context(self) -> dict[str, Any]:
         raw = self.cleaned_data["instruction_context"]
-        return json_object(raw, "Instruction context") if raw else {}
+        return object_from_text(raw, "Instruction context") if raw else {}
 
     def values(self) -> dict[str, str]:
         """The variables the author filled (an empty field is left out, so it is reported

@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from promptadmin.content.kinds import KINDS, scope_kind
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES, Scope, Segment
+from promptadmin.core.storedjson import object_from_text
 from promptadmin.studio.forms.common import (
     SCOPE_CHOICES,
-    json_object,
     object_choices,
     resolve_object,
 )
@@ -119,7 +119,7 @@ class SegmentForm(forms.Form):
 
     def clean_metadata(self) -> dict[str, Any]:
         raw = self.cleaned_data["metadata"].strip()
-        return json_object(raw, "Metadata") if raw else {}
+        return object_from_text(raw, "Metadata") if raw else {}
 
     def clean_object(self) -> models.Model | None:
         value = self.cleaned_data["object"]
