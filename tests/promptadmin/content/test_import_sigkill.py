@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from promptadmin.content.models import Segment
+from tests.conftest import database_url
 from tests.legacy_exports import as_csv, generated
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -32,12 +32,7 @@ def command(*args: str) -> list[str]:
 
 
 def environment() -> dict[str, str]:
-    db = settings.DATABASES["default"]
-    url = (
-        f"postgres://{db['USER']}{':' + db['PASSWORD'] if db['PASSWORD'] else ''}"
-        f"@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    )
-    return {**os.environ, "DATABASE_URL": url, "PYTHONPATH": str(ROOT)}
+    return {**os.environ, "DATABASE_URL": database_url(), "PYTHONPATH": str(ROOT)}
 
 
 def test_a_killed_import_leaves_no_row_and_a_rerun_gives_the_clean_result(

@@ -26,6 +26,7 @@ from rest_framework.test import APIClient
 
 from promptadmin.celery import app as celery_app
 from promptadmin.conversations.models import Summary, SummaryStatus
+from tests.conftest import database_url
 from tests.promptadmin.conversations.conftest import talk, wait_for
 from tests.promptadmin.conversations.fake_llm import FakeLLM, Reply, fake_llm
 
@@ -41,15 +42,6 @@ SUMMARY = "Ann hired 40 masons for the bridge over the Tarn."
 # hard time limit stays below it, as the settings require.
 VISIBILITY_TIMEOUT = 6
 TIME_LIMIT = 4
-
-
-def database_url() -> str:
-    db = settings.DATABASES["default"]  # the test database, once pytest-django made it
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return (
-        f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-        f"/{db['NAME']}"
-    )
 
 
 @pytest.fixture
