@@ -107,3 +107,19 @@ def assert_names_isolated(url: str, html: str) -> None:
         assert opened >= 0 and len(between) < 20, context
         assert "</bdi>" not in between and "\u2069" not in between, context
     assert found, url
+
+
+def test_the_deprecated_review_isolates_original_ids_and_references(
+    client_as: Callable[[str], Client],
+) -> None:
+    # A legacy export's id and reference are text someone typed, like a title.
+    segments.segment_import_legacy(
+        actor=None,
+        scope="rng",
+        content="Old text.",
+        metadata={"original_id": f"id {RLO}fdp.exe", "original_ref": f"ref {RLO}txt.exe"},
+    )
+    url = reverse("studio:deprecated_review")
+    html = client_as("admin").get(url).content.decode()
+    assert f"id {RLO}fdp.exe" in html and f"ref {RLO}txt.exe" in html
+    assert_names_isolated(url, html)

@@ -181,7 +181,7 @@ def test_the_review_lists_filters_and_suggests(
     page = text(response)
     assert "Suggested: entry of <bdi>The Drowned Bell</bdi> (drowned-bell)" in page
     assert 'value="entry:drowned-bell" selected' in response.content.decode()
-    assert 'Original id <span class="mono">77</span>' in response.content.decode()
+    assert 'Original id <span class="mono"><bdi>77</bdi></span>' in response.content.decode()
     assert [i["segment"] for i in admin.get(REVIEW, {"scope": "player"}).context["items"]] == [
         player
     ]
