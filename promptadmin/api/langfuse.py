@@ -52,9 +52,9 @@ from promptadmin.prompts.models import (
     LABEL_HELP,
     LABEL_RE,
     LATEST,
-    NAME_RE,
     Label,
     Prompt,
+    parse_langfuse_name,
 )
 from promptadmin.prompts.selectors import ResolvedPrompt, fetch_prompt
 from promptadmin.prompts.services import prompts as prompt_services
@@ -122,14 +122,6 @@ class LangfuseView(RenderBeforeCommit):
         return response
 
 
-def parse_name(name: str) -> tuple[str, str, str | None] | None:
-    """(component, agent, task type or None) of ``component/agent[/task_type]``."""
-    parts = name.split("/")
-    if len(parts) not in (2, 3) or not all(NAME_RE.fullmatch(part) for part in parts):
-        return None
-    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
-
-
 NAME_RULE = (
     "A prompt name is 'component/agent' or 'component/agent/task_type', each part "
     "lowercase letters, digits, '_', '.' or '-'."
@@ -181,7 +173,7 @@ def _one(params: Any, name: str) -> str | None:
 
 
 def _fetch(name: str, label: str | None, version: int | None) -> ResolvedPrompt:
-    address = parse_name(name)
+    address = parse_langfuse_name(name)
     if address is None:
         raise exceptions.NotFound(f"No prompt named '{name}'. {NAME_RULE}")
     component, agent, task_type = address
@@ -222,7 +214,7 @@ class PromptsView(LangfuseView):
         )
         name = _one(params, "name")
         if name is not None:
-            address = parse_name(name)
+            address = parse_langfuse_name(name)
             if address is None:
                 prompts = prompts.none()
             else:
@@ -272,7 +264,7 @@ class PromptsView(LangfuseView):
         if data is None:
             raise exceptions.ValidationError("Expected a JSON object.")
         name = data.get("name")
-        address = parse_name(name) if isinstance(name, str) else None
+        address = parse_langfuse_name(name) if isinstance(name, str) else None
         if address is None:
             raise exceptions.ValidationError({"name": [NAME_RULE]})
         system, templates = _templates(data)
@@ -402,7 +394,7 @@ class PromptView(LangfuseView, HotView):
         if match is None:
             raise exceptions.NotFound("PATCH /api/public/v2/prompts/{name}/versions/{version}.")
         name, number = match["name"], int(match["version"])
-        address = parse_name(name)
+        address = parse_langfuse_name(name)
         if address is None:
             raise exceptions.NotFound(f"No prompt named '{name}'. {NAME_RULE}")
         data = request.data if isinstance(request.data, dict) else {}

@@ -492,11 +492,12 @@ def summarizer_instructions() -> Instructions:
     variables. The built-in instructions when there is no such prompt or label, or its
     text cannot be rendered without variables or is blank (logged)."""
     name = settings.SUMMARIZER_PROMPT
-    component, agent, *task_type = name.split("/")
+    address = prompts.parse_langfuse_name(name)
     try:
-        resolved = prompts.fetch_prompt(
-            component=component, agent=agent, task_type=task_type[0] if task_type else None
-        )
+        if address is None:
+            raise prompts.PromptLookupError(f"{name!r} cannot name a registered prompt")
+        component, agent, task_type = address
+        resolved = prompts.fetch_prompt(component=component, agent=agent, task_type=task_type)
     except prompts.PromptLookupError as missing:
         logger.info("summarizer prompt %s: %s; using the built-in instructions", name, missing)
         return BUILT_IN_INSTRUCTIONS

@@ -31,6 +31,20 @@ NAME_HELP = (
 )
 name_validator = RegexValidator(NAME_REGEX, NAME_HELP)
 
+
+def parse_langfuse_name(name: str) -> tuple[str, str, str | None] | None:
+    """(component, agent, task type or None) of a prompt's Langfuse name,
+    ``component/agent[/task_type]``; None when ``name`` is not one.
+
+    >>> parse_langfuse_name("verifier/judge/rubric"), parse_langfuse_name("verifier/Judge")
+    (('verifier', 'judge', 'rubric'), None)
+    """
+    parts = name.split("/")
+    if len(parts) not in (2, 3) or not all(NAME_RE.fullmatch(part) for part in parts):
+        return None
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
+
+
 #: Label names (the issue's rule).
 LABEL_REGEX = r"^[a-z0-9_.-]{1,36}$"
 LABEL_RE = re.compile(LABEL_REGEX)

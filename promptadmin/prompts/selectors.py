@@ -51,6 +51,9 @@ from promptadmin.prompts.models import (
     Prompt,
     PromptVersion,
 )
+
+# Readers outside the prompts domain (the summarizer) address a prompt by its name.
+from promptadmin.prompts.models import parse_langfuse_name as parse_langfuse_name
 from promptadmin.prompts.services import PROMPTS_GENERATION_KEY
 
 RenderFormat = Literal["messages", "text"]
