@@ -11,6 +11,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from promptadmin.content.services.api_keys import api_key_create
+from promptadmin.core import cache as core_cache
 from tests.factories import UserFactory
 
 
@@ -74,3 +75,16 @@ def errors(response: Any) -> dict[str | None, str]:
 
 def codes(response: Any) -> list[str]:
     return [error["code"] for error in response.json()["errors"]]
+
+
+def cache_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every call made to the shared cache from now on, in order."""
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(cache, name)
+
+    monkeypatch.setattr(core_cache, "cache", Counting())
+    return calls

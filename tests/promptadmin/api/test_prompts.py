@@ -6,14 +6,19 @@ import json
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from promptadmin.core import cache as core_cache
 from promptadmin.prompts.models import Prompt
 from promptadmin.prompts.services.interfaces import adapter_instruction_create, interface_create
 from promptadmin.prompts.services.prompts import prompt_create, prompt_version_create
-from tests.promptadmin.api.conftest import codes, errors, key_client, person, session_client
+from tests.promptadmin.api.conftest import (
+    cache_calls,
+    codes,
+    errors,
+    key_client,
+    person,
+    session_client,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -30,19 +35,6 @@ def make_version(prompt: Prompt, labels: tuple[str, ...] = (), **fields: Any) ->
     fields.setdefault("system", "You grade {{ subject }}.")
     fields.setdefault("user_templates", {"default": "Question: {{ question }}\n\nAnswer:"})
     return prompt_version_create(actor=None, prompt=prompt, labels=labels, **fields)
-
-
-def cache_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every call made to the shared cache from now on, in order."""
-    calls: list[str] = []
-
-    class Counting:
-        def __getattr__(self, name: str) -> Any:
-            calls.append(name)
-            return getattr(cache, name)
-
-    monkeypatch.setattr(core_cache, "cache", Counting())
-    return calls
 
 
 @pytest.fixture

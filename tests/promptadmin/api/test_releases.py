@@ -11,10 +11,16 @@ from promptadmin.api.serializers import releases as s
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create
-from promptadmin.core import cache as core_cache
 from promptadmin.releases import serving
 from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
-from tests.promptadmin.api.conftest import codes, errors, key_client, person, session_client
+from tests.promptadmin.api.conftest import (
+    cache_calls,
+    codes,
+    errors,
+    key_client,
+    person,
+    session_client,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -144,14 +150,7 @@ def test_a_release_served_makes_one_cache_round_trip_whatever_it_reads(  # type:
     publish(admin_client, django_capture_on_commit_callbacks, name="r-one", labels=["staging"])
     for release in ("r-one", "working", "staging"):
         assemble(reader, release=release)
-    calls: list[str] = []
-
-    class Counting:
-        def __getattr__(self, name: str) -> Any:
-            calls.append(name)
-            return getattr(cache, name)
-
-    monkeypatch.setattr(core_cache, "cache", Counting())
+    calls = cache_calls(monkeypatch)
     # The keys' generation (checking the key); a named release needs nothing else.
     assemble(reader, release="r-one")
     assert calls == ["get_many"]
