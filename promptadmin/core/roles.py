@@ -10,6 +10,10 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
+
+from promptadmin.core.actors import is_key, key_label
+
 
 class Role(IntEnum):
     VIEWER = 1
@@ -55,3 +59,36 @@ def can_edit(user: Any) -> bool:
 
 def is_admin(user: Any) -> bool:
     return has_role(user, Role.ADMIN)
+
+
+# What an API key's scope allows, by the role a person would need for the same thing:
+# read keys read, write keys do what authors do, admin keys what admins do.
+_KEY_ABILITY = {Role.VIEWER: None, Role.AUTHOR: "can_write", Role.ADMIN: "can_admin"}
+_KEY_SCOPE_NAMES = {Role.VIEWER: "read", Role.AUTHOR: "write", Role.ADMIN: "admin"}
+
+
+def require(actor: Any, *, role: Role, action: str) -> None:
+    """Refuse ``actor`` unless a person has ``role`` (or higher), or a key has the scope
+    that stands for it (author: ``write``, admin: ``admin``).
+
+    Every service that changes state calls this first, so a task, a command or an import
+    is checked like the API and the studio. ``None`` is a script or a management command
+    run by someone with shell access, and may do anything. ``action`` completes the
+    sentence "… needs …" in the error, e.g. ``"Moving a release label"``.
+
+    >>> require(None, role=Role.ADMIN, action="Moving a release label")
+    """
+    if actor is None:
+        return
+    if is_key(actor):
+        ability = _KEY_ABILITY[role]
+        if ability is None or getattr(actor, ability, False):
+            return
+        scopes = "'write' or 'admin'" if role is Role.AUTHOR else f"'{_KEY_SCOPE_NAMES[role]}'"
+        raise PermissionDenied(
+            f"{key_label(actor)} has scope '{getattr(actor, 'scope', '?')}': {action[0].lower()}"
+            f"{action[1:]} needs a key with scope {scopes}."
+        )
+    if not has_role(actor, role):
+        roles = "the author or admin role" if role is Role.AUTHOR else f"the {role.label} role"
+        raise PermissionDenied(f"{action} needs {roles}.")
