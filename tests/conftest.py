@@ -9,6 +9,9 @@ import shutil
 import pytest
 from django.conf import settings
 
+# The conversation fixtures serve the conversation tests and the conversation endpoints'.
+pytest_plugins = ["tests.promptadmin.conversations.fixtures"]
+
 REQUIRE_SERVICES = os.environ.get("PROMPTADMIN_REQUIRE_SERVICES", "").lower() in {
     "1",
     "true",

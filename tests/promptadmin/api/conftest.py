@@ -88,3 +88,7 @@ def cache_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(core_cache, "cache", Counting())
     return calls
+
+
+# verifier/judge, the registered prompt the prompt API tests start from.
+from tests.promptadmin.api.prompts import judge  # noqa: E402, F401

@@ -18,8 +18,8 @@ from promptadmin.conversations import services
 from promptadmin.conversations.models import Conversation, Message, Summary, SummaryStatus
 from promptadmin.core.tokens import tokenizer
 from tests.promptadmin.api.conftest import errors
-from tests.promptadmin.conversations.conftest import talk
 from tests.promptadmin.conversations.fake_llm import fake_llm
+from tests.promptadmin.conversations.fixtures import talk
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,6 @@
-"""Fixtures for conversation tests: appending through the service, and a summarizer
-whose calls are counted."""
+"""Fixtures for conversation tests (the services', the tasks' and the endpoints'):
+appending through the service, what would be enqueued, and a summarizer whose calls are
+counted. Registered for the whole suite in tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -14,13 +15,6 @@ from django.test import override_settings
 from assembler.summarize import ExtractiveSummarizer, SummaryOutcome
 from promptadmin.conversations import services
 from promptadmin.core.tokens import tokenizer
-from tests.promptadmin.api.conftest import (  # noqa: F401 - the API tests' fixtures
-    empty_cache,
-    read_key,
-    reader,
-    write_key,
-    writer,
-)
 
 
 def talk(n: int, words: int = 40, start: int = 0) -> list[dict[str, str]]:
@@ -68,7 +62,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingSummarizer]:
 
 @pytest.fixture
 def delay() -> Iterator[mock.MagicMock]:
-    """What would be enqueued, without running it."""
+    """What would be enqueued to summarize a conversation, without running it."""
     with mock.patch("promptadmin.conversations.tasks.enqueue_summary") as fake:
         yield fake
 

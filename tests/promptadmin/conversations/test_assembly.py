@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from promptadmin.conversations import services
 from promptadmin.conversations.models import Summary, SummaryStatus
 from tests.promptadmin.api.conftest import errors
-from tests.promptadmin.conversations.conftest import talk
+from tests.promptadmin.conversations.fixtures import talk
 
 pytestmark = pytest.mark.django_db
 

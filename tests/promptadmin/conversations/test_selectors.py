@@ -10,7 +10,7 @@ import pytest
 from promptadmin.conversations import selectors, services
 from promptadmin.conversations.models import Conversation
 from promptadmin.core.tokens import tokenizer
-from tests.promptadmin.conversations.conftest import talk
+from tests.promptadmin.conversations.fixtures import talk
 
 
 def test_remembered_values_are_bounded_by_their_count_and_their_characters() -> None:

@@ -25,7 +25,7 @@ from promptadmin.conversations.models import (
     Summary,
     SummaryStatus,
 )
-from tests.promptadmin.conversations.conftest import talk
+from tests.promptadmin.conversations.fixtures import talk
 
 pytestmark = pytest.mark.django_db
 

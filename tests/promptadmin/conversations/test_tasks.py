@@ -23,8 +23,8 @@ from promptadmin.conversations import services
 from promptadmin.conversations.models import Conversation, Summary, SummaryStatus
 from promptadmin.conversations.selectors import conversation_history
 from promptadmin.conversations.tasks import retry_countdown, summarize_conversation
-from tests.promptadmin.conversations.conftest import CountingSummarizer, talk, wait_for
 from tests.promptadmin.conversations.fake_llm import Reply, fake_llm
+from tests.promptadmin.conversations.fixtures import CountingSummarizer, talk, wait_for
 
 pytestmark = pytest.mark.django_db
 

@@ -27,8 +27,8 @@ from rest_framework.test import APIClient
 from promptadmin.celery import app as celery_app
 from promptadmin.conversations.models import Summary, SummaryStatus
 from tests.conftest import database_url
-from tests.promptadmin.conversations.conftest import talk, wait_for
 from tests.promptadmin.conversations.fake_llm import FakeLLM, Reply, fake_llm
+from tests.promptadmin.conversations.fixtures import talk, wait_for
 
 pytestmark = [
     pytest.mark.postgres,
