@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -34,6 +35,7 @@ MAX_TEXT = 200_000
 
 MIN_INT = -(2**63)
 MAX_INT = 2**64 - 1  # what orjson writes: signed and unsigned 64-bit integers
+INT_RANGE = f"integers must fit in 64 bits ({MIN_INT} to {MAX_INT})."
 
 
 class StoredJsonError(ValueError):
@@ -128,12 +130,11 @@ def check_stored_json(value: Any) -> None:
             continue
         if isinstance(current, int):
             if not MIN_INT <= current <= MAX_INT:
-                raise StoredJsonError(
-                    path, f"integers must fit in 64 bits ({MIN_INT} to {MAX_INT})."
-                )
+                raise StoredJsonError(path, INT_RANGE)
         elif isinstance(current, float):
-            if not math.isfinite(current):
-                raise StoredJsonError(path, "numbers must be finite (no NaN or Infinity).")
+            problem = float_problem(current)
+            if problem:
+                raise StoredJsonError(path, problem)
         elif isinstance(current, str):
             problem = _text_problem(current)
             if problem:
@@ -154,6 +155,35 @@ def check_stored_json(value: Any) -> None:
                 stack.append((child, _join(path, key), depth + 1))
         else:
             raise StoredJsonError(path, f"{type(current).__name__} is not a JSON value.")
+
+
+def float_problem(value: float) -> str | None:
+    """Why a float cannot be stored and sent back, or None.
+
+    Django writes a float to PostgreSQL as Python writes it (``repr``), and jsonb keeps a
+    number as ``numeric`` with the decimal places written: from ``1e+16`` up (where
+    ``repr`` turns to an exponent) that is none, so the number comes back as an integer
+    (``1e+20`` as ``100000000000000000000``), and one outside :data:`MIN_INT` to
+    :data:`MAX_INT` can no longer be rendered. Those are refused, on every database, so
+    that what is accepted never depends on where it is stored.
+
+    >>> float_problem(2.5e15) is None and float_problem(1.8e19) is None
+    True
+    >>> float_problem(1e20).split(";")[0]
+    '1e+20 is stored as the integer 100000000000000000000'
+    >>> float_problem(float("nan"))
+    'numbers must be finite (no NaN or Infinity).'
+    """
+    if not math.isfinite(value):
+        return "numbers must be finite (no NaN or Infinity)."
+    if -1e16 < value < 1e16:
+        return None
+    written = repr(value)
+    whole = int(Decimal(written))
+    if MIN_INT <= whole <= MAX_INT:
+        return None
+    shown = str(whole) if len(str(whole)) <= 40 else f"of {len(str(abs(whole)))} digits"
+    return f"{written} is stored as the integer {shown}; {INT_RANGE}"
 
 
 def _refuse_constant(name: str) -> Any:

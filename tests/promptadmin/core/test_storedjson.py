@@ -7,7 +7,8 @@ import json
 
 import orjson
 import pytest
-from hypothesis import given
+from django.db import connection
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from promptadmin.core import storedjson
@@ -60,7 +61,9 @@ json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**63), max_value=2**64 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(allow_nan=False, allow_infinity=False).filter(
+        lambda f: storedjson.float_problem(f) is None
+    )
     | st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00")),
     lambda children: (
         st.lists(children, max_size=4)
@@ -85,3 +88,48 @@ def test_the_explanation_escapes_what_cannot_be_shown_or_sent() -> None:
         check_stored_json({"k\udfff": {"a\x00": 1}})
     assert raised.value.explanation.startswith("At k\\udfff: key: text may not contain lone")
     raised.value.explanation.encode()  # an error naming a bad key can itself be sent
+
+
+def through_jsonb(value: object) -> object:
+    """``value`` as Django writes it to a jsonb column and reads it back."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT (%s::jsonb)::text", [json.dumps(value)])
+        return json.loads(cursor.fetchone()[0])
+
+
+def encodes(value: object) -> bool:
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("number", [1e20, 1.63e284, -1e19, 2.0**64, -(2.0**63) * 1.0000001])
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_the_examples_come_back_from_postgresql_as_integers_no_encoder_writes(
+    number: float,
+) -> None:
+    stored = through_jsonb({"x": number})
+    assert isinstance(stored, dict) and isinstance(stored["x"], int) and not encodes(stored)
+    with pytest.raises(StoredJsonError, match="integers must fit in 64 bits"):
+        check_stored_json({"x": number})
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(min_value=1e15, max_value=1e21)
+    | st.floats(min_value=-1e21, max_value=-1e15)
+    | st.sampled_from(
+        [2.0**63, 2.0**64, -(2.0**63), 1.8446744073709550e19, 1e16, 9.999999999999998e15]
+    )
+)
+def test_a_float_is_refused_exactly_when_postgresql_gives_back_what_cannot_be_encoded(
+    number: float,
+) -> None:
+    refused = storedjson.float_problem(number) is not None
+    assert refused == (not encodes(through_jsonb(number)))

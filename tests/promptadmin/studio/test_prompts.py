@@ -187,6 +187,7 @@ UNSTORABLE_JSON = [
     pytest.param('{"x": NaN}', "finite", id="nan"),
     pytest.param('{"x": 1e400}', "too large", id="1e400"),
     pytest.param('{"x": 18446744073709551616}', "64 bits", id="2**64"),
+    pytest.param('{"x": 1.63e+284}', "stored as the integer", id="1.63e+284"),
     pytest.param('{"x": "\\ud800"}', "surrogate", id="lone surrogate"),
     pytest.param("[1]", "JSON object", id="not an object"),
 ]

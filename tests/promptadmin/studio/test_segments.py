@@ -219,6 +219,7 @@ def test_an_author_creates_a_segment(author: Client, content: dict) -> None:
         ({"metadata": "[" * 5000 + "]" * 5000}, "metadata", "Metadata nests objects or arrays"),
         ({"metadata": '{"a": NaN}'}, "metadata", "Metadata is not valid JSON: NaN is not"),
         ({"metadata": '{"a": 1e400}'}, "metadata", "Metadata is not valid JSON: the number"),
+        ({"metadata": '{"a": [1e20]}'}, "metadata", "Metadata: At a.0: 1e+20 is stored as the"),
         ({"metadata": '{"a": "\\ud800"}'}, "metadata", "Metadata: At a: text may not contain"),
         ({"metadata": '{"a\\u0000": 1}'}, "metadata", "Metadata: At a\\u0000: key: text may not"),
         ({"object": "world:iron\x00coast"}, "object", "Null characters are not allowed."),
