@@ -155,6 +155,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "promptadmin.core.middleware.CSPMiddleware",  # django-csp's, with the policy built once
+    # A NUL or bytes that are not UTF-8 in the path or the query: a 400 before any view.
+    "promptadmin.core.middleware.UnstorableCharactersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

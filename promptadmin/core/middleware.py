@@ -1,18 +1,107 @@
-"""Response headers every page of the app shares."""
+"""What every request and response of the app shares: characters a request may hold,
+and the headers of every answer."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl, unquote_to_bytes
 
 from csp import middleware as csp_middleware
 from csp.constants import HEADER, HEADER_REPORT_ONLY
 from csp.middleware import CheckableLazyObject
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.shortcuts import render
 from django.utils.cache import patch_cache_control
 
+from promptadmin.core.storedjson import printable
+
 API_PREFIX = "/api/"
+LANGFUSE_PREFIX = "/api/public/"
+NUL = "a NUL character (U+0000), which cannot be stored"
+NOT_UTF8 = "bytes that are not UTF-8 (a lone surrogate, or a broken sequence)"
+
+
+def _query_part_problem(raw: str) -> str | None:
+    """What is wrong with a query parameter's name or value (the latin-1 text of its
+    bytes, percent escapes decoded), or None.
+
+    >>> _query_part_problem("a\\x00"), _query_part_problem("caf\\xc3\\xa9")
+    ('a NUL character (U+0000), which cannot be stored', None)
+    >>> _query_part_problem("\\xed\\xa0\\x80")
+    'bytes that are not UTF-8 (a lone surrogate, or a broken sequence)'
+    """
+    if "\x00" in raw:
+        return NUL
+    if not raw.isascii():
+        try:
+            raw.encode("latin-1").decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            return NOT_UTF8
+    return None
+
+
+# Django percent-escapes again the bytes of a path that are not UTF-8 (a lone surrogate
+# arrives as "%ED%A0%80"); no name, slug or key in a path may hold a "%" (they would
+# have come as "%25"), so such an escape can only be that.
+_NOT_UTF8_IN_PATH = re.compile("%[89A-F][0-9A-F]")
+
+
+def _path_problem(path: str) -> str | None:
+    if "\x00" in path:
+        return NUL
+    if "%" in path and _NOT_UTF8_IN_PATH.search(path):
+        return NOT_UTF8
+    return None
+
+
+def _query_problem(query: str) -> tuple[str, str | None] | None:
+    """What is wrong with a query string, and the parameter it is in, or None."""
+    if "%" not in query and "\x00" not in query and query.isascii():
+        return None  # the common case: nothing escaped, nothing to decode
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, encoding="latin-1")
+    except ValueError:
+        return None  # Django's QueryDict decides what a malformed query means
+    for name, value in pairs:
+        for part in (name, value):
+            problem = _query_part_problem(part)
+            if problem:
+                return problem, unquote_to_bytes(name).decode("utf-8", "replace")
+    return None
+
+
+class UnstorableCharactersMiddleware:
+    """A path or query parameter holding NUL or bytes that are not UTF-8 is a 400, before
+    any view: PostgreSQL stores neither, and a view that looked a NUL up failed with a
+    500. JSON in the API's error shape under ``/api/`` (Langfuse's under
+    ``/api/public/``), the studio's 400 page elsewhere.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        problem = _path_problem(request.path_info)
+        found = (problem, None) if problem else _query_problem(request.META.get("QUERY_STRING", ""))
+        if found is None:
+            return self.get_response(request)
+        problem, parameter = found
+        where = f"The query parameter {printable(parameter)!r}" if parameter else "The path"
+        detail = f"{where} holds {problem}."
+        if request.path.startswith(LANGFUSE_PREFIX):  # Langfuse's error shape
+            body = {"error": "InvalidRequestError", "message": detail}
+            return JsonResponse(body, status=400)
+        if request.path.startswith(API_PREFIX):
+            error = {
+                "code": "invalid_characters",
+                "detail": detail,
+                "attr": parameter and printable(parameter),
+            }
+            return JsonResponse({"type": "client_error", "errors": [error]}, status=400)
+        return render(request, "400.html", {"detail": detail}, status=400)
 
 
 class PrivateNoStoreMiddleware:
