@@ -46,6 +46,7 @@ from promptadmin.api.permissions import CanRead, ReadOrWrite
 from promptadmin.api.preconditions import none_match
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.content.models import ApiKey
+from promptadmin.core.storedjson import printable
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
     DEFAULT_TEMPLATE,
@@ -67,6 +68,7 @@ PROJECT = {
     "metadata": {},
 }
 MAX_LIMIT = 100
+PROMPT_TYPES = ("text", "chat")
 _VERSION_PATH = re.compile(r"^(?P<name>.+)/versions/(?P<version>[0-9]{1,9})$")
 
 
@@ -323,12 +325,21 @@ def _extra_templates(extra: Any, templates: dict[str, str]) -> dict[str, str]:
 def _templates(data: dict[str, Any]) -> tuple[str, dict[str, str]]:
     """The system text and user templates of a Langfuse create request."""
     prompt = data.get("prompt")
-    if data.get("type", "text") == "text" or isinstance(prompt, str):
+    kind = data.get("type", "text")
+    if kind not in PROMPT_TYPES:
+        raise exceptions.ValidationError(
+            {"type": [f"Expected 'text' or 'chat', not {printable(str(kind))[:40]!r}."]}
+        )
+    if kind == "text":
         if not isinstance(prompt, str):
             raise exceptions.ValidationError({"prompt": ["A text prompt is a string."]})
         return "", {DEFAULT_TEMPLATE: prompt}
-    if data.get("type") != "chat" or not isinstance(prompt, list):
-        raise exceptions.ValidationError({"type": ["Expected 'text' or 'chat'."]})
+    if not isinstance(prompt, list):
+        raise exceptions.ValidationError({"prompt": ["A chat prompt is a list of messages."]})
+    if not prompt:
+        raise exceptions.ValidationError(
+            {"prompt": ["A chat prompt needs at least one message (a system or a user one)."]}
+        )
     system = ""
     templates: dict[str, str] = {}
     for index, message in enumerate(prompt):

@@ -166,6 +166,26 @@ def test_the_langfuse_create_refuses_config_user_templates_that_contradict_the_p
     assert judge.versions.get(number=3).config == {}
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"name": "a/b", "type": "image", "prompt": "x"}, "type: Expected 'text' or 'chat'"),
+        ({"name": "a/b", "type": None, "prompt": "x"}, "type: Expected 'text' or 'chat'"),
+        ({"name": "a/b", "type": "chat", "prompt": []}, "prompt: A chat prompt needs at least"),
+        ({"name": "a/b", "type": "chat", "prompt": "x"}, "prompt: A chat prompt is a list"),
+        ({"name": "a/b", "type": "text", "prompt": [{"role": "user", "content": "x"}]}, "prompt:"),
+    ],
+)
+def test_the_langfuse_create_refuses_an_unknown_type_and_an_empty_chat_prompt(
+    write_key: str, body: dict[str, Any], message: str
+) -> None:
+    response = basic_client(write_key).post("/api/public/v2/prompts", body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"] == "InvalidRequestError"
+    assert response.json()["message"].startswith(message)
+    assert not Prompt.objects.filter(component="a").exists()
+
+
 def test_a_version_stored_with_a_user_templates_config_key_is_a_409_on_the_langfuse_api(
     read_key: str, judge: Prompt
 ) -> None:
