@@ -385,17 +385,27 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Sign-in lockout (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username,
-# or from one address, sign-in is refused for LOGIN_LOCKOUT_MINUTES; an admin unlocks at
-# once by deleting the attempts (admin: Axes > Access attempts, or `manage.py axes_reset`).
+# Sign-in lockout (django-axes, promptadmin.core.lockout): LOGIN_FAILURE_LIMIT wrong
+# passwords for one username from one address lock that pair (the person still signs in
+# from elsewhere, everyone else from the same address as usual); LOGIN_ADDRESS_FAILURE_LIMIT
+# wrong passwords from one address, across usernames, lock the address. Either lasts
+# LOGIN_LOCKOUT_MINUTES; an admin unlocks at once by deleting the attempts (admin: Axes >
+# Access attempts, or `manage.py axes_reset`).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_ENABLED = env_bool("LOGIN_LOCKOUT", True)
+AXES_HANDLER = "promptadmin.core.lockout.PairThenAddressHandler"
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 50, minimum=1)
+if LOGIN_ADDRESS_FAILURE_LIMIT < AXES_FAILURE_LIMIT:
+    raise ImproperlyConfigured(
+        f"LOGIN_ADDRESS_FAILURE_LIMIT={LOGIN_ADDRESS_FAILURE_LIMIT} must be at least "
+        f"LOGIN_FAILURE_LIMIT={AXES_FAILURE_LIMIT}: an address is shared by many people."
+    )
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]  # core.lockout's order
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_CALLABLE = "promptadmin.core.views.locked_out"

@@ -46,5 +46,9 @@ def locked_out(
 ) -> HttpResponse:
     """What a locked-out sign-in sees (django-axes): why, for how long, and who can help."""
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
-    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}
+    context = {
+        "failure_limit": settings.AXES_FAILURE_LIMIT,
+        "address_limit": settings.LOGIN_ADDRESS_FAILURE_LIMIT,
+        "minutes": minutes,
+    }
     return render(request, "registration/locked_out.html", context, status=429)

@@ -6,6 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 
 from promptadmin.content.kinds import CATALOG_KINDS, KINDS
+from promptadmin.core.lockout import SignInForm
 from promptadmin.studio.views import (
     catalog,
     conversations,
@@ -97,7 +98,7 @@ for kind in CATALOG_KINDS:
 urlpatterns = [
     path(
         "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        auth_views.LoginView.as_view(form_class=SignInForm, redirect_authenticated_user=True),
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

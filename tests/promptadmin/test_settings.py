@@ -46,6 +46,7 @@ def test_secret_key_is_required_when_debug_is_off() -> None:
         ("API_RATE_LIMIT", "0/min"),
         ("API_RATE_LIMIT", "10/fortnight"),
         ("LOGIN_FAILURE_LIMIT", "0"),
+        ("LOGIN_ADDRESS_FAILURE_LIMIT", "4"),  # below the pair's limit (5)
         ("CELERY_TASK_TIME_LIMIT", "0"),
         ("SUMMARIZER_BASE_URL", "ftp://x"),
         ("SUMMARIZER_TIMEOUT", "nan"),

@@ -51,7 +51,7 @@ def sign_in(client: Client, username: str, password: str, **extra: Any) -> Any:
     return client.post(reverse("login"), {"username": username, "password": password}, **extra)
 
 
-def test_repeated_wrong_passwords_lock_the_username_with_a_clear_message(
+def test_repeated_wrong_passwords_lock_the_username_from_that_address_with_a_clear_message(
     client: Client, person: Any, settings: Any
 ) -> None:
     for _ in range(settings.AXES_FAILURE_LIMIT - 1):
@@ -60,22 +60,63 @@ def test_repeated_wrong_passwords_lock_the_username_with_a_clear_message(
     assert locked.status_code == 429
     assert "Sign-in is locked for now" in locked.content.decode()
     assert "15 minutes" in locked.content.decode()
-    # Even the right password is refused now, from any address.
+    # Even the right password is refused now, from that address.
+    assert sign_in(client, "ida", "a-good-password").status_code == 429
+    # From elsewhere, the person signs in as usual.
     other = Client(REMOTE_ADDR="198.51.100.7")
-    assert sign_in(other, "ida", "a-good-password").status_code == 429
-    assert other.get("/").status_code == 302
+    assert sign_in(other, "ida", "a-good-password").status_code == 302
 
 
-def test_repeated_failures_from_one_address_lock_that_address(
+def test_a_locked_username_never_locks_out_anyone_else_at_the_same_address(
     client: Client, person: Any, settings: Any
 ) -> None:
-    for attempt in range(settings.AXES_FAILURE_LIMIT):
-        sign_in(client, f"guess-{attempt}", "nope")
+    UserFactory(username="root", password="the-admins-password", is_staff=True)
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        sign_in(client, "ida", "nope")
+    assert sign_in(client, "ida", "a-good-password").status_code == 429
+    # The admin, from the very same address (an office, a proxy), signs in.
+    colleague = Client()
+    assert sign_in(colleague, "root", "the-admins-password").status_code == 302
+    assert colleague.get("/").status_code == 200
+
+
+def test_each_wrong_password_says_how_many_tries_remain(
+    client: Client, person: Any, settings: Any
+) -> None:
+    first = sign_in(client, "ida", "nope").content.decode()
+    assert "Please enter a correct username and password." in first
+    left = settings.AXES_FAILURE_LIMIT - 1
+    assert f"{left} tries left for this username from your address" in first
+    for _ in range(left - 2):
+        sign_in(client, "ida", "nope")
+    assert "1 try left for this username" in sign_in(client, "ida", "nope").content.decode()
+
+
+def test_repeated_failures_across_usernames_lock_the_address_at_a_much_higher_count(
+    client: Client, person: Any, settings: Any
+) -> None:
+    settings.LOGIN_ADDRESS_FAILURE_LIMIT = limit = 8
+    for attempt in range(limit - 1):
+        response = sign_in(client, f"guess-{attempt}", "nope")
+        assert response.status_code == 200
+    assert "1 try left from your address, for any username" in response.content.decode()
+    assert sign_in(client, "guess-last", "nope").status_code == 429
     # A forged X-Forwarded-For does not make the same address look new.
     response = sign_in(client, "ida", "a-good-password", HTTP_X_FORWARDED_FOR="203.0.113.9")
     assert response.status_code == 429
     # Someone else, elsewhere, signs in as usual.
     assert sign_in(Client(REMOTE_ADDR="198.51.100.7"), "ida", "a-good-password").status_code == 302
+
+
+def test_signing_in_to_ones_own_account_does_not_clear_the_addresss_count(
+    client: Client, person: Any, settings: Any
+) -> None:
+    settings.LOGIN_ADDRESS_FAILURE_LIMIT = 8
+    for attempt in range(7):
+        sign_in(client, f"guess-{attempt}", "nope")
+    assert sign_in(client, "ida", "a-good-password").status_code == 302
+    client.post(reverse("logout"))
+    assert sign_in(client, "guess-again", "nope").status_code == 429
 
 
 def test_an_admin_unlocks_a_locked_account(client: Client, person: Any, settings: Any) -> None:
