@@ -157,6 +157,8 @@ MIDDLEWARE = [
     "promptadmin.core.middleware.CSPMiddleware",  # django-csp's, with the policy built once
     # A NUL or bytes that are not UTF-8 in the path or the query: a 400 before any view.
     "promptadmin.core.middleware.UnstorableCharactersMiddleware",
+    # A read-only request whose database connection was lost is answered again, once.
+    "promptadmin.core.middleware.RetryLostConnectionMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -3,6 +3,7 @@ and the headers of every answer."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -12,11 +13,14 @@ from csp import middleware as csp_middleware
 from csp.constants import HEADER, HEADER_REPORT_ONLY
 from csp.middleware import CheckableLazyObject
 from django.conf import settings
+from django.db import connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 from django.utils.cache import patch_cache_control
 
 from promptadmin.core.storedjson import printable
+
+logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
 LANGFUSE_PREFIX = "/api/public/"
@@ -102,6 +106,75 @@ class UnstorableCharactersMiddleware:
             }
             return JsonResponse({"type": "client_error", "errors": [error]}, status=400)
         return render(request, "400.html", {"detail": detail}, status=400)
+
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+READ_ONLY_POSTS = frozenset({"api-assemble", "api-preview", "api-prompt-render", "api-lint"})
+"""Routes whose POST only reads: the body is a question (what to assemble, render, lint)."""
+JSON_TYPES = ("application/json",)
+
+
+class RetryLostConnectionMiddleware:
+    """A read-only request whose database connection was lost is answered again, once, on a
+    fresh connection; a write never is.
+
+    A connection dies under a request when its backend is terminated (a failover, an
+    operator, ``pg_terminate_backend``), most often while it sat idle between two requests,
+    so that the next request's first query finds out. The backend notes it
+    (``promptadmin.db.postgresql``); a read-only request (GET, HEAD, OPTIONS, or a POST to
+    one of :data:`READ_ONLY_POSTS`) is then handled again, its first answer (a 500)
+    dropped. Anything else keeps its answer: a write may have been committed before the
+    connection went, and running it again could do it twice.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method == "POST" and _small_json(request):
+            request.body  # noqa: B018 - kept, so that a second try can read it again
+        response = self.get_response(request)
+        lost = [c for c in connections.all(initialized_only=True) if _lost(c)]
+        if not lost:
+            return response
+        for connection in lost:
+            connection.connection_lost = False
+            connection.close()
+        if not _read_only(request):
+            return response
+        logger.warning(
+            "The database connection was lost during %s %s; answering again on a fresh one.",
+            request.method,
+            request.path,
+        )
+        return self.get_response(request)
+
+
+def _lost(connection: Any) -> bool:
+    return bool(getattr(connection, "connection_lost", False))
+
+
+def _small_json(request: HttpRequest) -> bool:
+    if not request.META.get("CONTENT_TYPE", "").startswith(JSON_TYPES):
+        return False
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return False
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return limit is None or length <= limit
+
+
+def _read_only(request: HttpRequest) -> bool:
+    if request.method in SAFE_METHODS:
+        return True
+    match = request.resolver_match
+    return (
+        request.method == "POST"
+        and match is not None
+        and match.url_name in READ_ONLY_POSTS
+        and hasattr(request, "_body")
+    )
 
 
 class PrivateNoStoreMiddleware:

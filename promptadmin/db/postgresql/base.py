@@ -1,4 +1,5 @@
-"""PostgreSQL, with health checks skipped for a connection that was alive moments ago.
+"""PostgreSQL, with health checks skipped for a connection that was alive moments ago, and
+a lost connection noted so that a read-only request can be answered again.
 
 Django's ``CONN_HEALTH_CHECKS`` sends ``SELECT 1`` before the first query of every request,
 a round trip that cost the hot path as much as the API-key lookup itself. A connection
@@ -6,20 +7,59 @@ that served a request less than ``ALIVE_WINDOW`` seconds ago is taken to be aliv
 connection pools do (HikariCP's ``aliveBypassWindowMs`` is 500 ms): under load the check
 is all but never needed, and a connection that sat idle, which is when servers restart and
 proxies drop connections, is still checked before it is reused.
+
+A connection that dies all the same (a backend terminated, a failover) fails the query
+that finds out. The cursor notes it (``connection_lost``), and
+``promptadmin.core.middleware.RetryLostConnectionMiddleware`` answers a read-only request
+again, once, on a fresh connection; a write is never run twice.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from django.db import InterfaceError, OperationalError
+from django.db.backends import utils
 from django.db.backends.postgresql import base
 
 ALIVE_WINDOW = 0.5
 
 
+class _NotesLostConnection:
+    """A cursor wrapper that notes on its connection wrapper a query that failed because
+    the connection is gone (not any error: a deadlock or a timeout leaves it usable)."""
+
+    db: Any
+
+    def _execute(self, *args: Any) -> Any:
+        try:
+            return super()._execute(*args)  # type: ignore[misc]
+        except (OperationalError, InterfaceError):
+            self.db.note_if_lost()
+            raise
+
+    def _executemany(self, *args: Any) -> Any:
+        try:
+            return super()._executemany(*args)  # type: ignore[misc]
+        except (OperationalError, InterfaceError):
+            self.db.note_if_lost()
+            raise
+
+
+class CursorWrapper(_NotesLostConnection, utils.CursorWrapper):
+    pass
+
+
+class CursorDebugWrapper(_NotesLostConnection, base.CursorDebugWrapper):
+    pass
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     # When a request that used this connection last ended (monotonic seconds).
     _alive_at = float("-inf")
+    # Set when a query found the connection gone; cleared by the middleware that retries.
+    connection_lost = False
 
     def close_if_unusable_or_obsolete(self) -> None:
         # Runs as each request ends and the next starts. health_check_done is set when the
@@ -37,3 +77,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
             self.health_check_done = True
             return
         super().close_if_health_check_failed()
+
+    def note_if_lost(self) -> None:
+        raw = self.connection
+        if raw is None or raw.closed or raw.broken:
+            self.connection_lost = True
+
+    def make_cursor(self, cursor: Any) -> CursorWrapper:
+        return CursorWrapper(cursor, self)
+
+    def make_debug_cursor(self, cursor: Any) -> CursorDebugWrapper:
+        return CursorDebugWrapper(cursor, self)
