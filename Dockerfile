@@ -6,7 +6,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
-RUN useradd --create-home --uid 1000 app
+RUN useradd --create-home --uid 1000 app \
+    && mkdir -p /var/lib/promptadmin/metrics && chown app:app /var/lib/promptadmin/metrics
 
 COPY pyproject.toml README.md ./
 COPY assembler ./assembler

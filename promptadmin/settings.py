@@ -8,6 +8,7 @@ cache, Celery tasks run in-process.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from datetime import timedelta
@@ -153,6 +154,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: the request id (X-Request-ID, in every log line) and the metrics of every
+    # answer, whichever layer gives it.
+    "promptadmin.core.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "promptadmin.core.middleware.CSPMiddleware",  # django-csp's, with the policy built once
     # A NUL or bytes that are not UTF-8 in the path or the query: a 400 before any view.
@@ -466,11 +470,29 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# Logs: JSON lines (one object per record, with the request id) unless LOG_FORMAT=text,
+# the default in development.
+LOG_FORMAT = env_str("LOG_FORMAT").strip().lower() or ("text" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} must be json or text.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"skips": {"()": "promptadmin.core.cachebreaker.HideSkips"}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {
+        "skips": {"()": "promptadmin.core.cachebreaker.HideSkips"},
+        "request_id": {"()": "promptadmin.core.logs.RequestIdFilter"},
+    },
+    "formatters": {
+        "json": {"()": "promptadmin.core.logs.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id"],
+        }
+    },
     "loggers": {
         "promptadmin.cache": {"filters": ["skips"]},
         # django-axes logs every sign-in at INFO; lockouts are warnings.
@@ -478,3 +500,28 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
+
+# Metrics (promptadmin.core.metrics) at /metrics: answered to loopback, to the addresses
+# or networks in METRICS_ALLOWED_ADDRESSES, and to requests with
+# "Authorization: Bearer <METRICS_TOKEN>". Under gunicorn, PROMETHEUS_MULTIPROC_DIR (read
+# by prometheus_client itself) makes every worker's values add up.
+METRICS_ALLOWED_ADDRESSES = env_list("METRICS_ALLOWED_ADDRESSES", [])
+for _network in METRICS_ALLOWED_ADDRESSES:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"METRICS_ALLOWED_ADDRESSES={_network!r} is not an IP address or network "
+            "(e.g. 10.0.0.5 or 10.0.0.0/8)."
+        ) from None
+METRICS_TOKEN = env_secret("METRICS_TOKEN")
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR").strip()
+if PROMETHEUS_MULTIPROC_DIR:
+    try:
+        Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ImproperlyConfigured(
+            f"PROMETHEUS_MULTIPROC_DIR={PROMETHEUS_MULTIPROC_DIR!r} cannot be made: {error}"
+        ) from None
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN=... must be at least 16 characters long.")

@@ -7,6 +7,7 @@ from promptadmin.core import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/", include("promptadmin.api.urls")),
     # The author studio (and sign-in/out) at the root; keep it last.

@@ -14,10 +14,12 @@ class CoreConfig(AppConfig):
         from django.core.servers.basehttp import WSGIRequestHandler
         from django.core.signals import request_finished, request_started
 
-        from promptadmin.core import cache, checks  # noqa: F401  (checks: registers them)
+        from promptadmin.core import cache, checks, logs, tasksignals  # noqa: F401  (checks)
 
         request_started.connect(cache.request_started, dispatch_uid="generations-start")
         request_finished.connect(cache.request_finished, dispatch_uid="generations-end")
+        request_finished.connect(logs.request_finished, dispatch_uid="request-id-end")
+        tasksignals.connect()
 
         # Django's own server (runserver, and the live server of the browser and
         # schemathesis tests) writes a response's headers and body separately: on a

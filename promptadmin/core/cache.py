@@ -25,6 +25,8 @@ from typing import Any
 from django.core.cache import cache
 from django.db import transaction
 
+from promptadmin.core.metrics import CACHE
+
 logger = logging.getLogger(__name__)
 
 GENERATION_KEY = "assembly:generation"
@@ -159,7 +161,18 @@ def get_many(keys: list[str]) -> dict[str, Any]:
             fetched = {}
         _remember(fetched)
         found.update(fetched)
+    _count(len(keys), len(found), len(found) - (len(keys) - len(missing)))
     return found
+
+
+def _count(asked: int, found: int, shared: int) -> None:
+    """Counts bundle lookups for /metrics: memory hits, shared-cache hits, misses."""
+    if found - shared:
+        CACHE.labels("memory_hit").inc(found - shared)
+    if shared:
+        CACHE.labels("shared_hit").inc(shared)
+    if asked - found:
+        CACHE.labels("miss").inc(asked - found)
 
 
 def set_many(values: dict[str, Any]) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
+from promptadmin.core.metrics import BREAKER_OPEN, BREAKER_OPENED
+
 logger = logging.getLogger(__name__)
 
 FAILURES = (redis.ConnectionError, redis.TimeoutError)
@@ -61,6 +63,8 @@ class CircuitBreaker:
     def failed(self) -> None:
         with self._lock:
             if not self._open_until:
+                BREAKER_OPEN.set(1)
+                BREAKER_OPENED.inc()
                 logger.warning(
                     "cache unreachable: skipping it for %.1f s at a time until it answers",
                     self.cooldown,
@@ -71,6 +75,7 @@ class CircuitBreaker:
         if self._open_until:
             with self._lock:
                 self._open_until = 0.0
+            BREAKER_OPEN.set(0)
             logger.warning("cache reachable again")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, unquote_to_bytes
@@ -13,12 +14,15 @@ from csp import middleware as csp_middleware
 from csp.constants import HEADER, HEADER_REPORT_ONLY
 from csp.middleware import CheckableLazyObject
 from django.conf import settings
-from django.db import connections
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 from django.utils.cache import patch_cache_control
 
+from promptadmin.core.logs import HEADER as REQUEST_ID_HEADER
+from promptadmin.core.logs import current_request_id, request_id_from
+from promptadmin.core.metrics import observe_request
 from promptadmin.core.storedjson import printable
+from promptadmin.db import lost
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +30,27 @@ API_PREFIX = "/api/"
 LANGFUSE_PREFIX = "/api/public/"
 NUL = "a NUL character (U+0000), which cannot be stored"
 NOT_UTF8 = "bytes that are not UTF-8 (a lone surrogate, or a broken sequence)"
+
+
+class RequestIdMiddleware:
+    """Outermost: every request gets an id (a sane ``X-Request-ID`` it brought, else a new
+    one) that its logs name and its answer carries back in ``X-Request-ID``; and every
+    answer is counted and timed by route (``promptadmin.core.metrics``), those of the hot
+    path's fast answers included."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = request_id_from(request.META.get("HTTP_X_REQUEST_ID"))
+        # Cleared when the request finishes (core.logs.request_finished), not here: Django
+        # logs a 4xx or 5xx answer after the middleware has returned it.
+        current_request_id.set(request_id)
+        start = time.perf_counter()
+        response = self.get_response(request)
+        response[REQUEST_ID_HEADER] = request_id
+        observe_request(request, response.status_code, time.perf_counter() - start)
+        return response
 
 
 def _query_part_problem(raw: str) -> str | None:
@@ -121,7 +146,7 @@ class RetryLostConnectionMiddleware:
     A connection dies under a request when its backend is terminated (a failover, an
     operator, ``pg_terminate_backend``), most often while it sat idle between two requests,
     so that the next request's first query finds out. The backend notes it
-    (``promptadmin.db.postgresql``); a read-only request (GET, HEAD, OPTIONS, or a POST to
+    (``promptadmin.db.lost``); a read-only request (GET, HEAD, OPTIONS, or a POST to
     one of :data:`READ_ONLY_POSTS`) is then handled again, its first answer (a 500)
     dropped. Anything else keeps its answer: a write may have been committed before the
     connection went, and running it again could do it twice.
@@ -133,12 +158,12 @@ class RetryLostConnectionMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.method == "POST" and _small_json(request):
             request.body  # noqa: B018 - kept, so that a second try can read it again
+        lost.take()  # what an earlier request on this thread noted and did not take
         response = self.get_response(request)
-        lost = [c for c in connections.all(initialized_only=True) if _lost(c)]
-        if not lost:
+        gone = lost.take()
+        if not gone:
             return response
-        for connection in lost:
-            connection.connection_lost = False
+        for connection in gone:
             connection.close()
         if not _read_only(request):
             return response
@@ -148,10 +173,6 @@ class RetryLostConnectionMiddleware:
             request.path,
         )
         return self.get_response(request)
-
-
-def _lost(connection: Any) -> bool:
-    return bool(getattr(connection, "connection_lost", False))
 
 
 def _small_json(request: HttpRequest) -> bool:

@@ -10,20 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import secrets
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -35,10 +27,9 @@ from django.test import Client
 from promptadmin.content.models import Segment
 from promptadmin.content.services.api_keys import api_key_create
 from tests.conftest import database_url
+from tests.servers import gunicorn
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def terminate_own_backend() -> int:
@@ -108,51 +99,11 @@ def test_a_write_whose_connection_died_is_never_run_again(
     assert api.post("/api/v1/segments/", body, content_type="application/json").status_code == 201
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
-def gunicorn() -> Iterator[str]:
+def server() -> Iterator[str]:
     """A real gunicorn (two sync workers, persistent connections) on the test database."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "DATABASE_URL": database_url(),
-        "DEBUG": "false",
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "CELERY_TASK_ALWAYS_EAGER": "true",
-    }
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below
-    command = [
-        str(Path(sys.executable).with_name("gunicorn")),
-        *("--workers", "2", "--bind", f"127.0.0.1:{port}", "promptadmin.wsgi"),
-    ]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/healthz", timeout=10)
-                break
-            except OSError:  # refused while starting, or slow to answer the first time
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                time.sleep(0.2)
+    with gunicorn(workers=2, CELERY_TASK_ALWAYS_EAGER="true") as url:
         yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(15)
-        log.seek(0)
-        sys.stdout.write(log.read().decode(errors="replace")[-3000:])
-        log.close()
 
 
 def call(url: str, key: str, body: dict[str, Any] | None = None) -> int:
@@ -170,16 +121,16 @@ def call(url: str, key: str, body: dict[str, Any] | None = None) -> int:
         return int(error.code)
 
 
-def test_terminating_backends_under_load_gives_no_500_on_reads(gunicorn: str) -> None:
+def test_terminating_backends_under_load_gives_no_500_on_reads(server: str) -> None:
     call_command("seed_demo", verbosity=0)
     _, key = api_key_create(actor=None, name="load", scope="admin")
     reads: Counter[int] = Counter()
     writes: Counter[int] = Counter()
     stop = threading.Event()
     reads_at = [
-        f"{gunicorn}/api/v1/segments/?page_size=5",
-        f"{gunicorn}/api/v1/worlds/",
-        f"{gunicorn}/api/v1/prompts/",
+        f"{server}/api/v1/segments/?page_size=5",
+        f"{server}/api/v1/worlds/",
+        f"{server}/api/v1/prompts/",
     ]
 
     def reader(n: int) -> None:
@@ -192,7 +143,7 @@ def test_terminating_backends_under_load_gives_no_500_on_reads(gunicorn: str) ->
         i = 0
         while not stop.is_set():
             body = {"scope": "core", "content": f"Written under load {i}."}
-            writes[call(f"{gunicorn}/api/v1/segments/", key, body)] += 1
+            writes[call(f"{server}/api/v1/segments/", key, body)] += 1
             i += 1
 
     kills = 0

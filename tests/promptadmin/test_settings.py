@@ -47,6 +47,9 @@ def test_secret_key_is_required_when_debug_is_off() -> None:
         ("API_RATE_LIMIT", "10/fortnight"),
         ("LOGIN_FAILURE_LIMIT", "0"),
         ("LOGIN_ADDRESS_FAILURE_LIMIT", "4"),  # below the pair's limit (5)
+        ("LOG_FORMAT", "xml"),
+        ("METRICS_ALLOWED_ADDRESSES", "10.0.0.0/8,intranet"),
+        ("METRICS_TOKEN", "short"),
         ("CELERY_TASK_TIME_LIMIT", "0"),
         ("SUMMARIZER_BASE_URL", "ftp://x"),
         ("SUMMARIZER_TIMEOUT", "nan"),

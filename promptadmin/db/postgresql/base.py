@@ -9,7 +9,7 @@ is all but never needed, and a connection that sat idle, which is when servers r
 proxies drop connections, is still checked before it is reused.
 
 A connection that dies all the same (a backend terminated, a failover) fails the query
-that finds out. The cursor notes it (``connection_lost``), and
+that finds out. The cursor notes it (``promptadmin.db.lost``), and
 ``promptadmin.core.middleware.RetryLostConnectionMiddleware`` answers a read-only request
 again, once, on a fresh connection; a write is never run twice.
 """
@@ -22,6 +22,8 @@ from typing import Any
 from django.db import InterfaceError, OperationalError
 from django.db.backends import utils
 from django.db.backends.postgresql import base
+
+from promptadmin.db import lost
 
 ALIVE_WINDOW = 0.5
 
@@ -58,8 +60,6 @@ class CursorDebugWrapper(_NotesLostConnection, base.CursorDebugWrapper):
 class DatabaseWrapper(base.DatabaseWrapper):
     # When a request that used this connection last ended (monotonic seconds).
     _alive_at = float("-inf")
-    # Set when a query found the connection gone; cleared by the middleware that retries.
-    connection_lost = False
 
     def close_if_unusable_or_obsolete(self) -> None:
         # Runs as each request ends and the next starts. health_check_done is set when the
@@ -81,7 +81,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def note_if_lost(self) -> None:
         raw = self.connection
         if raw is None or raw.closed or raw.broken:
-            self.connection_lost = True
+            lost.note(self)
 
     def make_cursor(self, cursor: Any) -> CursorWrapper:
         return CursorWrapper(cursor, self)
