@@ -6,6 +6,8 @@ ref_id, content, metadata, version, active, created_at, updated_at``. Every prob
 reported with the row's line number, its position in the export (``row``: a JSON export
 on one line has every row on line 1) and the legacy id, so an admin can fix the export:
 nothing here touches the database (``promptadmin.content.services.legacy_import`` does).
+An export is read as a stream (:func:`read_export`), a row at a time: its size is bounded
+by the upload limit, never by memory.
 
 >>> rows, problems = parse_export(b'id,scope,ref_id,content\\r\\n7,core,,"Be terse."\\r\\n', "csv")
 >>> (rows[0].line, rows[0].index, rows[0].legacy_id, rows[0].scope, rows[0].content, problems)
@@ -14,15 +16,16 @@ nothing here touches the database (``promptadmin.content.services.legacy_import`
 
 from __future__ import annotations
 
-import bisect
+import codecs
 import csv
 import hashlib
 import io
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
 from promptadmin.core.storedjson import (
@@ -46,8 +49,12 @@ COLUMNS = (
 )
 REQUIRED_COLUMNS = ("id", "scope", "content")
 FORMATS = ("json", "csv")
-# The largest export (or refs file) the API and the upload page take.
+# The largest refs file the API and the upload page take (an export's limit is the
+# IMPORT_MAX_BYTES setting).
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+# How much of an export is read at a time, and the most one JSON row may take.
+READ_SIZE = 1024 * 1024
+MAX_JSON_ROW = 16 * 1024 * 1024
 MAX_ID = 64
 MAX_VERSION = 32
 # The csv module's default field limit (128 KiB) is below what one segment may hold: a
@@ -136,15 +143,58 @@ def format_from_name(name: str) -> str | None:
     return None
 
 
-def _decode(data: bytes) -> str:
-    try:
-        text = data.decode("utf-8-sig")  # a BOM is dropped
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ExportError(
-            f"The file is not UTF-8 (byte {exc.start}: {exc.reason}); export it as UTF-8.", line
-        ) from None
-    return text
+class _Text:
+    """An export's text, decoded as it is read, with where reading has got to.
+
+    ``bytes_read`` counts the bytes taken from the stream; a byte that is not UTF-8 is an
+    :class:`ExportError` naming its offset and line. A BOM at the start is dropped.
+    """
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._lines_before = 0  # newlines in the text decoded so far
+        self._started = False
+        self.bytes_read = 0
+        self.done = False
+
+    def chunks(self) -> Iterator[str]:
+        while not self.done:
+            data = self._stream.read(READ_SIZE)
+            final = not data
+            pending = len(self._decoder.getstate()[0])
+            try:
+                text = self._decoder.decode(data, final)
+            except UnicodeDecodeError as exc:
+                at = exc.start - pending  # within ``data``
+                line = self._lines_before + data[: max(0, at)].count(b"\n") + 1
+                raise ExportError(
+                    f"The file is not UTF-8 (byte {self.bytes_read + at}: {exc.reason}); "
+                    "export it as UTF-8.",
+                    line,
+                ) from None
+            self.bytes_read += len(data)
+            self.done = final
+            if not self._started and (text or final):
+                self._started = True
+                text = text.removeprefix("\ufeff")
+            self._lines_before += text.count("\n")
+            if text:
+                yield text
+
+
+def _lines(text: _Text) -> Iterator[str]:
+    """The lines of the text, each with its line ending, as ``io.StringIO(newline="")``
+    splits them ("\\n", "\\r\\n" or "\\r"); a line is never split between two reads."""
+    rest = ""
+    for chunk in text.chunks():
+        lines = io.StringIO(rest + chunk, newline="").readlines()
+        rest = ""
+        if lines and not lines[-1].endswith("\n"):
+            rest = lines.pop()  # not ended yet, or by a "\r" that a "\n" may follow
+        yield from lines
+    if rest:
+        yield rest
 
 
 def _decoder(too_long: list[int]) -> json.JSONDecoder:
@@ -184,29 +234,69 @@ def _loads(text: str, name: str) -> Any:
     return value
 
 
-def _json_records(text: str) -> list[tuple[int, Any]]:
-    """The elements of a JSON array with the line each starts on."""
-    newlines = [i for i, char in enumerate(text) if char == "\n"]
+_WHITESPACE = " \t\r\n"
 
-    def line_of(pos: int) -> int:
-        return bisect.bisect_left(newlines, pos) + 1
 
+def _json_records(text: _Text) -> Iterator[tuple[int, Any]]:
+    """The elements of a JSON array with the line each starts on, read a row at a time."""
     too_long: list[int] = []
     decoder = _decoder(too_long)
-    pos = _skip_ws(text, 0)
-    if pos >= len(text) or text[pos] != "[":
-        raise ExportError("A JSON export must be an array of rows ([{...}, ...]).", line_of(pos))
-    pos = _skip_ws(text, pos + 1)
-    records: list[tuple[int, Any]] = []
-    if pos < len(text) and text[pos] == "]":
-        return records
+    chunks = text.chunks()
+    buffer = ""
+    pos = 0
+    line = 1  # the line ``pos`` is on
+
+    def more() -> bool:
+        """Read on; False at the end of the file."""
+        nonlocal buffer, pos
+        chunk = next(chunks, None)
+        if chunk is None:
+            return False
+        buffer = buffer[pos:] + chunk
+        pos = 0
+        return True
+
+    def skip() -> None:
+        """Move past whitespace, reading on as needed (counting lines)."""
+        nonlocal pos, line
+        while True:
+            end = len(buffer)
+            while pos < end and buffer[pos] in _WHITESPACE:
+                if buffer[pos] == "\n":
+                    line += 1
+                pos += 1
+            if pos < end or not more():
+                return
+
+    skip()
+    if pos >= len(buffer) or buffer[pos] != "[":
+        raise ExportError("A JSON export must be an array of rows ([{...}, ...]).", line)
+    pos += 1
+    skip()
+    if pos < len(buffer) and buffer[pos] == "]":
+        pos += 1
+        skip()
+        if pos < len(buffer):
+            raise ExportError("Unexpected text after the JSON array.", line)
+        return
     while True:
-        try:
-            value, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise ExportError(f"The file is not valid JSON: {exc.msg}.", exc.lineno) from None
-        except RecursionError:
-            raise ExportError("The file nests too deeply to be a row.", line_of(pos)) from None
+        start_line = line
+        while True:
+            try:
+                value, end = decoder.raw_decode(buffer, pos)
+                break
+            except json.JSONDecodeError as exc:
+                # Perhaps only cut off where this read ended: read on, up to a row's limit.
+                if len(buffer) - pos <= MAX_JSON_ROW and more():
+                    continue
+                raise ExportError(
+                    f"The file is not valid JSON: {exc.msg}.",
+                    start_line + buffer.count("\n", pos, exc.pos),
+                ) from None
+            except RecursionError:
+                raise ExportError("The file nests too deeply to be a row.", start_line) from None
+        line += buffer.count("\n", pos, end)
+        pos = end
         if too_long:
             raw_id = value.get("id") if isinstance(value, dict) else None
             value = Unreadable(
@@ -214,60 +304,57 @@ def _json_records(text: str) -> list[tuple[int, Any]]:
                 str(raw_id) if isinstance(raw_id, str | int) else None,
             )
             too_long.clear()
-        records.append((line_of(pos), value))
-        pos = _skip_ws(text, end)
-        if pos < len(text) and text[pos] == ",":
-            pos = _skip_ws(text, pos + 1)
+        yield start_line, value
+        skip()
+        if pos < len(buffer) and buffer[pos] == ",":
+            pos += 1
+            skip()
             continue
-        if pos < len(text) and text[pos] == "]":
-            if _skip_ws(text, pos + 1) != len(text):
-                raise ExportError("Unexpected text after the JSON array.", line_of(pos + 1))
-            return records
-        raise ExportError("The file is not valid JSON: expected ',' or ']'.", line_of(pos))
+        if pos < len(buffer) and buffer[pos] == "]":
+            pos += 1
+            skip()
+            if pos < len(buffer):
+                raise ExportError("Unexpected text after the JSON array.", line)
+            return
+        raise ExportError("The file is not valid JSON: expected ',' or ']'.", line)
 
 
-def _skip_ws(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
-
-
-def _csv_records(text: str) -> list[tuple[int, Any]]:
+def _csv_records(text: _Text) -> Iterator[tuple[int, Any]]:
     if csv.field_size_limit() < CSV_FIELD_LIMIT:
         csv.field_size_limit(CSV_FIELD_LIMIT)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    records: list[tuple[int, Any]] = []
+    reader = csv.reader(_lines(text), strict=True)
     try:
         header = next(reader, None)
         if header is None:
             raise ExportError("The CSV file is empty: it needs a header row.", 1)
         names = [name.strip().lower() for name in header]
-        missing = [name for name in REQUIRED_COLUMNS if name not in names]
-        if missing:
-            raise ExportError(
-                f"The CSV header lacks the column(s) {', '.join(missing)}; expected "
-                f"{', '.join(COLUMNS)}.",
-                1,
-            )
+        check_csv_header(names)
         start = reader.line_num + 1
         for values in reader:
             if values:
                 if len(values) != len(names):
-                    records.append(
-                        (
-                            start,
-                            Unreadable(
-                                f"the row has {len(values)} fields where the header has "
-                                f"{len(names)}"
-                            ),
-                        )
+                    yield (
+                        start,
+                        Unreadable(
+                            f"the row has {len(values)} fields where the header has {len(names)}"
+                        ),
                     )
                 else:
-                    records.append((start, dict(zip(names, values, strict=True))))
+                    yield start, dict(zip(names, values, strict=True))
             start = reader.line_num + 1
     except csv.Error as exc:
         raise ExportError(f"The CSV file cannot be read: {exc}.", reader.line_num) from None
-    return records
+
+
+def check_csv_header(names: list[str]) -> None:
+    """ExportError unless a CSV header (names lowercased) has every required column."""
+    missing = [name for name in REQUIRED_COLUMNS if name not in names]
+    if missing:
+        raise ExportError(
+            f"The CSV header lacks the column(s) {', '.join(missing)}; expected "
+            f"{', '.join(COLUMNS)}.",
+            1,
+        )
 
 
 def _text(value: Any, name: str) -> str:
@@ -433,40 +520,67 @@ def fingerprint(row: LegacyRow) -> str:
     return hashlib.sha256(encoded.encode()).hexdigest()
 
 
-def parse_export(data: bytes, fmt: str) -> tuple[list[LegacyRow], list[Problem]]:
-    """The valid rows of an export and a problem per invalid row, in file order.
+class Export:
+    """The rows of an export as it is read: each a :class:`LegacyRow` or, for an invalid
+    row, a :class:`Problem`, in file order; ``bytes_read`` says how far reading has got.
 
-    Raises :class:`ExportError` when the file as a whole cannot be read.
+    Iterating raises :class:`ExportError` when the file as a whole cannot be read (at
+    once for a bad header, or where it stops being readable). A duplicate id is a
+    problem of its later row; the ids seen are kept (one small entry each, whatever the
+    size of the rows).
     """
-    if fmt not in FORMATS:
-        raise ExportError(f"Unknown format {fmt!r}; use json or csv.")
-    text = _decode(data)
-    records = _json_records(text) if fmt == "json" else _csv_records(text)
-    rows: list[LegacyRow] = []
-    problems: list[Problem] = []
-    first: dict[str, tuple[int, int]] = {}  # legacy id -> (line, row) of its first row
-    for index, (line, record) in enumerate(records, start=1):
-        if isinstance(record, Unreadable):
-            problems.append(Problem(line, record.id, sentence(record.reason), index))
-            continue
-        raw_id = record.get("id") if isinstance(record, dict) else None
-        shown_id = str(raw_id)[:MAX_ID] if isinstance(raw_id, str | int) else None
-        try:
-            row = _row(line, index, record)
-        except ValueError as exc:
-            problems.append(Problem(line, shown_id, sentence(str(exc)), index))
-            continue
-        if row.legacy_id in first:
-            where = "line {}, row {}".format(*first[row.legacy_id])
-            problems.append(
-                Problem(
+
+    def __init__(self, stream: BinaryIO, fmt: str) -> None:
+        if fmt not in FORMATS:
+            raise ExportError(f"Unknown format {fmt!r}; use json or csv.")
+        self._text = _Text(stream)
+        self._fmt = fmt
+
+    @property
+    def bytes_read(self) -> int:
+        return self._text.bytes_read
+
+    def __iter__(self) -> Iterator[LegacyRow | Problem]:
+        records = _json_records(self._text) if self._fmt == "json" else _csv_records(self._text)
+        # legacy id -> where its first row is: (line << 32) | row, one int per id.
+        first: dict[str, int] = {}
+        for index, (line, record) in enumerate(records, start=1):
+            if isinstance(record, Unreadable):
+                yield Problem(line, record.id, sentence(record.reason), index)
+                continue
+            raw_id = record.get("id") if isinstance(record, dict) else None
+            shown_id = str(raw_id)[:MAX_ID] if isinstance(raw_id, str | int) else None
+            try:
+                row = _row(line, index, record)
+            except ValueError as exc:
+                yield Problem(line, shown_id, sentence(str(exc)), index)
+                continue
+            seen = first.get(row.legacy_id)
+            if seen is not None:
+                where = f"line {seen >> 32}, row {seen & 0xFFFFFFFF}"
+                yield Problem(
                     line,
                     row.legacy_id,
                     f"Duplicate id {row.legacy_id!r}: already on {where}.",
                     index,
                 )
-            )
-            continue
-        first[row.legacy_id] = (line, index)
-        rows.append(row)
+                continue
+            first[row.legacy_id] = (line << 32) | index
+            yield row
+
+
+def read_export(stream: BinaryIO, fmt: str) -> Export:
+    """The rows of the export in ``stream`` (see :class:`Export`), read as they are asked for."""
+    return Export(stream, fmt)
+
+
+def parse_export(data: bytes, fmt: str) -> tuple[list[LegacyRow], list[Problem]]:
+    """The valid rows of an export and a problem per invalid row, in file order.
+
+    Raises :class:`ExportError` when the file as a whole cannot be read.
+    """
+    rows: list[LegacyRow] = []
+    problems: list[Problem] = []
+    for item in read_export(io.BytesIO(data), fmt):
+        (rows if isinstance(item, LegacyRow) else problems).append(item)
     return rows, problems

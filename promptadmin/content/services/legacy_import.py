@@ -5,17 +5,24 @@ or nothing is. A killed process leaves the database as it was (PostgreSQL rolls 
 transaction back). The legacy id is unique in the database, so a second run of the same
 file changes nothing, and a row that changed in a later export is reported as a conflict,
 never written over what is stored.
+
+The export is read as a stream and written in batches as it is read (COPY on
+PostgreSQL), so memory holds a batch, not the file: a million rows import within the
+same bounds as a thousand. An invalid row found after batches were written (and no
+``skip_invalid``) rolls them all back with the transaction: nothing is written.
 """
 
 from __future__ import annotations
 
+import io
+import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import connection, connections, models, transaction
+from django.db import connection, connections, transaction
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
@@ -25,7 +32,7 @@ from promptadmin.content.legacy import (
     LegacyRow,
     Problem,
     check_refs,
-    parse_export,
+    read_export,
 )
 from promptadmin.content.models import SCOPE_REF_FIELD, Segment
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
@@ -33,7 +40,7 @@ from promptadmin.core.cache import content_changed
 from promptadmin.core.roles import is_admin
 from promptadmin.core.tokens import tokenizer
 
-BATCH_SIZE = 1000
+BATCH_SIZE = 2000
 # Serialises imports, so two at once cannot both decide that the same legacy id is new.
 IMPORT_LOCK_ID = 0x5E6_1E6A  # "segment legacy"
 MIGRATION_NOTE = (
@@ -80,7 +87,17 @@ RESERVED_KEYS = frozenset(
 )
 TITLE_MAX = Segment._meta.get_field("title").max_length or 0
 
-Progress = Callable[[int, int], None]
+
+@dataclass(frozen=True)
+class ImportProgress:
+    """Where an import has got to: rows read, rows written (not yet committed), bytes read."""
+
+    rows_read: int
+    rows_written: int
+    bytes_read: int
+
+
+Progress = Callable[[ImportProgress], None]
 
 
 def check_can_migrate(actor: Actor) -> None:
@@ -158,22 +175,30 @@ class ImportReport:
                     yield f"  {where}{row}{ident}: {problem.reason}"
 
 
-def _targets(rows: list[LegacyRow], refs: dict[str, str]) -> dict[str, dict[str, int]]:
-    """Ids of the objects the allowed-scope rows name, per kind and slug (a query per kind)."""
-    wanted: dict[str, set[str]] = {kind: set() for kind in KINDS}
-    for row in rows:
-        kind = SCOPE_REF_FIELD.get(row.scope)
-        if kind and row.ref_id:
-            wanted[kind].add(_split(refs.get(row.ref_id, row.ref_id))[1])
-    found: dict[str, dict[str, int]] = {}
-    for kind, slugs in wanted.items():
-        model = KINDS[kind].model
-        found[kind] = (
-            dict(model._default_manager.filter(slug__in=slugs).values_list("slug", "pk"))
-            if slugs
-            else {}
-        )
-    return found
+class _Targets:
+    """Ids of the objects allowed-scope rows name, per kind and slug, looked up as batches
+    need them (a query per kind for the slugs not yet known)."""
+
+    def __init__(self, refs: dict[str, str]) -> None:
+        self._refs = refs
+        self.found: dict[str, dict[str, int]] = {kind: {} for kind in KINDS}
+        self._asked: dict[str, set[str]] = {kind: set() for kind in KINDS}
+
+    def load(self, rows: list[LegacyRow]) -> None:
+        wanted: dict[str, set[str]] = {kind: set() for kind in KINDS}
+        for row in rows:
+            kind = SCOPE_REF_FIELD.get(row.scope)
+            if kind and row.ref_id:
+                slug = _split(self._refs.get(row.ref_id, row.ref_id))[1]
+                if slug not in self._asked[kind]:
+                    wanted[kind].add(slug)
+        for kind, slugs in wanted.items():
+            if slugs:
+                self._asked[kind] |= slugs
+                model = KINDS[kind].model
+                self.found[kind].update(
+                    model._default_manager.filter(slug__in=slugs).values_list("slug", "pk")
+                )
 
 
 def _split(target: str) -> tuple[str | None, str]:
@@ -253,15 +278,15 @@ def set_aside_reserved(metadata: dict[str, Any]) -> dict[str, Any]:
     return {**rest, LEGACY_METADATA: kept}
 
 
-def _segment(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], actor: Actor) -> Segment:
-    now = timezone.now()
+def _values(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], who: _Who) -> dict[str, Any]:
+    """The column values (by attname) of the segment an import makes of ``row``."""
     title, metadata = title_from_metadata(dict(row.metadata))
     if row.deprecated:
         metadata = set_aside_reserved(metadata)
         original_ref = refs.get(row.ref_id, row.ref_id) or None
         metadata.update(
             deprecated_scope=row.scope,
-            deprecated_at=now.isoformat(),
+            deprecated_at=who.now.isoformat(),
             original_id=row.legacy_id,
             original_ref=original_ref,
             original_active=row.active,
@@ -269,29 +294,48 @@ def _segment(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], actor: A
         )
         if row.ref_id in refs:
             metadata["original_ref_id"] = row.ref_id
-    user = user_or_none(actor)
-    created = row.created_at or now
-    return Segment(
-        scope=row.scope,
-        title=title,
-        content=row.content,
-        metadata=metadata,
-        version=row.version,
-        active=row.active and not row.deprecated,
-        created_at=created,
-        updated_at=row.updated_at or created,
-        legacy_id=row.legacy_id,
-        legacy_hash=row.fingerprint,
-        created_by=user,
-        updated_by=user,
+    created = row.created_at or who.now
+    return {
         **fks,
-    )
+        "scope": row.scope,
+        "title": title,
+        "content": row.content,
+        "metadata": metadata,
+        "version": row.version,
+        "active": row.active and not row.deprecated,
+        "created_at": created,
+        "updated_at": row.updated_at or created,
+        "legacy_id": row.legacy_id,
+        "legacy_hash": row.fingerprint,
+        "created_by_id": who.user_id,
+        "updated_by_id": who.user_id,
+    }
+
+
+@dataclass(frozen=True)
+class _Who:
+    """Who imports and when: what every row and history record of one import shares."""
+
+    user: Any
+    user_id: int | None
+    reason: str
+    now: Any
+
+    @classmethod
+    def of(cls, actor: Actor) -> _Who:
+        user = user_or_none(actor)
+        reason = (key_label(actor) if is_key(actor) else CHANGE_REASON)[:100]
+        return cls(user, getattr(user, "pk", None), reason, timezone.now())
+
+
+class _Undo(Exception):
+    """Rolls back an import found invalid after some batches were written."""
 
 
 def segments_import(
     *,
     actor: Actor,
-    data: bytes,
+    data: bytes | BinaryIO,
     fmt: str,
     refs: dict[str, str] | None = None,
     dry_run: bool = False,
@@ -300,31 +344,94 @@ def segments_import(
 ) -> ImportReport:
     """Import the rows of a legacy export; see the module docstring for the guarantees.
 
+    ``data`` is the export, as bytes or a binary stream read as the import goes.
     ``refs`` maps legacy ref ids to slugs or ``kind:slug`` (see ``legacy.parse_refs``); a
     file that cannot be read at all, or refs that are not such a mapping, raise
     ``ValidationError`` (key ``file`` or ``refs``). Invalid
     rows are reported in ``errors``; unless ``skip_invalid``, any makes the import refuse
     (``refused``) and write nothing. ``dry_run`` reports exactly what a real run would do
-    and writes nothing. ``progress(written, total)`` is called after each batch written.
+    and writes nothing. ``progress`` is called after each batch read.
     """
     check_can_migrate(actor)
     try:
         refs = check_refs(refs or {})
     except ExportError as exc:
         raise ValidationError({"refs": str(exc)}) from None
+    stream = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
+    report = ImportReport(dry_run=dry_run)
     try:
-        rows, problems = parse_export(data, fmt)
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [IMPORT_LOCK_ID])
+            run = _Run(report, actor, refs, dry_run=dry_run, skip_invalid=skip_invalid)
+            export = read_export(stream, fmt)
+            batch: list[LegacyRow] = []
+            for item in export:
+                report.rows += 1
+                if isinstance(item, Problem):
+                    run.problem(item)
+                    continue
+                batch.append(item)
+                if len(batch) >= BATCH_SIZE:
+                    run.batch(batch)
+                    batch = []
+                    if progress is not None:
+                        progress(ImportProgress(report.rows, run.written, export.bytes_read))
+            run.batch(batch)
+            if progress is not None:
+                progress(ImportProgress(report.rows, run.written, export.bytes_read))
+            report.errors.sort(key=lambda p: p.row or 0)
+            report.refused = bool(report.errors) and not skip_invalid
+            if report.refused and run.written:
+                raise _Undo
+            if run.active:
+                content_changed()
+    except _Undo:
+        pass
     except ExportError as exc:
         where = f" (line {exc.line})" if exc.line is not None else ""
         raise ValidationError({"file": f"{str(exc).rstrip('.')}{where}."}) from None
-    report = ImportReport(dry_run=dry_run, rows=len(rows) + len(problems))
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [IMPORT_LOCK_ID])
-        targets = _targets(rows, refs)
+    return report
+
+
+class _Run:
+    """One import's batches: sorted into unchanged, conflicting, invalid and new rows, the
+    new ones written at once (unless a dry run, or once the import is sure to refuse)."""
+
+    def __init__(
+        self,
+        report: ImportReport,
+        actor: Actor,
+        refs: dict[str, str],
+        *,
+        dry_run: bool,
+        skip_invalid: bool,
+    ) -> None:
+        self.report = report
+        self.refs = refs
+        self.targets = _Targets(refs)
+        self.who = _Who.of(actor)
+        self.dry_run = dry_run
+        self.skip_invalid = skip_invalid
+        self.written = 0
+        self.active = False
+        self._writer: _Writer | None = None
+
+    def problem(self, problem: Problem) -> None:
+        self.report.errors.append(problem)
+
+    def _writing(self) -> bool:
+        # Once an invalid row makes the import refuse, nothing more is worth writing.
+        return not self.dry_run and (self.skip_invalid or not self.report.errors)
+
+    def batch(self, rows: list[LegacyRow]) -> None:
+        if not rows:
+            return
+        report = self.report
         existing = _existing([row.legacy_id for row in rows])
-        new: list[Segment] = []
+        self.targets.load(rows)
+        new: list[dict[str, Any]] = []
         for row in rows:
             stored = existing.get(row.legacy_id)
             if stored is not None:
@@ -342,100 +449,108 @@ def segments_import(
                     )
                 continue
             try:
-                fks = {} if row.deprecated else _resolve(row, refs, targets)
+                fks = {} if row.deprecated else _resolve(row, self.refs, self.targets.found)
             except ValueError as exc:
-                problems.append(Problem(row.line, row.legacy_id, str(exc), row.index))
+                self.problem(Problem(row.line, row.legacy_id, str(exc), row.index))
                 continue
-            new.append(_segment(row, refs, fks, actor))
             report.created[row.scope] += 1
-        report.errors = sorted(problems, key=lambda p: p.row or 0)
-        report.refused = bool(report.errors) and not skip_invalid
-        if dry_run or report.refused or not new:
-            return report
-        _write(new, actor, progress)
-        if any(segment.active for segment in new):
-            content_changed()
-    return report
+            if self._writing():
+                new.append(_values(row, self.refs, fks, self.who))
+        if new and self._writing():
+            if self._writer is None:
+                self._writer = _Writer(self.who)
+            self._writer.write(new)
+            self.written += len(new)
+            self.active = self.active or any(values["active"] for values in new)
 
 
-def _write(segments: list[Segment], actor: Actor, progress: Progress | None) -> None:
-    tok = tokenizer()
-    reason = (key_label(actor) if is_key(actor) else CHANGE_REASON)[:100]
-    user = user_or_none(actor)
-    now = timezone.now()
-    for start in range(0, len(segments), BATCH_SIZE):
-        batch = segments[start : start + BATCH_SIZE]
-        for segment in batch:
-            segment.token_count = tok.count(segment.content)
-            segment.token_encoding = tok.name
+def _existing(ids: list[str]) -> dict[str, str]:
+    """Legacy id -> stored fingerprint, for the ids already imported (a query per 5,000)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), 5000):
+        chunk = ids[start : start + 5000]
+        found.update(
+            Segment.objects.filter(legacy_id__in=chunk).values_list("legacy_id", "legacy_hash")
+        )
+    return found
+
+
+class _Writer:
+    """Writes new segments and a "+" history record each (what django-simple-history's
+    ``bulk_create_with_history`` writes: who, when, why), counting their tokens.
+
+    On PostgreSQL with COPY, row values straight from the export (model instances and the
+    ORM's per-field preparation took most of a large import's time), three statements a
+    batch; ids are drawn from the table's sequence first so the history records can name
+    them. Elsewhere (SQLite, development) through the ORM.
+    """
+
+    def __init__(self, who: _Who) -> None:
+        self.who = who
+        self.tok = tokenizer()
+        fields = Segment._meta.concrete_fields
+        history = Segment.history.model  # type: ignore[attr-defined]
+        self.history = history
+        self.columns = [f.attname for f in fields]
+        self.history_columns = [
+            f.attname for f in history._meta.concrete_fields if f.attname != "history_id"
+        ]
+        # What every row shares unless the export says otherwise: the fields' defaults.
+        self.defaults = {
+            f.attname: f.get_default() for f in fields if f.attname not in ("id", "metadata")
+        }
+        self.extra = {
+            "history_date": who.now,
+            "history_change_reason": who.reason,
+            "history_type": "+",
+            "history_user_id": who.user_id,
+        }
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        tok = self.tok
+        for values in rows:
+            values["token_count"] = tok.count(values["content"])
+            values["token_encoding"] = tok.name
         if connection.vendor == "postgresql":
-            _copy_batch(batch, user, reason, now)
+            self._copy(rows)
         else:
+            segments = [Segment(**values) for values in rows]
             bulk_create_with_history(
-                batch,
+                segments,
                 Segment,
                 batch_size=BATCH_SIZE,
-                default_user=user,
-                default_change_reason=reason,
-                default_date=now,
+                default_user=self.who.user,
+                default_change_reason=self.who.reason,
+                default_date=self.who.now,
             )
-        if progress is not None:
-            progress(start + len(batch), len(segments))
 
-
-def _copy_batch(batch: list[Segment], user: Any, reason: str, now: Any) -> None:
-    """Insert a batch and its history records with COPY: three statements per batch.
-
-    The ORM's bulk insert spent most of a 50,000-row import building and adapting
-    parameters; COPY streams the same rows. Ids are drawn from the table's sequence first,
-    so the history records (what django-simple-history's bulk_create_with_history would
-    write: a "+" record per row, with who and when) can name them.
-    """
-    history = Segment.history.model  # type: ignore[attr-defined]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-            [Segment._meta.db_table, len(batch)],
-        )
-        for segment, (pk,) in zip(batch, cursor.fetchall(), strict=True):
-            segment.pk = pk
-        fields = Segment._meta.concrete_fields
-        _copy(
-            cursor,
-            Segment._meta.db_table,
-            fields,
-            ([f.pre_save(s, True) for f in fields] for s in batch),
-        )
-        extra = {
-            "history_date": now,
-            "history_change_reason": reason,
-            "history_type": "+",
-            "history_user_id": getattr(user, "pk", None),
-        }
-        columns = [f for f in history._meta.concrete_fields if f.attname != "history_id"]
-        _copy(
-            cursor,
-            history._meta.db_table,
-            columns,
-            (
-                [extra[f.attname] if f.attname in extra else getattr(s, f.attname) for f in columns]
-                for s in batch
-            ),
-        )
-    for segment in batch:
-        segment._state.adding = False
-        segment._state.db = connection.alias
-
-
-def _copy(cursor: Any, table: str, fields: Any, rows: Iterator[list[Any]]) -> None:
-    db = connections[connection.alias]  # the wrapper itself: the proxy costs a lookup per use
-    qn = db.ops.quote_name
-    names = ", ".join(qn(f.column) for f in fields)
-    # Only JSON needs Django's adaptation here (psycopg dumps the other values as they are);
-    # preparing every field the ORM's way took most of the import's time.
-    json_at = [i for i, f in enumerate(fields) if isinstance(f, models.JSONField)]
-    with cursor.cursor.copy(f"COPY {qn(table)} ({names}) FROM STDIN") as copy:
-        for values in rows:
-            for i in json_at:
-                values[i] = fields[i].get_db_prep_save(values[i], db)
-            copy.write_row(values)
+    def _copy(self, rows: list[dict[str, Any]]) -> None:
+        db = connections[connection.alias]  # the wrapper itself: the proxy costs a lookup per use
+        qn = db.ops.quote_name
+        with db.cursor() as cursor:
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                [Segment._meta.db_table, len(rows)],
+            )
+            defaults = self.defaults
+            full = []
+            for values, (pk,) in zip(rows, cursor.fetchall(), strict=True):
+                row = {**defaults, **values, "id": pk}
+                # jsonb takes JSON text; dumped once, for the row and its history record.
+                row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
+                full.append(row)
+            raw = cursor.cursor
+            names = ", ".join(qn(Segment._meta.get_field(a).column) for a in self.columns)
+            with raw.copy(f"COPY {qn(Segment._meta.db_table)} ({names}) FROM STDIN") as copy:
+                columns = self.columns
+                for row in full:
+                    copy.write_row([row[a] for a in columns])
+            history_names = ", ".join(
+                qn(self.history._meta.get_field(a).column) for a in self.history_columns
+            )
+            table = qn(self.history._meta.db_table)
+            with raw.copy(f"COPY {table} ({history_names}) FROM STDIN") as copy:
+                columns = self.history_columns
+                extra = self.extra
+                for row in full:
+                    copy.write_row([extra[a] if a in extra else row[a] for a in columns])

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
 
 from promptadmin.content.legacy import FORMATS, ExportError, format_from_name, parse_refs
-from promptadmin.content.services.legacy_import import segments_import
+from promptadmin.content.services.legacy_import import ImportProgress, segments_import
 
 
 def read_refs(path: str) -> dict[str, str]:
@@ -48,10 +50,6 @@ class Command(BaseCommand):
         fmt = options["format"] or format_from_name(path.name)
         if fmt is None:
             raise CommandError(f"Cannot tell the format of {path.name}: pass --format json|csv.")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise CommandError(f"Cannot read {path}: {exc.strerror}.") from None
         refs = read_refs(options["refs"]) if options["refs"] else None
         report_path = Path(options["report"]) if options["report"] else None
         if report_path is not None:
@@ -62,22 +60,41 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"Cannot write the report to {report_path}: {exc.strerror}."
                 ) from None
+        try:
+            stream = path.open("rb")
+            size = path.stat().st_size
+        except OSError as exc:
+            raise CommandError(f"Cannot read {path}: {exc.strerror}.") from None
+        # A progress bar on a terminal only (tqdm leaves pipes and logs alone).
+        bar = tqdm(
+            total=size,
+            unit="B",
+            unit_scale=True,
+            desc=path.name,
+            file=sys.stderr,
+            disable=None if options["verbosity"] >= 1 else True,
+        )
 
-        def progress(written: int, total: int) -> None:
+        def progress(done: ImportProgress) -> None:
+            bar.update(done.bytes_read - bar.n)
+            bar.set_postfix(rows=done.rows_read, refresh=False)
             if options["verbosity"] >= 2:
-                self.stderr.write(f"wrote {written} of {total} rows (not yet committed)")
+                self.stderr.write(
+                    f"wrote {done.rows_written} of {done.rows_read} rows read (not yet committed)"
+                )
                 self.stderr.flush()
 
         try:
-            report = segments_import(
-                actor=None,
-                data=data,
-                fmt=fmt,
-                refs=refs,
-                dry_run=options["dry_run"],
-                skip_invalid=options["skip_invalid"],
-                progress=progress,
-            )
+            with stream, bar:
+                report = segments_import(
+                    actor=None,
+                    data=stream,
+                    fmt=fmt,
+                    refs=refs,
+                    dry_run=options["dry_run"],
+                    skip_invalid=options["skip_invalid"],
+                    progress=progress,
+                )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         if report_path is not None:
