@@ -51,7 +51,8 @@ bench-assembler: install
 bench: install
 	$(BIN)/python scripts/bench_api.py $(ARGS)
 
-## bench-import: time import_segments on a 50,000-row legacy export (needs PostgreSQL)
+## bench-import: time import_segments on a 1,000,000-row legacy export: rows/s and peak memory
+## (needs PostgreSQL; `make bench-import ARGS="--rows 50000"` for a quick run)
 bench-import: install
 	$(BIN)/python scripts/bench_import.py $(ARGS)
 

@@ -321,6 +321,10 @@ if not re.fullmatch(r"[^/\s]+/[^/\s]+(/[^/\s]+)?", SUMMARIZER_PROMPT):
         "component/agent or component/agent/task_type (default: conversations/summarizer)."
     )
 
+# Legacy imports (POST /api/v1/imports/, the studio's import page): the largest upload
+# taken, refused with a 413 before it is read when its size is announced.
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
+
 TIKTOKEN_ENCODING = env_str("TIKTOKEN_ENCODING", "cl100k_base").strip()
 if not TIKTOKEN_ENCODING:
     raise ImproperlyConfigured("TIKTOKEN_ENCODING must not be empty (default: cl100k_base).")

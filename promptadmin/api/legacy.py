@@ -1,6 +1,6 @@
 """Legacy imports and the review of deprecated segments (admins and ``admin`` keys only).
 
-Every write calls one service in ``promptadmin.content.services`` (legacy_import,
+Every write calls one service in ``promptadmin.content.services`` (import_jobs,
 deprecated), as the studio and the management commands do, and commits only once its
 answer is rendered (``RenderBeforeCommit``): a client that sees an error can retry.
 """
@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -27,8 +30,9 @@ from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import legacy as s
 from promptadmin.api.serializers.content import SegmentOutputSerializer
 from promptadmin.content.legacy import format_from_name
-from promptadmin.content.models import DEPRECATED_SCOPES, Segment
-from promptadmin.content.services import deprecated, legacy_import
+from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob, Segment
+from promptadmin.content.services import deprecated, import_jobs
+from promptadmin.core.uploads import announced_too_large, limit_upload
 
 TAGS = ["deprecated content"]
 ERRORS = {
@@ -38,7 +42,7 @@ ERRORS = {
 
 
 class ImportView(RenderBeforeCommit):
-    """Import an export of a legacy ``prompt_segments`` table (all or nothing)."""
+    """Upload an export of a legacy ``prompt_segments`` table, imported in the background."""
 
     permission_classes = [CanMigrate]
     parser_classes = [MultiPartParser, FormParser]
@@ -47,23 +51,32 @@ class ImportView(RenderBeforeCommit):
         tags=TAGS,
         request={"multipart/form-data": s.ImportInputSerializer},
         responses={
-            200: OpenApiResponse(s.ImportReportSerializer, description="A dry run's report."),
-            201: OpenApiResponse(s.ImportReportSerializer, description="Imported."),
-            400: OpenApiResponse(
-                PolymorphicProxySerializer(
-                    component_name="ImportRefused",
-                    serializers=[s.ImportReportSerializer, ValidationErrorResponseSerializer],
-                    resource_type_field_name=None,
-                ),
-                description="An invalid row and skip_invalid false: the report, nothing "
-                "written; or bad input in the error shape.",
+            202: OpenApiResponse(
+                s.ImportAcceptedSerializer,
+                description="Stored and queued: follow `url` (`GET /api/v1/imports/{id}`) "
+                "for the progress and, once done, the report (all or nothing, as ever).",
             ),
+            400: ERRORS[400],
             403: ERRORS[403],
+            413: OpenApiResponse(
+                ClientErrorResponseSerializer,
+                description="`too_large`: the file is over `IMPORT_MAX_BYTES` (200 MB by "
+                "default); refused before it is read when Content-Length says so.",
+            ),
         },
-        summary="Import a legacy export",
+        summary="Import a legacy export (as a job)",
+        description="Until imports ran as jobs this answered the report itself (200, 201, or "
+        "400 with the report); the report is now the job's, and any import, a dry run "
+        "included, answers 202 at once.",
     )
     def post(self, request: Request) -> Response:
+        limit = settings.IMPORT_MAX_BYTES
+        if announced_too_large(request._request, limit):
+            return _too_large(limit)
+        handler = limit_upload(request._request, "file", limit)
         body = s.ImportInputSerializer(data=request.data)
+        if handler.exceeded:
+            return _too_large(limit)
         body.is_valid(raise_exception=True)
         upload = body.validated_data["file"]
         fmt = body.validated_data.get("format") or format_from_name(upload.name or "")
@@ -71,21 +84,72 @@ class ImportView(RenderBeforeCommit):
             raise ValidationError(
                 {"format": ["Cannot tell the format from the file name: give json or csv."]}
             )
-        report = legacy_import.segments_import(
-            actor=actor_of(request),
-            data=upload.read(),
-            fmt=fmt,
-            refs=body.validated_data.get("refs"),
-            dry_run=body.validated_data["dry_run"],
-            skip_invalid=body.validated_data["skip_invalid"],
-        )
-        if report.refused:
-            code = status.HTTP_400_BAD_REQUEST
-        elif report.dry_run:
-            code = status.HTTP_200_OK
-        else:
-            code = status.HTTP_201_CREATED
-        return Response(s.ImportReportSerializer(report.as_dict()).data, status=code)
+        try:
+            job = import_jobs.import_job_create(
+                actor=actor_of(request),
+                upload=upload,
+                name=upload.name or "",
+                fmt=fmt,
+                refs=body.validated_data.get("refs"),
+                dry_run=body.validated_data["dry_run"],
+                skip_invalid=body.validated_data["skip_invalid"],
+            )
+        except DjangoValidationError as exc:
+            if exc.error_dict and any(
+                e.code == "too_large" for errors in exc.error_dict.values() for e in errors
+            ):
+                return _too_large(limit)
+            raise
+        url = request.build_absolute_uri(reverse("api-import", args=[job.pk]))
+        data = {"id": job.pk, "status": job.status, "url": url}
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+def _too_large(limit: int) -> Response:
+    detail = f"The file is over {limit} bytes, the most an import takes (IMPORT_MAX_BYTES)."
+    error = {"code": "too_large", "detail": detail, "attr": "file"}
+    return Response(
+        {"type": "client_error", "errors": [error]},
+        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    )
+
+
+class ImportJobView(APIView):
+    """An import job: its status, progress and, once done, its report."""
+
+    permission_classes = [CanMigrate]
+
+    @extend_schema(
+        tags=TAGS,
+        responses={
+            200: s.ImportJobSerializer,
+            403: ERRORS[403],
+            404: OpenApiResponse(ClientErrorResponseSerializer, description="No such job."),
+        },
+        summary="An import's status, progress and report",
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        job = get_object_or_404(ImportJob, pk=pk)
+        url = request.build_absolute_uri(reverse("api-import", args=[job.pk]))
+        return Response(s.ImportJobSerializer(_job(job, url)).data)
+
+
+def _job(job: ImportJob, url: str) -> dict[str, Any]:
+    return {
+        "id": job.pk,
+        "status": job.status,
+        "url": url,
+        "file": job.file_name,
+        "format": job.format,
+        "dry_run": job.dry_run,
+        "skip_invalid": job.skip_invalid,
+        "progress": import_jobs.progress_of(job),
+        "report": job.report,
+        "error": job.error or None,
+        "created": job.created_at,
+        "started": job.started_at,
+        "finished": job.finished_at,
+    }
 
 
 def _render(segment: Segment, code: int = status.HTTP_200_OK) -> Response:

@@ -83,6 +83,7 @@ v1_urls = [
     path("preview", assembly.PreviewView.as_view(), name="api-preview"),
     path("me", identity.MeView.as_view(), name="api-me"),
     path("imports/", legacy.ImportView.as_view(), name="api-imports"),
+    path("imports/<int:pk>", legacy.ImportJobView.as_view(), name="api-import"),
     path(
         "deprecated-segments/",
         legacy.DeprecatedListView.as_view(),

@@ -416,3 +416,64 @@ class ApiKey(AbstractAPIKey):
     @property
     def can_admin(self) -> bool:
         return self.scope == ApiKeyScope.ADMIN
+
+
+class ImportJob(models.Model):
+    """A legacy import run in the background: the upload (kept as :class:`ImportChunk`
+    rows until it has been read), then the report (``ImportReport.as_dict()``) or why it
+    failed. Progress while it runs is kept in the cache (the import is one transaction,
+    whose writes nobody sees before it ends)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    file_name = models.CharField(max_length=255)
+    format = models.CharField(max_length=8)
+    size = models.PositiveBigIntegerField(help_text="Bytes uploaded.")
+    refs = models.JSONField(default=dict, blank=True, validators=[validate_stored_json])
+    dry_run = models.BooleanField(default=False)
+    skip_invalid = models.BooleanField(default=False)
+    rows_read = models.PositiveBigIntegerField(default=0)
+    report = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    api_key = models.ForeignKey(
+        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "done", "failed"]),
+                name="importjob_status_valid",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"import #{self.pk} ({self.file_name}, {self.status})"
+
+
+class ImportChunk(models.Model):
+    """A piece of an uploaded export, in order, until its import has read it."""
+
+    job = models.ForeignKey(ImportJob, on_delete=models.CASCADE, related_name="chunks")
+    seq = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("job", "seq"), name="importchunk_unique_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"import #{self.job_id}, piece {self.seq}"

@@ -42,6 +42,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("preview/", preview.preview, name="preview"),
     path("deprecated/", deprecated.deprecated_review, name="deprecated_review"),
     path("deprecated/import/", deprecated.legacy_import_page, name="legacy_import"),
+    path("deprecated/import/<int:pk>/", deprecated.legacy_import_job, name="legacy_import_job"),
     path("deprecated/bulk/", deprecated.deprecated_bulk, name="deprecated_bulk"),
     path("deprecated/<int:pk>/copy/", deprecated.deprecated_copy, name="deprecated_copy"),
     path("deprecated/<int:pk>/dismiss/", deprecated.deprecated_dismiss, name="deprecated_dismiss"),

@@ -10,7 +10,7 @@ from promptadmin.api import fields as f
 from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, slug_field
 from promptadmin.api.serializers.content import ScopeField
 from promptadmin.content.legacy import FORMATS, MAX_UPLOAD_BYTES, ExportError, parse_refs
-from promptadmin.content.models import DEPRECATED_SCOPES
+from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob
 from promptadmin.content.services.deprecated import (
     MAX_REASON,
     Action,
@@ -44,10 +44,6 @@ class ImportInputSerializer(serializers.Serializer):
         '{"12": "iron-coast", "40": "entry:drowned-bell"} (as import_segments --refs takes).',
     )
 
-    def validate_file(self, value: Any) -> Any:
-        _check_size(value)
-        return value
-
     def validate_refs(self, value: Any) -> dict[str, str]:
         _check_size(value)
         try:
@@ -80,6 +76,39 @@ class ImportReportSerializer(serializers.Serializer):
         many=True, help_text="Rows already imported that differ now: kept as stored."
     )
     errors = ImportProblemSerializer(many=True, help_text="Rows not imported, and why.")
+
+
+class ImportProgressSerializer(serializers.Serializer):
+    rows_read = f.Integer(help_text="Rows read so far.")
+    rows_total = f.Integer(
+        allow_null=True,
+        help_text="Rows in all: estimated from the bytes read while the import runs (null "
+        "before it starts), exact once it is done.",
+    )
+    bytes_read = f.Integer()
+    bytes_total = f.Integer(help_text="The upload's size.")
+    percent = serializers.FloatField(help_text="Of the bytes read, 0 to 100.")
+
+
+class ImportAcceptedSerializer(serializers.Serializer):
+    id = f.Integer()
+    status = serializers.ChoiceField(choices=ImportJob.Status.choices)
+    url = serializers.URLField(help_text="Where the job's status, progress and report are.")
+
+
+class ImportJobSerializer(ImportAcceptedSerializer):
+    file = f.Text(help_text="The uploaded file's name.")
+    format = serializers.ChoiceField(choices=FORMATS)
+    dry_run = f.Flag()
+    skip_invalid = f.Flag()
+    progress = ImportProgressSerializer()
+    report = ImportReportSerializer(
+        allow_null=True, help_text="Once done: what was imported (or, refused, what was not)."
+    )
+    error = f.Text(allow_null=True, help_text="Once failed: why (the file could not be read, say).")
+    created = serializers.DateTimeField()
+    started = serializers.DateTimeField(allow_null=True)
+    finished = serializers.DateTimeField(allow_null=True)
 
 
 class DeprecatedFilterSerializer(serializers.Serializer):

@@ -38,9 +38,6 @@ class ImportForm(forms.Form):
         '"kind:slug", e.g. {"12": "iron-coast", "40": "entry:drowned-bell"}.',
     )
 
-    def clean_file(self) -> Any:
-        return _checked_size(self.cleaned_data["file"])
-
     def clean_refs(self) -> dict[str, str] | None:
         upload = self.cleaned_data["refs"]
         if not upload:

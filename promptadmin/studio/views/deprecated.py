@@ -1,6 +1,6 @@
 """Admin pages: import a legacy export, and review deprecated segments.
 
-Every action calls a content service (``legacy_import``, ``deprecated``), as the API and
+Every action calls a content service (``import_jobs``, ``deprecated``), as the API and
 the management commands do; the pages only parse, call and render.
 """
 
@@ -10,21 +10,23 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.template.defaultfilters import pluralize
+from django.template.defaultfilters import filesizeformat, pluralize
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from promptadmin.content.legacy import format_from_name
-from promptadmin.content.models import DEPRECATED_SCOPES, Segment
-from promptadmin.content.services import deprecated, legacy_import
+from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob, Segment
+from promptadmin.content.services import deprecated, import_jobs
 from promptadmin.core.roles import Role
-from promptadmin.studio.access import render_page, studio_view
+from promptadmin.core.uploads import announced_too_large, limit_upload
+from promptadmin.studio.access import fragment_or_page, render_page, studio_view
 from promptadmin.studio.forms.deprecated import (
     BulkForm,
     CopyForm,
@@ -46,12 +48,17 @@ admin_view = studio_view(read=Role.ADMIN, write=Role.ADMIN)
 
 @admin_view
 def legacy_import_page(request: HttpRequest) -> HttpResponse:
-    """Upload an export; see the report (a dry run by default), then import for real."""
-    report = None
-    status = 200
+    """Upload an export: it is stored and imported in the background, and the job's page
+    (progress, then the report) follows; a dry run by default."""
     form = ImportForm()
+    limit = settings.IMPORT_MAX_BYTES
     if request.method == "POST":
+        if announced_too_large(request, limit):
+            return _too_large(request, limit)
+        handler = limit_upload(request, "file", limit)
         form = ImportForm(request.POST, request.FILES)
+        if handler.exceeded:
+            return _too_large(request, limit)
         if form.is_valid():
             upload = form.cleaned_data["file"]
             fmt = form.cleaned_data["format"] or format_from_name(upload.name or "")
@@ -59,9 +66,10 @@ def legacy_import_page(request: HttpRequest) -> HttpResponse:
                 form.add_error("format", "Cannot tell from the file name: choose JSON or CSV.")
             else:
                 try:
-                    report = legacy_import.segments_import(
+                    job = import_jobs.import_job_create(
                         actor=request.user,
-                        data=upload.read(),
+                        upload=upload,
+                        name=upload.name or "",
                         fmt=fmt,
                         refs=form.cleaned_data["refs"],
                         dry_run=form.cleaned_data["dry_run"],
@@ -69,20 +77,54 @@ def legacy_import_page(request: HttpRequest) -> HttpResponse:
                     )
                 except ValidationError as exc:
                     for name, errors in exc.message_dict.items():
-                        form.add_error(name, errors)
-        if not form.is_valid() or (report is not None and report.refused):
-            status = 400
-    context: dict[str, Any] = {"section": "deprecated", "form": form, "report": report}
+                        form.add_error(name if name in form.fields else None, errors)
+                else:
+                    return redirect("studio:legacy_import_job", pk=job.pk)
+    context = {"section": "deprecated", "form": form, "jobs": _recent_jobs()}
+    status = 400 if form.is_bound else 200
+    return render_page(request, "studio/legacy_import.html", context, status=status)
+
+
+def _too_large(request: HttpRequest, limit: int) -> HttpResponse:
+    refused = f"The file is over {filesizeformat(limit)}, the most an import takes."
+    context = {"section": "deprecated", "form": ImportForm(), "jobs": _recent_jobs()}
+    return render_page(
+        request, "studio/legacy_import.html", {**context, "refused": refused}, status=413
+    )
+
+
+RECENT_JOBS = 10
+
+
+def _recent_jobs() -> list[ImportJob]:
+    return list(ImportJob.objects.select_related("created_by")[:RECENT_JOBS])
+
+
+@admin_view
+def legacy_import_job(request: HttpRequest, pk: int) -> HttpResponse:
+    """An import's page: a progress bar while it runs (htmx polls the ``job`` fragment),
+    then its report."""
+    job = get_object_or_404(ImportJob, pk=pk)
+    context: dict[str, Any] = {
+        "section": "deprecated",
+        "job": job,
+        "progress": import_jobs.progress_of(job),
+        "waiting": job.status in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING),
+    }
+    report = job.report
     if report is not None:
-        scopes = sorted(set(report.created) | set(report.unchanged))
+        scopes = sorted(set(report["created"]) | set(report["unchanged_by_scope"]))
+        context["report"] = report
         context["report_rows"] = [
-            (scope, report.created[scope], report.unchanged[scope]) for scope in scopes
+            (scope, report["created"].get(scope, 0), report["unchanged_by_scope"].get(scope, 0))
+            for scope in scopes
         ]
         context["report_problems"] = [
-            ("Conflicts: kept as stored", report.conflicts),
-            ("Not imported", report.errors),
+            ("Conflicts: kept as stored", report["conflicts"]),
+            ("Not imported", report["errors"]),
         ]
-    return render_page(request, "studio/legacy_import.html", context, status=status)
+    template = fragment_or_page(request, "studio/legacy_import_job.html", "job")
+    return render_page(request, template, context)
 
 
 def _filters(request: HttpRequest) -> tuple[DeprecatedFilterForm, dict[str, Any]]:

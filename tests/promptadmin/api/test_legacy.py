@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from promptadmin.content.models import Segment
+from promptadmin.content.models import ImportChunk, ImportJob, Segment
 from promptadmin.content.services import deprecated, legacy_import, segments
 from promptadmin.content.services.api_keys import api_key_create
 from tests import legacy_exports as ex
@@ -37,8 +38,27 @@ def migrator(admin_key: str) -> APIClient:
 
 
 def upload(client: APIClient, data: bytes, name: str, **fields: Any) -> Any:
+    """POST an export: the answer (202 and the job, once accepted)."""
     body = {"file": SimpleUploadedFile(name, data), **fields}
     return client.post("/api/v1/imports/", body, format="multipart")
+
+
+@pytest.fixture
+def imports(
+    migrator: APIClient, django_capture_on_commit_callbacks: Any
+) -> Callable[..., dict[str, Any]]:
+    """Upload an export and let its job run (in process, once the upload is committed):
+    the job as ``GET /api/v1/imports/{id}`` then answers."""
+
+    def run(data: bytes, name: str, **fields: Any) -> dict[str, Any]:
+        with django_capture_on_commit_callbacks(execute=True):
+            accepted = upload(migrator, data, name, **fields)
+        assert accepted.status_code == 202, accepted.content
+        job = migrator.get(accepted.json()["url"])
+        assert job.status_code == 200
+        return dict(job.json())
+
+    return run
 
 
 def legacy(scope: str = "player", ref: str | None = None) -> Segment:
@@ -51,40 +71,118 @@ def legacy(scope: str = "player", ref: str | None = None) -> Segment:
 
 
 @pytest.mark.usefixtures("game")
-def test_import_dry_run_then_real_run_then_again(migrator: APIClient) -> None:
+def test_an_upload_is_accepted_as_a_job_whose_url_gives_status_progress_and_report(
+    migrator: APIClient, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        accepted = upload(migrator, ex.as_csv(ex.VALID), "segments.csv")
+    assert accepted.status_code == 202
+    body = accepted.json()
+    assert set(body) == {"id", "status", "url"} and body["status"] == "queued"
+    assert accepted["Location"] == body["url"] == f"http://testserver/api/v1/imports/{body['id']}"
+    job = migrator.get(body["url"]).json()
+    assert job["status"] == "queued" and job["report"] is None and job["error"] is None
+    assert job["progress"] == {
+        "rows_read": 0,
+        "rows_total": None,
+        "bytes_read": 0,
+        "bytes_total": len(ex.as_csv(ex.VALID)),
+        "percent": 0.0,
+    }
+    for callback in queued:
+        callback()  # the upload commits: the job runs (in process here)
+    job = migrator.get(body["url"]).json()
+    assert job["status"] == "done" and job["file"] == "segments.csv" and job["format"] == "csv"
+    assert job["report"]["created"] == ex.CREATED
+    total = len(ex.VALID)
+    assert (job["progress"]["rows_read"], job["progress"]["rows_total"]) == (total, total)
+    assert job["progress"]["percent"] == 100.0
+    assert job["started"] and job["finished"]
+    assert not ImportChunk.objects.exists()  # the upload is gone once imported
+
+
+@pytest.mark.usefixtures("game")
+def test_import_dry_run_then_real_run_then_again(
+    imports: Callable[..., dict[str, Any]],
+) -> None:
     data = ex.as_csv(ex.VALID)
-    dry = upload(migrator, data, "segments.csv", dry_run="true")
-    assert dry.status_code == 200
-    assert dry.json()["dry_run"] is True and not Segment.objects.exists()
-    real = upload(migrator, data, "segments.csv")
-    assert real.status_code == 201
-    body = real.json()
+    dry = imports(data, "segments.csv", dry_run="true")
+    assert dry["status"] == "done" and dry["report"]["dry_run"] is True
+    assert not Segment.objects.exists()
+    body = imports(data, "segments.csv")["report"]
     assert {"dry_run", "created", "unchanged", "conflicts", "errors"} <= set(body)
     assert body["created"] == ex.CREATED and body["unchanged"] == 0
-    again = upload(migrator, data, "segments.csv").json()
+    again = imports(data, "segments.csv")["report"]
     assert (again["created"], again["unchanged"], again["conflicts"]) == ({}, 10, [])
 
 
 @pytest.mark.usefixtures("game")
-def test_an_invalid_row_is_a_400_with_the_whole_report(migrator: APIClient) -> None:
+def test_an_invalid_row_refuses_the_import_with_the_whole_report(
+    imports: Callable[..., dict[str, Any]],
+) -> None:
     rows = [*ex.VALID, *(row for row, _ in ex.DIRTY)]
-    response = upload(migrator, ex.as_json(rows), "export.json")
-    assert response.status_code == 400
-    body = response.json()
+    body = imports(ex.as_json(rows), "export.json")["report"]
     assert body["refused"] is True and len(body["errors"]) == len(ex.DIRTY)
     assert set(body["errors"][0]) == {"line", "row", "id", "reason"}
     assert not Segment.objects.exists()
-    skipped = upload(migrator, ex.as_json(rows), "export.json", skip_invalid="true")
-    assert skipped.status_code == 201 and Segment.objects.count() == len(ex.VALID)
+    skipped = imports(ex.as_json(rows), "export.json", skip_invalid="true")
+    assert skipped["report"]["refused"] is False and Segment.objects.count() == len(ex.VALID)
 
 
-def test_an_unreadable_file_or_format_is_named(migrator: APIClient) -> None:
-    response = upload(migrator, b"[{", "export.json")
-    assert response.status_code == 400 and "not valid JSON" in errors(response)["file"]
+def test_an_unreadable_file_or_format_is_named(
+    migrator: APIClient, imports: Callable[..., dict[str, Any]]
+) -> None:
+    job = imports(b"[{", "export.json")
+    assert job["status"] == "failed" and "not valid JSON" in job["error"]
+    assert job["report"] is None
+    # What a first look at the file shows is refused at once.
+    for data, name, words in (
+        (b'{"id": 1}', "export.json", "must be an array of rows"),
+        (b"id,content\n1,x\n", "export.csv", "lacks the column(s) scope"),
+        (b"", "export.csv", "empty"),
+    ):
+        response = upload(migrator, data, name)
+        assert response.status_code == 400 and words in errors(response)["file"], data
     response = upload(migrator, b"[]", "export.txt")
     assert "json or csv" in errors(response)["format"]
     response = migrator.post("/api/v1/imports/", {}, format="multipart")
     assert "file" in errors(response)
+    assert not ImportJob.objects.filter(status="queued").exists()
+
+
+def test_an_upload_over_the_limit_is_a_413_before_anything_is_stored(
+    migrator: APIClient, settings: Any
+) -> None:
+    settings.IMPORT_MAX_BYTES = 1000
+    data = ex.as_csv(ex.generated(200))  # some 20 KB: over, within what a form may add
+    response = upload(migrator, data, "big.csv")
+    assert response.status_code == 413
+    assert codes(response) == ["too_large"] and "IMPORT_MAX_BYTES" in errors(response)["file"]
+    assert not ImportJob.objects.exists() and not ImportChunk.objects.exists()
+
+
+def test_an_announced_size_over_the_limit_is_a_413_without_reading_the_body(
+    migrator: APIClient,
+) -> None:
+    # The body is not what the header says: had it been read, it would be a 400.
+    response = migrator.generic(
+        "POST",
+        "/api/v1/imports/",
+        b"not even multipart",
+        content_type="multipart/form-data; boundary=x",
+        CONTENT_LENGTH=str(10 * 2**30),
+    )
+    assert response.status_code == 413 and codes(response) == ["too_large"]
+
+
+def test_an_unknown_job_is_a_404_and_jobs_are_for_admins(
+    migrator: APIClient, imports: Callable[..., dict[str, Any]]
+) -> None:
+    assert migrator.get("/api/v1/imports/4242").status_code == 404
+    job = imports(ex.as_csv(ex.generated(2)), "export.csv")
+    writer = key_client(api_key_create(actor=None, name="w", scope="write")[1])
+    assert writer.get(job["url"]).status_code == 403
+    assert upload(writer, b"[]", "export.json").status_code == 403
 
 
 HOSTILE_ROWS = [
@@ -98,14 +196,14 @@ HOSTILE_ROWS = [
 
 @pytest.mark.parametrize("fmt", ["json", "csv"])
 def test_ids_keys_and_dates_that_cannot_be_stored_are_reported_not_a_500(
-    migrator: APIClient, fmt: str
+    migrator: APIClient, imports: Callable[..., dict[str, Any]], fmt: str
 ) -> None:
     # A UTF-8 CSV file cannot hold a lone surrogate; JSON can, as a \\u escape.
     rows = HOSTILE_ROWS if fmt == "json" else [HOSTILE_ROWS[i] for i in (0, 3, 4)]
     data = ex.as_json(rows) if fmt == "json" else ex.as_csv(rows)
-    response = upload(migrator, data, f"hostile.{fmt}", skip_invalid="true")
-    assert response.status_code == 201, response.content
-    reasons = {e["id"]: e["reason"] for e in response.json()["errors"]}
+    job = imports(data, f"hostile.{fmt}", skip_invalid="true")
+    assert job["status"] == "done", job
+    reasons = {e["id"]: e["reason"] for e in job["report"]["errors"]}
     assert reasons["a\\u0000b"].startswith("Id contains a NUL byte")
     assert reasons["4"].startswith("Created_at '9999-12-31T23:59:59-05:00' is outside")
     if fmt == "json":
@@ -115,26 +213,29 @@ def test_ids_keys_and_dates_that_cannot_be_stored_are_reported_not_a_500(
     assert migrator.get("/api/v1/deprecated-segments/").status_code == 200
 
 
-def test_an_integer_too_long_to_read_is_reported_for_its_row(migrator: APIClient) -> None:
+def test_an_integer_too_long_to_read_is_reported_for_its_row(
+    imports: Callable[..., dict[str, Any]],
+) -> None:
     huge = "9" * 5000
     data = f'[{{"id": 1, "scope": "core", "content": "x", "metadata": {{"n": {huge}}}}}]'
-    response = upload(migrator, data.encode(), "export.json")
-    assert response.status_code == 400
-    [error] = response.json()["errors"]
+    report = imports(data.encode(), "export.json")["report"]
+    assert report["refused"] is True
+    [error] = report["errors"]
     assert (error["line"], error["row"], error["id"]) == (1, 1, "1")
     assert "integer of 5000 digits" in error["reason"]
 
 
 @pytest.mark.usefixtures("game")
-def test_an_import_maps_legacy_references_with_a_refs_file(migrator: APIClient) -> None:
+def test_an_import_maps_legacy_references_with_a_refs_file(
+    imports: Callable[..., dict[str, Any]],
+) -> None:
     rows = [
         {"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."},
         {"id": 2, "scope": "player", "ref_id": "12", "content": "Player of the bell."},
     ]
     refs = SimpleUploadedFile("refs.json", b'{"7": "iron-coast", "12": "entry:drowned-bell"}')
-    response = upload(migrator, ex.as_json(rows), "export.json", refs=refs)
-    assert response.status_code == 201, response.json()
-    assert response.json()["created"] == {"player": 1, "world": 1}
+    job = imports(ex.as_json(rows), "export.json", refs=refs)
+    assert job["report"]["created"] == {"player": 1, "world": 1}, job
     assert Segment.objects.get(legacy_id="1").world.slug == "iron-coast"
     assert Segment.objects.get(legacy_id="2").metadata["original_ref"] == "entry:drowned-bell"
 
@@ -164,11 +265,13 @@ def test_a_refs_file_that_is_not_a_mapping_of_slugs_is_a_400_naming_refs(
     assert not Segment.objects.exists()
 
 
-def test_the_schema_documents_the_refs_file_and_the_row_of_a_problem(
+def test_the_schema_documents_the_job_the_refs_file_and_the_row_of_a_problem(
     migrator: APIClient,
 ) -> None:
     schema = migrator.get("/api/v1/schema/", {"format": "json"}).json()
     operation = schema["paths"]["/api/v1/imports/"]["post"]
+    assert {"202", "400", "403", "413"} <= set(operation["responses"])
+    assert not {"200", "201"} & set(operation["responses"])
     request = operation["requestBody"]["content"]["multipart/form-data"]["schema"]["$ref"]
     components = schema["components"]["schemas"]
     fields = components[request.rsplit("/", 1)[1]]["properties"]
@@ -176,27 +279,29 @@ def test_the_schema_documents_the_refs_file_and_the_row_of_a_problem(
     assert "refs" not in components[request.rsplit("/", 1)[1]].get("required", [])
     problem = components["ImportProblem"]["properties"]
     assert set(problem) == {"line", "row", "id", "reason"}
+    job = components["ImportJob"]["properties"]
+    assert {"id", "status", "url", "progress", "report", "error"} <= set(job)
+    assert "/api/v1/imports/{id}" in schema["paths"]
+
+
+def test_an_import_that_fails_unexpectedly_writes_nothing_and_says_so(
+    imports: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = legacy_import._Run.batch
+
+    def written_then_broken(self: Any, rows: Any) -> None:
+        real(self, rows)
+        raise RuntimeError("the disk is on fire")
+
+    monkeypatch.setattr(legacy_import._Run, "batch", written_then_broken)
+    job = imports(ex.as_json(ex.generated(3)), "export.json")
+    assert job["status"] == "failed" and "nothing was written" in job["error"]
+    assert not Segment.objects.exists()
 
 
 def unrenderable(segment: Segment) -> Segment:
     segment.metadata = {"n": 2**64}  # what the renderer cannot write
     return segment
-
-
-def test_an_import_whose_report_cannot_be_rendered_is_not_committed(
-    migrator: APIClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real = legacy_import.segments_import
-
-    def import_unrenderable(**kwargs: Any) -> legacy_import.ImportReport:
-        report = real(**kwargs)
-        report.rows = 2**64
-        return report
-
-    monkeypatch.setattr(legacy_import, "segments_import", import_unrenderable)
-    response = upload(migrator, ex.as_json(ex.generated(3)), "export.json")
-    assert response.status_code == 500 and response.json()["type"] == "server_error"
-    assert not Segment.objects.exists()  # the client saw an error: a retry imports it all
 
 
 @pytest.mark.parametrize("action", ["copy", "dismiss", "undo", "bulk"])

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from promptadmin.content.models import Segment
+from promptadmin.content.models import ImportJob, Segment
 from promptadmin.content.services import deprecated, segments
 from promptadmin.studio.views import deprecated as views
 from tests import legacy_exports as ex
@@ -38,6 +38,22 @@ def legacy(scope: str = "player", content: str = "Old text.", ref: str | None = 
 
 def text(response: Any) -> str:
     return html.unescape(response.content.decode())
+
+
+@pytest.fixture
+def upload(admin: Client, django_capture_on_commit_callbacks: Any) -> Callable[..., Any]:
+    """Post the import form; once accepted, let the job run (in process, on commit) and
+    open its page."""
+
+    def post(data: dict[str, Any]) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = admin.post(IMPORT, data)
+        if response.status_code != 302:
+            return response
+        assert response["Location"].startswith(f"{IMPORT}")
+        return admin.get(response["Location"])
+
+    return post
 
 
 @pytest.mark.parametrize("role", ["viewer", "author"])
@@ -71,7 +87,7 @@ def test_an_admin_sees_the_nav_link_and_the_dashboard_panel(admin: Client) -> No
     }
 
 
-def test_uploading_an_export_dry_run_then_for_real(admin: Client) -> None:
+def test_uploading_an_export_dry_run_then_for_real(upload: Callable[..., Any]) -> None:
     rows = [
         {"id": 1, "scope": "player", "ref_id": "drowned-bell", "content": "Salvager."},
         {"id": 2, "scope": "world", "ref_id": "iron-coast", "content": "Rust."},
@@ -79,27 +95,58 @@ def test_uploading_an_export_dry_run_then_for_real(admin: Client) -> None:
     ]
     data = ex.as_csv(rows)
     before = Segment.objects.count()
-    response = admin.post(IMPORT, {"file": SimpleUploadedFile("old.csv", data), "dry_run": "on"})
+    response = upload({"file": SimpleUploadedFile("old.csv", data), "dry_run": "on"})
     page = text(response)
-    assert response.status_code == 400 and "Refused: nothing was imported" in page
+    assert response.status_code == 200 and "Refused: nothing was imported" in page
     assert "Unknown scope 'weather'" in page and Segment.objects.count() == before
-    response = admin.post(
-        IMPORT, {"file": SimpleUploadedFile("old.csv", data), "skip_invalid": "on"}
-    )
+    response = upload({"file": SimpleUploadedFile("old.csv", data), "skip_invalid": "on"})
     assert response.status_code == 200 and "Imported" in text(response)
     assert Segment.objects.filter(legacy_id__in=["1", "2"]).count() == 2
+    # The form page lists the imports.
+    assert text(upload({})).count("old.csv</a>") == 2
 
 
-def test_an_unreadable_upload_is_named_on_the_file_field(admin: Client) -> None:
-    response = admin.post(IMPORT, {"file": SimpleUploadedFile("old.json", b"[{")})
+def test_an_unreadable_upload_is_named(upload: Callable[..., Any]) -> None:
+    page = text(upload({"file": SimpleUploadedFile("old.json", b"[{")}))
+    assert "Failed: nothing was imported" in page and "not valid JSON" in page
+    response = upload({"file": SimpleUploadedFile("old.json", b'{"id": 1}')})
     assert response.status_code == 400
-    assert "not valid JSON" in response.context["form"].errors["file"][0]
-    response = admin.post(IMPORT, {"file": SimpleUploadedFile("old.txt", b"[]")})
+    assert "must be an array of rows" in response.context["form"].errors["file"][0]
+    response = upload({"file": SimpleUploadedFile("old.txt", b"[]")})
     assert "choose JSON or CSV" in response.context["form"].errors["format"][0]
 
 
+def test_an_upload_over_the_limit_is_a_413_naming_it(
+    upload: Callable[..., Any], settings: Any
+) -> None:
+    settings.IMPORT_MAX_BYTES = 1000
+    response = upload({"file": SimpleUploadedFile("big.csv", ex.as_csv(ex.generated(200)))})
+    assert response.status_code == 413
+    assert "The file is over 1000\xa0bytes, the most an import takes." in text(response)
+    assert not ImportJob.objects.exists()
+
+
+def test_the_job_page_shows_a_progress_bar_that_follows_the_import(
+    admin: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = admin.post(
+            IMPORT, {"file": SimpleUploadedFile("old.csv", ex.as_csv(ex.generated(5)))}
+        )
+    page = admin.get(response["Location"])
+    body = text(page)
+    assert "Waiting to start" in body and '<progress max="100" value="0.0"' in body
+    assert 'hx-trigger="every 1s"' in body
+    for callback in queued:
+        callback()
+    fragment = admin.get(response["Location"], HTTP_HX_REQUEST="true")
+    body = text(fragment)
+    assert body.lstrip().startswith('<section id="import-job"') and "<html" not in body
+    assert "Imported" in body and "hx-trigger" not in body  # done: no more polling
+
+
 def test_an_upload_with_ids_keys_dates_and_numbers_that_cannot_be_stored_reports_them(
-    admin: Client,
+    upload: Callable[..., Any],
 ) -> None:
     rows = [
         {"id": "a\x00b", "scope": "core", "content": "A NUL in the id."},
@@ -110,9 +157,10 @@ def test_an_upload_with_ids_keys_dates_and_numbers_that_cannot_be_stored_reports
     huge = '{"id": 5, "scope": "core", "content": "x", "metadata": {"n": ' + "9" * 5000 + "}}"
     data = ex.as_json(rows)[:-3] + b",\n" + huge.encode() + b"\n]\n"
     before = Segment.objects.count()
-    response = admin.post(IMPORT, {"file": SimpleUploadedFile("old.json", data)})
-    assert response.status_code == 400
+    response = upload({"file": SimpleUploadedFile("old.json", data)})
+    assert response.status_code == 200
     page = text(response)
+    assert "Refused: nothing was imported" in page
     for words in (
         "a\\u0000b</td><td>Id contains a NUL byte",
         "a\\ud800</td><td>Id contains a lone surrogate",
@@ -125,18 +173,17 @@ def test_an_upload_with_ids_keys_dates_and_numbers_that_cannot_be_stored_reports
     assert Segment.objects.count() == before
 
 
-def test_an_upload_maps_legacy_references_with_a_refs_file(admin: Client) -> None:
+def test_an_upload_maps_legacy_references_with_a_refs_file(upload: Callable[..., Any]) -> None:
     rows = [
         {"id": 1, "scope": "world", "ref_id": "7", "content": "Mapped."},
         {"id": 2, "scope": "player", "ref_id": "12", "content": "Player of the bell."},
     ]
     refs = b'{"7": "iron-coast", "12": "entry:drowned-bell"}'
-    response = admin.post(
-        IMPORT,
+    response = upload(
         {
             "file": SimpleUploadedFile("old.json", ex.as_json(rows)),
             "refs": SimpleUploadedFile("refs.json", refs),
-        },
+        }
     )
     assert response.status_code == 200 and "Imported" in text(response)
     assert Segment.objects.get(legacy_id="1").world.slug == "iron-coast"
