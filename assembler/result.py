@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Any, Literal, TypeAlias
 
 from assembler.lint import Lint
+from assembler.lore import LoreReport
 
 StepAction: TypeAlias = Literal["trimmed", "dropped", "tier_lowered", "npc_dropped", "restored"]
 LayerStatus: TypeAlias = Literal["included", "trimmed", "dropped", "empty", "skipped"]
@@ -141,7 +142,10 @@ class Meta:
     """The report on one assembly.
 
     ``tokens`` is the exact count of the prompt; ``tokens_estimated`` is the size of the
-    untruncated assembly, summed from the parts' counts.
+    untruncated assembly, summed from the parts' counts (with the lore entries the lore
+    budget let in). ``lore`` reports every lore entry triggered (see
+    :class:`assembler.lore.LoreReport`); lore entries are not segments, so the ``lore``
+    layer lists no ids in ``segment_ids_by_scope`` and ``layers``.
     """
 
     order: tuple[str, ...]
@@ -158,10 +162,11 @@ class Meta:
     lints: list[Lint]
     content_hash: str
     history: HistoryReport | None = None
+    lore: list[LoreReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form, as served by the API (``history`` only when a conversation's
-        history was assembled)."""
+        history was assembled; ``lore`` always, empty without lore)."""
         data = {
             "order": list(self.order),
             "segment_ids_by_scope": {
@@ -181,6 +186,7 @@ class Meta:
         }
         if self.history is not None:
             data["history"] = self.history.to_dict()
+        data["lore"] = [report.to_dict() for report in self.lore]
         return data
 
 

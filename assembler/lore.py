@@ -1,0 +1,790 @@
+"""Living lore: world knowledge that enters the prompt when the story touches it.
+
+A :class:`LoreEntry` is a piece of world knowledge with the keys that call it up; a
+:class:`LoreBook` holds the entries that may fire for one world (its own and those for
+every world) and builds its matcher once. Assembly (:func:`assembler.assemble`, with
+``AssemblyRequest.lore_book``) activates entries from the turn's text, fills the ``lore``
+layer (between ``npc`` and ``history``) within its own budget and reports every entry
+triggered in ``meta.lore``; :func:`test_lore` says what a text triggers, without
+assembling.
+
+Matching
+--------
+One Aho-Corasick automaton per book holds every key of every entry, case-folded, so a
+scan costs time linear in the text (plus one step per match found) whatever the number of
+keys. Each match is then checked against its entry's options:
+
+- ``case_sensitive`` false (the default): text and key are compared by Unicode case
+  folding (:meth:`str.casefold`, not :meth:`str.lower`), so ``STRASSE`` matches the key
+  ``straße`` and ``ΟΔΟΣ`` matches ``οδος``. Case sensitive: the text must hold the key
+  exactly as written.
+- ``whole_words`` true (the default): a key that starts with a word character (a letter,
+  digit, combining mark or ``_``, in any script) must not follow one, and a key that ends
+  with one must not be followed by one. So ``bell`` matches in ``bell's`` and
+  ``bell-tower`` but not in ``bells`` or ``doorbell``; a key that starts or ends with
+  punctuation (``#relic``, ``Dr.``) is bounded only on its word-character side. Scripts
+  written without spaces (Chinese, Japanese, Thai) have no word boundaries to find: give
+  their entries ``whole_words`` false. Text is matched as written, code point by code
+  point (no Unicode normalization, no collapsing of spaces).
+- Keys may overlap (``bell`` and ``bell tower``, or one entry's key inside another's):
+  every key is found wherever it occurs; a match that would start or end inside a
+  character that case folding expands (the ``s`` of ``ß``) is no match.
+
+Positions (``start``, ``end``) are offsets in code points into the text scanned, ``end``
+exclusive: ``text[start:end]`` is what matched.
+
+Activation
+----------
+The text scanned (:func:`scanned_texts`) is the request's ``input``, then its
+``game_state`` and ``player`` as rendered in the prompt (``key: value`` lines for a JSON
+object, see :func:`assembler.render.render_state`), then the content of the newest
+``scan_depth`` messages of the conversation history, newest first. Constant entries are
+always active. Then, for up to ``recursion`` rounds, the content of the entries activated
+in the round before is scanned; only ``recursive`` entries are scanned, and not one that
+already loses its group. Activation does not depend on any budget: :func:`test_lore`
+finds what assembly finds.
+
+An entry's trigger is its first match in that order (the earliest in the first text that
+holds one; at the same start, the longest key); constant entries have the trigger
+``{"key": null, "source": "constant"}``. Of the entries of one ``group`` active on a turn,
+constant ones included, only the one with the highest priority enters, ties going to the
+lowest id; the others are ``grouped_out``.
+
+The entries are listed (in ``meta.lore`` and by :func:`test_lore`) in the order the lore
+budget takes them: constant entries first, then those matched in the turn's text, then
+those matched in other entries' content, each by priority (highest first), then id.
+
+>>> book = LoreBook([
+...     LoreEntry(1, "Bell", "The chapel bell has not rung since the flood.", keys=("bell",)),
+...     LoreEntry(2, "Flood", "The flood drowned the lower city.", keys=("flood",)),
+...     LoreEntry(3, "Doorbell", "Nobody answers.", keys=("doorbell",)),
+... ])
+>>> for activation in test_lore(book, "A bell rings. The bells ring."):
+...     print(activation.entry.id, activation.reason)
+1 triggered: key 'bell' in the text
+2 triggered: key 'flood' in lore entry #1 'Bell'
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+import ahocorasick
+
+from assembler.explain import text_name
+from assembler.history import HistoryMessage
+from assembler.request import DEFAULT_LORE_RECURSION, DEFAULT_LORE_SCAN_DEPTH
+from assembler.tokens import Tokenizer
+
+MAX_LORE_KEYS = 64
+"""The most keys one entry may have."""
+
+MAX_LORE_KEY_LENGTH = 100
+"""The longest key, in characters."""
+
+MAX_LORE_TITLE_LENGTH = 200
+MAX_LORE_GROUP_LENGTH = 100
+MAX_LORE_CONTENT_LENGTH = 200_000
+
+MIN_LORE_PRIORITY = -(2**31)
+MAX_LORE_PRIORITY = 2**31 - 1
+"""Priorities are what a database integer column holds."""
+
+MAX_LORE_TEST_TEXT = 100_000
+"""The longest text :func:`test_lore` scans, in characters."""
+
+LoreSource: TypeAlias = Literal[
+    "constant", "input", "game_state", "player", "history", "lore", "text"
+]
+LORE_SOURCES: tuple[LoreSource, ...] = (
+    "constant",
+    "input",
+    "game_state",
+    "player",
+    "history",
+    "lore",
+    "text",
+)
+"""Where an entry's trigger was found: ``constant`` (no match needed), the request's
+``input``, ``game_state``, ``player`` or ``history``, another entry's content (``lore``),
+or the text given to :func:`test_lore` (``text``)."""
+
+LoreStatus: TypeAlias = Literal["included", "left_out", "grouped_out"]
+ActivationStatus: TypeAlias = Literal["triggered", "grouped_out"]
+
+# Control characters cannot be typed into a key, and NUL never occurs in stored text.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+class LoreError(ValueError):
+    """A lore entry or book that cannot be built; ``field`` names the offending part
+    (``keys``, ``title``, ``group``, ``priority``, ``content``, ``token_count``,
+    ``entries``), as :class:`assembler.request.RequestError` does for requests.
+
+    >>> try:
+    ...     LoreEntry(7, "Bell", "…", keys=())
+    ... except LoreError as error:
+    ...     print(error.field, "|", error)
+    keys | lore entry #7: an entry that is not constant needs at least one key
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class LoreEntry:
+    """One piece of lore and the keys that bring it into the prompt.
+
+    ``keys`` (1 to :data:`MAX_LORE_KEYS`, each up to :data:`MAX_LORE_KEY_LENGTH`
+    characters; none needed for a ``constant`` entry) are matched as the module describes,
+    by ``whole_words`` and ``case_sensitive``. ``priority``: higher goes first, into the
+    lore budget and into the block, and is left out last. ``group``: of the entries of one
+    group active on a turn only one enters (``None`` or ``""``: no group). ``constant``:
+    always active. ``recursive``: its content is scanned for other entries' keys.
+    ``token_count``: the content's count cached as for :class:`~assembler.request.Segment`
+    (``None``: count it when needed).
+    """
+
+    id: int
+    title: str
+    content: str
+    keys: Sequence[str] = ()
+    whole_words: bool = True
+    case_sensitive: bool = False
+    priority: int = 0
+    group: str | None = None
+    constant: bool = False
+    recursive: bool = True
+    token_count: int | None = None
+    _label: str = field(init=False, repr=False, compare=False, default="")
+
+    def __post_init__(self) -> None:
+        where = f"lore entry #{self.id}"
+        # Stored as a tuple, so that entries (and books) hash by content.
+        object.__setattr__(self, "keys", tuple(self.keys))
+        if self.group == "":
+            object.__setattr__(self, "group", None)
+        if len(self.title) > MAX_LORE_TITLE_LENGTH:
+            raise LoreError(
+                "title", f"{where}: title is longer than {MAX_LORE_TITLE_LENGTH} characters"
+            )
+        if len(self.content) > MAX_LORE_CONTENT_LENGTH:
+            raise LoreError(
+                "content", f"{where}: content is longer than {MAX_LORE_CONTENT_LENGTH} characters"
+            )
+        if not self.keys and not self.constant:
+            raise LoreError(
+                "keys", f"{where}: an entry that is not constant needs at least one key"
+            )
+        if len(self.keys) > MAX_LORE_KEYS:
+            raise LoreError("keys", f"{where}: at most {MAX_LORE_KEYS} keys, got {len(self.keys)}")
+        for number, key in enumerate(self.keys, start=1):
+            _check_key(where, number, key)
+        if not MIN_LORE_PRIORITY <= self.priority <= MAX_LORE_PRIORITY:
+            raise LoreError(
+                "priority",
+                f"{where}: priority must be between {MIN_LORE_PRIORITY} and "
+                f"{MAX_LORE_PRIORITY}, got {self.priority}",
+            )
+        if self.group is not None and (
+            not self.group.strip() or len(self.group) > MAX_LORE_GROUP_LENGTH
+        ):
+            raise LoreError(
+                "group",
+                f"{where}: a group name needs some text, at most {MAX_LORE_GROUP_LENGTH} "
+                "characters",
+            )
+        if self.token_count is not None and self.token_count < 0:
+            raise LoreError(
+                "token_count", f"{where}: token_count must be >= 0, got {self.token_count}"
+            )
+        object.__setattr__(self, "_label", self.title or _excerpt(self.content))
+
+    @property
+    def label(self) -> str:
+        """The title, or a short excerpt of the content.
+
+        >>> LoreEntry(3, "", "The bell of Varn was cast from a sunken ship.", ("bell",)).label
+        'The bell of Varn was cast f…'
+        """
+        return self._label
+
+    @property
+    def name(self) -> str:
+        """The entry as authors know it.
+
+        >>> print(LoreEntry(12, "The bell", "…", keys=("bell",)).name)
+        Lore entry #12 'The bell'
+        """
+        return f"Lore entry #{self.id} '{self.label}'"
+
+
+def _check_key(where: str, number: int, key: object) -> None:
+    if not isinstance(key, str):
+        raise LoreError("keys", f"{where}: key {number} is not text")
+    if not key.strip():
+        raise LoreError("keys", f"{where}: key {number} is blank")
+    if len(key) > MAX_LORE_KEY_LENGTH:
+        raise LoreError(
+            "keys", f"{where}: key {number} is longer than {MAX_LORE_KEY_LENGTH} characters"
+        )
+    if _CONTROL.search(key):
+        raise LoreError("keys", f"{where}: key {number} holds a control character")
+    try:
+        key.encode()
+    except UnicodeEncodeError:
+        raise LoreError(
+            "keys", f"{where}: key {number} holds a lone surrogate (not valid Unicode)"
+        ) from None
+
+
+def _excerpt(content: str) -> str:
+    words = " ".join(content[:60].split())
+    return words if len(words) <= 28 else words[:27].rstrip() + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class LoreMatch:
+    """One key found in a text: ``text[start:end]`` matched ``key`` (as the entry has it)."""
+
+    key: str
+    start: int
+    end: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "start": self.start, "end": self.end}
+
+
+@dataclass(frozen=True, slots=True)
+class LoreTrigger:
+    """What activated an entry: its first match, in the text of ``source``.
+
+    ``message`` is the history message's position (source ``history``); offsets are into
+    that message's content, into the content of the entry that triggered this one (source
+    ``lore``), or into the dynamic layer's text as rendered. A constant entry has only its
+    source.
+    """
+
+    source: LoreSource
+    key: str | None = None
+    start: int | None = None
+    end: int | None = None
+    message: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"key", "source", "message", "start", "end"}``, each null where it does not
+        apply.
+
+        >>> LoreTrigger("input", "bell", 2, 6).to_dict()
+        {'key': 'bell', 'source': 'input', 'message': None, 'start': 2, 'end': 6}
+        """
+        return {
+            "key": self.key,
+            "source": self.source,
+            "message": self.message,
+            "start": self.start,
+            "end": self.end,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedText:
+    """A text that activation scans and where it comes from (see :func:`scanned_texts`)."""
+
+    source: LoreSource
+    text: str
+    message: int | None = None
+
+
+def scanned_texts(
+    *,
+    input: str = "",
+    game_state: str = "",
+    player: str = "",
+    history: Sequence[HistoryMessage] = (),
+    scan_depth: int = DEFAULT_LORE_SCAN_DEPTH,
+) -> list[ScannedText]:
+    """The texts a turn's activation scans, in the order triggers are looked for: the
+    input, the game state and the player (as rendered), then the content of the newest
+    ``scan_depth`` of the ``history`` messages (oldest first, as a conversation lists
+    them), newest first.
+
+    >>> [(t.source, t.message) for t in scanned_texts(input="Hi", history=[
+    ...     HistoryMessage(1, "user", "a"), HistoryMessage(2, "assistant", "b"),
+    ...     HistoryMessage(3, "user", "c")], scan_depth=2)]
+    [('input', None), ('history', 3), ('history', 2)]
+    """
+    texts = [
+        ScannedText("input", input),
+        ScannedText("game_state", game_state),
+        ScannedText("player", player),
+    ]
+    newest = history[len(history) - scan_depth :] if scan_depth else ()
+    texts += [ScannedText("history", m.content, m.position) for m in reversed(newest)]
+    return [text for text in texts if text.text]
+
+
+# What the automaton holds for each case-folded key: its length, and every entry key that
+# folds to it as (entry index, key as written, case sensitive, must not follow a word
+# character, must not be followed by one).
+_Target: TypeAlias = tuple[int, str, bool, bool, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class LoreBook:
+    """The lore entries that may fire for one world, and the matcher for all their keys.
+
+    Entries are kept by id (the order given does not matter), ids unique. The matcher is
+    built once, here; a book is immutable, equal to another with the same entries and
+    hashed by them (the hash worked out once), so a server can keep one per bundle of
+    content and share it between requests and threads. It pickles as its entries.
+
+    >>> book = LoreBook([LoreEntry(2, "B", "b", ("Bell",)), LoreEntry(1, "A", "a", ("gate",))])
+    >>> [entry.id for entry in book.entries], book == LoreBook(list(reversed(book.entries)))
+    ([1, 2], True)
+    """
+
+    entries: Sequence[LoreEntry]
+    _automaton: Any = field(init=False, repr=False, compare=False, default=None)
+    _constants: tuple[int, ...] = field(init=False, repr=False, compare=False, default=())
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+    # What each entry's content triggers, and entries' counts where none is cached: both
+    # worked out when first needed, then kept as long as the book.
+    _content_scans: dict[int, dict[int, tuple[LoreMatch, ...]]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+    _counts: dict[tuple[str, int], int] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        entries = tuple(sorted(self.entries, key=_entry_id))
+        ids = [entry.id for entry in entries]
+        duplicates = sorted({a for a, b in itertools.pairwise(ids) if a == b})
+        if duplicates:
+            raise LoreError(
+                "entries", f"entries: duplicate ids {', '.join(f'#{i}' for i in duplicates)}"
+            )
+        object.__setattr__(self, "entries", entries)
+        object.__setattr__(self, "_hash", hash(entries))
+        object.__setattr__(
+            self, "_constants", tuple(i for i, entry in enumerate(entries) if entry.constant)
+        )
+        object.__setattr__(self, "_automaton", _build_automaton(entries))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[LoreBook], tuple[tuple[LoreEntry, ...]]]:
+        return LoreBook, (tuple(self.entries),)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def scan(self, text: str) -> dict[int, tuple[LoreMatch, ...]]:
+        """Every key matched in ``text``, by the index (in :attr:`entries`) of its entry;
+        each entry's matches by start, the longest first at the same start.
+
+        >>> book = LoreBook([LoreEntry(1, "Bell", "…", ("bell", "bell tower"))])
+        >>> [(m.key, m.start, m.end) for m in book.scan("The bell tower, the Bell.")[0]]
+        [('bell tower', 4, 14), ('bell', 4, 8), ('bell', 20, 24)]
+        """
+        if self._automaton is None or not text:
+            return {}
+        folded = text.casefold()
+        # Case folding keeps most texts' length, and then their offsets.
+        offsets = None if len(folded) == len(text) else _FoldedOffsets(text)
+        size = len(text)
+        found: dict[int, list[LoreMatch]] = {}
+        for last, (length, targets) in self._automaton.iter(folded):
+            start, end = last + 1 - length, last + 1
+            if offsets is not None:
+                start, end = offsets.original(start), offsets.original(end)
+                if start < 0 or end < 0:
+                    continue
+            follows_word = start > 0 and _is_word(text[start - 1])
+            precedes_word = end < size and _is_word(text[end])
+            target: _Target
+            for target in targets:
+                index, key, case_sensitive, word_start, word_end = target
+                if (word_start and follows_word) or (word_end and precedes_word):
+                    continue
+                if case_sensitive and text[start:end] != key:
+                    continue
+                matches = found.get(index)
+                if matches is None:
+                    found[index] = [LoreMatch(key, start, end)]
+                elif (matches[-1].start, matches[-1].end) != (start, end):
+                    # Two keys of one entry on the same text (Bell and bell) are one match.
+                    matches.append(LoreMatch(key, start, end))
+        return {index: tuple(sorted(matches, key=_match_order)) for index, matches in found.items()}
+
+    def content_scan(self, index: int) -> dict[int, tuple[LoreMatch, ...]]:
+        """:meth:`scan` of entry ``index``'s content, remembered."""
+        scan = self._content_scans.get(index)
+        if scan is None:
+            scan = self._content_scans[index] = self.scan(self.entries[index].content)
+        return scan
+
+    def tokens(self, entry: LoreEntry, tokenizer: Tokenizer) -> int:
+        """The entry's content count: its cached ``token_count``, else counted once."""
+        if entry.token_count is not None:
+            return entry.token_count
+        key = (tokenizer.name, entry.id)
+        count = self._counts.get(key)
+        if count is None:
+            count = self._counts[key] = tokenizer.count(entry.content)
+        return count
+
+
+def _entry_id(entry: LoreEntry) -> int:
+    return entry.id
+
+
+def _match_order(match: LoreMatch) -> tuple[int, int]:
+    return match.start, -match.end
+
+
+def _build_automaton(entries: Sequence[LoreEntry]) -> Any:
+    targets: dict[str, dict[tuple[int, str, bool], _Target]] = {}
+    for index, entry in enumerate(entries):
+        for key in entry.keys:
+            folded = key.casefold()
+            target = (
+                index,
+                key,
+                entry.case_sensitive,
+                entry.whole_words and _is_word(key[0]),
+                entry.whole_words and _is_word(key[-1]),
+            )
+            # The same key twice in an entry (or twice up to case, when case does not
+            # count) is one target.
+            same = (index, key if entry.case_sensitive else folded, entry.case_sensitive)
+            targets.setdefault(folded, {}).setdefault(same, target)
+    if not targets:
+        return None
+    automaton = ahocorasick.Automaton()
+    for folded, by_entry in targets.items():
+        automaton.add_word(folded, (len(folded), tuple(by_entry.values())))
+    automaton.make_automaton()
+    return automaton
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_word_slow(char: str) -> bool:
+    return unicodedata.category(char)[0] == "M"
+
+
+def _is_word(char: str) -> bool:
+    """Whether ``char`` belongs to a word: a letter, a digit, ``_`` or a combining mark."""
+    return char.isalnum() or char == "_" or (not char.isascii() and _is_word_slow(char))
+
+
+class _FoldedOffsets:
+    """Offsets in a case-folded text mapped back to the original, where folding expanded
+    some characters (``ß`` folds to ``ss``).
+
+    >>> offsets = _FoldedOffsets("aßb")  # folded: "assb"
+    >>> [offsets.original(i) for i in range(5)]
+    [0, 1, -1, 2, 3]
+    """
+
+    def __init__(self, text: str) -> None:
+        # For each character that folds to more than one: where its folding starts and
+        # ends in the folded text, and how much longer the folded text is before it.
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.extra_before: list[int] = []
+        extra = 0
+        for run in _NON_ASCII.finditer(text):
+            for offset, char in enumerate(run.group(), run.start()):
+                grown = len(char.casefold()) - 1
+                if grown:
+                    self.starts.append(offset + extra)
+                    self.ends.append(offset + extra + grown + 1)
+                    self.extra_before.append(extra)
+                    extra += grown
+
+    def original(self, offset: int) -> int:
+        """The original offset, or -1 when ``offset`` is inside an expanded character."""
+        k = bisect.bisect_right(self.starts, offset) - 1
+        if k < 0:
+            return offset
+        if offset == self.starts[k]:
+            return offset - self.extra_before[k]
+        if offset < self.ends[k]:
+            return -1
+        return offset - self.extra_before[k] - (self.ends[k] - self.starts[k] - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class LoreActivation:
+    """One entry active on a turn (or for a text), how, and whether its group kept it.
+
+    ``by`` is the entry whose content triggered this one (source ``lore``); ``matches``
+    are all of this entry's matches in the text that triggered it (for highlighting);
+    ``grouped_out_by`` is the entry its group kept instead of it.
+    """
+
+    entry: LoreEntry
+    trigger: LoreTrigger
+    by: LoreEntry | None = None
+    matches: tuple[LoreMatch, ...] = ()
+    grouped_out_by: LoreEntry | None = None
+
+    @property
+    def status(self) -> ActivationStatus:
+        return "triggered" if self.grouped_out_by is None else "grouped_out"
+
+    @property
+    def how(self) -> str:
+        """How it was triggered, in plain words.
+
+        >>> LoreActivation(LoreEntry(1, "", "…", ("bell",)), LoreTrigger("game_state", "bell")).how
+        "key 'bell' in the game state"
+        """
+        return trigger_words(self.trigger, self.by)
+
+    @property
+    def reason(self) -> str:
+        """``triggered: ...`` or why its group left it out (:func:`grouped_out_words`)."""
+        if self.grouped_out_by is None:
+            return f"triggered: {self.how}"
+        return grouped_out_words(self.entry, self.grouped_out_by)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form, as :func:`test_lore` results are served: ``{"id", "title",
+        "status", "trigger", "by", "tokens", "reason", "matches"}`` (``tokens`` is the
+        cached count, or null)."""
+        return {
+            "id": self.entry.id,
+            "title": self.entry.title,
+            "status": self.status,
+            "trigger": self.trigger.to_dict(),
+            "by": None if self.by is None else self.by.id,
+            "tokens": self.entry.token_count,
+            "reason": self.reason,
+            "matches": [match.to_dict() for match in self.matches],
+        }
+
+
+def trigger_words(trigger: LoreTrigger, by: LoreEntry | None = None) -> str:
+    """Where an entry's trigger was found, in plain words.
+
+    >>> print(trigger_words(LoreTrigger("history", "bell", 0, 4, message=12)))
+    key 'bell' in history message 12
+    >>> print(trigger_words(LoreTrigger("constant")))
+    always in (constant)
+    """
+    source = trigger.source
+    if source == "constant":
+        return "always in (constant)"
+    if source == "history":
+        where = f"history message {trigger.message}"
+    elif source == "lore":
+        where = by.name[0].lower() + by.name[1:] if by is not None else "another lore entry"
+    elif source == "text":
+        where = "the text"
+    else:
+        where = text_name(source, capital=False)
+    return f"key '{trigger.key}' in {where}"
+
+
+def grouped_out_words(entry: LoreEntry, kept: LoreEntry) -> str:
+    """Why the group of ``entry`` kept ``kept`` instead.
+
+    >>> bell = LoreEntry(3, "Bell", "…", ("bell",), priority=2, group="bells")
+    >>> print(grouped_out_words(bell, LoreEntry(4, "Big bell", "…", ("bell",), priority=5)))
+    grouped out: group 'bells' keeps lore entry #4 'Big bell' (priority 5, this one 2)
+    """
+    name = kept.name[0].lower() + kept.name[1:]
+    if kept.priority != entry.priority:
+        why = f"priority {kept.priority}, this one {entry.priority}"
+    else:
+        why = f"the same priority, {entry.priority}, and a lower id"
+    return f"grouped out: group '{entry.group}' keeps {name} ({why})"
+
+
+# The order the lore budget takes entries in: constant, matched in the turn's text, then
+# matched in other entries' content.
+_CONSTANT, _DIRECT, _RECURSIVE = 0, 1, 2
+
+
+def activate(
+    book: LoreBook,
+    texts: Iterable[ScannedText],
+    *,
+    recursion: int = DEFAULT_LORE_RECURSION,
+    constants: bool = True,
+) -> list[LoreActivation]:
+    """The entries of ``book`` that ``texts`` activate, as the module describes, in the
+    order the lore budget takes them; ``constants`` false leaves constant entries out
+    (and what only they would trigger)."""
+    entries = book.entries
+    # Entry index: (order kind, trigger, index of the entry that triggered it, matches).
+    found: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
+    if constants:
+        for index in book._constants:
+            found[index] = (_CONSTANT, LoreTrigger("constant"), None, ())
+    for scanned in texts:
+        for index, matches in book.scan(scanned.text).items():
+            if index not in found:
+                first = matches[0]
+                trigger = LoreTrigger(
+                    scanned.source, first.key, first.start, first.end, scanned.message
+                )
+                found[index] = (_DIRECT, trigger, None, matches)
+    fresh = list(found)
+    for _ in range(recursion):
+        leaders = _group_leaders(entries, found)
+        scanned_now = sorted(
+            (
+                index
+                for index in fresh
+                if entries[index].recursive and leaders.get(entries[index].group, index) == index
+            ),
+            key=lambda index: _rank(entries[index]),
+        )
+        new: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
+        for source in scanned_now:
+            for index, matches in book.content_scan(source).items():
+                if index not in found and index not in new:
+                    first = matches[0]
+                    trigger = LoreTrigger("lore", first.key, first.start, first.end)
+                    new[index] = (_RECURSIVE, trigger, source, matches)
+        if not new:
+            break
+        found.update(new)
+        fresh = list(new)
+    leaders = _group_leaders(entries, found)
+    activations = []
+    for index in sorted(found, key=lambda index: (found[index][0], *_rank(entries[index]))):
+        _, trigger, by, matches = found[index]
+        entry = entries[index]
+        leader = leaders.get(entry.group, index)
+        activations.append(
+            LoreActivation(
+                entry,
+                trigger,
+                None if by is None else entries[by],
+                matches,
+                None if leader == index else entries[leader],
+            )
+        )
+    return activations
+
+
+def block_order(entry: LoreEntry) -> tuple[int, int]:
+    """Where an entry goes in the lore block, and in its group: priority first (highest),
+    then id (lowest). The lore block gives way from its end."""
+    return -entry.priority, entry.id
+
+
+_rank = block_order
+
+
+def _group_leaders(entries: Sequence[LoreEntry], found: Iterable[int]) -> dict[str | None, int]:
+    """The index of the entry each group keeps, of those ``found``."""
+    leaders: dict[str | None, int] = {}
+    for index in found:
+        group = entries[index].group
+        if group is None:
+            continue
+        leader = leaders.get(group)
+        if leader is None or _rank(entries[index]) < _rank(entries[leader]):
+            leaders[group] = index
+    return leaders
+
+
+def test_lore(
+    book: LoreBook,
+    text: str,
+    *,
+    recursion: int = DEFAULT_LORE_RECURSION,
+    constants: bool = False,
+) -> list[LoreActivation]:
+    """Which entries of ``book`` a text triggers and why, without assembling: the text is
+    scanned as a turn's text would be (source ``text``), then ``recursion`` rounds of the
+    entries' content, then groups apply. Constant entries, which no text triggers, are
+    left out unless ``constants``. Each activation lists every match in the text that
+    triggered it, for highlighting. Raises :class:`LoreError` (field ``text``) for a text
+    longer than :data:`MAX_LORE_TEST_TEXT`.
+
+    >>> book = LoreBook([
+    ...     LoreEntry(1, "Small bell", "…", ("bell",), group="bells"),
+    ...     LoreEntry(2, "Great bell", "…", ("bell",), group="bells", priority=3),
+    ... ])
+    >>> [(a.entry.id, a.status) for a in test_lore(book, "The bell, the bell!")]
+    [(2, 'triggered'), (1, 'grouped_out')]
+    >>> [m.to_dict() for m in test_lore(book, "The bell, the bell!")[0].matches]
+    [{'key': 'bell', 'start': 4, 'end': 8}, {'key': 'bell', 'start': 14, 'end': 18}]
+    """
+    if len(text) > MAX_LORE_TEST_TEXT:
+        raise LoreError("text", f"text is longer than {MAX_LORE_TEST_TEXT} characters")
+    return activate(book, [ScannedText("text", text)], recursion=recursion, constants=constants)
+
+
+# pytest collects functions named test_* that a test module imports; this one is not a test.
+setattr(test_lore, "__test__", False)  # noqa: B010
+
+
+@dataclass(slots=True)
+class LoreReport:
+    """What became of one entry triggered on a turn (an item of ``meta.lore``).
+
+    ``status``: ``included`` in the prompt, ``left_out`` (the lore budget was full, the
+    prompt was over its budget, or the entry has no text) or ``grouped_out``. ``tokens``
+    is the entry's content count; ``reason`` says it all in plain words.
+    """
+
+    id: int
+    title: str
+    status: LoreStatus
+    trigger: LoreTrigger
+    by: int | None
+    tokens: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"id", "title", "status", "trigger", "by", "tokens", "reason"}``."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "status": self.status,
+            "trigger": self.trigger.to_dict(),
+            "by": self.by,
+            "tokens": self.tokens,
+            "reason": self.reason,
+        }
+
+
+def lore_budget_full(budget: int, room: int | None = None, needs: int | None = None) -> str:
+    """Why an entry was left out to fit the lore budget.
+
+    >>> lore_budget_full(80)
+    'left out: the lore budget (80 tokens) was full'
+    >>> lore_budget_full(80, 12, 41)
+    'left out: the lore budget (80 tokens) was full (12 tokens left, it needs 41)'
+    """
+    words = f"left out: the lore budget ({budget} tokens) was full"
+    if room is None or needs is None:
+        return words
+    return f"{words} ({max(room, 0)} tokens left, it needs {needs})"
+
+
+def larger_than_lore_budget(budget: int) -> str:
+    """Why an entry that alone does not fit the lore budget was left out."""
+    return f"left out: even alone it takes more than the lore budget ({budget} tokens)"
+
+
+NO_TEXT = "left out: it has no text"
