@@ -347,6 +347,8 @@ class _Assembly:
         each only if the block still fits the lore budget; then check the block exactly,
         leaving out the last let in while it is over."""
         layer, budget = self.lore_layer, self.lore_budget
+        # What an empty block takes besides its entries' text (the joins aside).
+        frame = layer.open_tokens + layer.close_tokens
         let_in: list[int] = []
         for activation in self.lore_activations:
             entry = activation.entry
@@ -357,10 +359,12 @@ class _Assembly:
                 continue
             index = layer.index[entry.id]
             before = layer.tokens()
-            room = budget - before
-            if before and layer.counts[index] > room + 2 * _JOIN_SLACK:
-                self.lore_left_out[entry.id] = lore.lore_budget_full(
-                    budget, room, layer.counts[index]
+            room = budget - (before or frame)
+            if layer.counts[index] > room + 2 * _JOIN_SLACK:
+                self.lore_left_out[entry.id] = (
+                    lore.lore_budget_full(budget, room, layer.counts[index])
+                    if before
+                    else lore.larger_than_lore_budget(budget)
                 )
                 continue
             layer.add(index)

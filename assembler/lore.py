@@ -74,7 +74,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 import ahocorasick
 
@@ -253,8 +253,12 @@ def _excerpt(content: str) -> str:
     return words if len(words) <= 28 else words[:27].rstrip() + "…"
 
 
-@dataclass(frozen=True, slots=True)
-class LoreMatch:
+# The records made per match and per activated entry on every turn are named tuples:
+# immutable (a book shares its content scans between requests) and several times cheaper
+# to make than frozen dataclasses.
+
+
+class LoreMatch(NamedTuple):
     """One key found in a text: ``text[start:end]`` matched ``key`` (as the entry has it)."""
 
     key: str
@@ -265,8 +269,7 @@ class LoreMatch:
         return {"key": self.key, "start": self.start, "end": self.end}
 
 
-@dataclass(frozen=True, slots=True)
-class LoreTrigger:
+class LoreTrigger(NamedTuple):
     """What activated an entry: its first match, in the text of ``source``.
 
     ``message`` is the history message's position (source ``history``); offsets are into
@@ -358,10 +361,14 @@ class LoreBook:
     _automaton: Any = field(init=False, repr=False, compare=False, default=None)
     _constants: tuple[int, ...] = field(init=False, repr=False, compare=False, default=())
     _hash: int = field(init=False, repr=False, compare=False, default=0)
+    # By entry index: its place in block order, and its group; whether any has a group.
+    _ranks: tuple[int, ...] = field(init=False, repr=False, compare=False, default=())
+    _groups: tuple[str | None, ...] = field(init=False, repr=False, compare=False, default=())
+    _grouped: bool = field(init=False, repr=False, compare=False, default=False)
     # What each entry's content triggers, and entries' counts where none is cached: both
     # worked out when first needed, then kept as long as the book.
-    _content_scans: dict[int, dict[int, tuple[LoreMatch, ...]]] = field(
-        init=False, repr=False, compare=False, default_factory=dict
+    _content_triggers: dict[int, tuple[tuple[int, LoreTrigger, tuple[LoreMatch, ...]], ...]] = (
+        field(init=False, repr=False, compare=False, default_factory=dict)
     )
     _counts: dict[tuple[str, int], int] = field(
         init=False, repr=False, compare=False, default_factory=dict
@@ -380,6 +387,14 @@ class LoreBook:
         object.__setattr__(
             self, "_constants", tuple(i for i, entry in enumerate(entries) if entry.constant)
         )
+        ranks = [0] * len(entries)
+        for rank, index in enumerate(
+            sorted(range(len(entries)), key=lambda i: block_order(entries[i]))
+        ):
+            ranks[index] = rank
+        object.__setattr__(self, "_ranks", tuple(ranks))
+        object.__setattr__(self, "_groups", tuple(entry.group for entry in entries))
+        object.__setattr__(self, "_grouped", any(self._groups))
         object.__setattr__(self, "_automaton", _build_automaton(entries))
 
     def __hash__(self) -> int:
@@ -405,36 +420,53 @@ class LoreBook:
         # Case folding keeps most texts' length, and then their offsets.
         offsets = None if len(folded) == len(text) else _FoldedOffsets(text)
         size = len(text)
-        found: dict[int, list[LoreMatch]] = {}
+        is_word = _is_word
+        found: dict[int, list[tuple[int, int, str]]] = {}
+        target: _Target
         for last, (length, targets) in self._automaton.iter(folded):
             start, end = last + 1 - length, last + 1
             if offsets is not None:
                 start, end = offsets.original(start), offsets.original(end)
                 if start < 0 or end < 0:
                     continue
-            follows_word = start > 0 and _is_word(text[start - 1])
-            precedes_word = end < size and _is_word(text[end])
-            target: _Target
+            follows_word = start > 0 and is_word(text[start - 1])
+            precedes_word = end < size and is_word(text[end])
             for target in targets:
                 index, key, case_sensitive, word_start, word_end = target
                 if (word_start and follows_word) or (word_end and precedes_word):
                     continue
                 if case_sensitive and text[start:end] != key:
                     continue
-                matches = found.get(index)
-                if matches is None:
-                    found[index] = [LoreMatch(key, start, end)]
-                elif (matches[-1].start, matches[-1].end) != (start, end):
+                spans = found.get(index)
+                if spans is None:
+                    found[index] = [(start, -end, key)]
+                elif spans[-1][:2] != (start, -end):
                     # Two keys of one entry on the same text (Bell and bell) are one match.
-                    matches.append(LoreMatch(key, start, end))
-        return {index: tuple(sorted(matches, key=_match_order)) for index, matches in found.items()}
-
-    def content_scan(self, index: int) -> dict[int, tuple[LoreMatch, ...]]:
-        """:meth:`scan` of entry ``index``'s content, remembered."""
-        scan = self._content_scans.get(index)
-        if scan is None:
-            scan = self._content_scans[index] = self.scan(self.entries[index].content)
+                    spans.append((start, -end, key))
+        scan: dict[int, tuple[LoreMatch, ...]] = {}
+        for index, spans in found.items():
+            if len(spans) > 1:
+                spans.sort()
+            scan[index] = tuple(LoreMatch(key, start, -end) for start, end, key in spans)
         return scan
+
+    def content_triggers(
+        self, index: int
+    ) -> tuple[tuple[int, LoreTrigger, tuple[LoreMatch, ...]], ...]:
+        """What entry ``index``'s content triggers: each entry's index, its trigger and
+        its matches in that content (see :meth:`scan`); worked out once."""
+        found = self._content_triggers.get(index)
+        if found is None:
+            found = self._content_triggers[index] = tuple(
+                (
+                    target,
+                    LoreTrigger("lore", matches[0].key, matches[0].start, matches[0].end),
+                    matches,
+                )
+                for target, matches in self.scan(self.entries[index].content).items()
+                if target != index
+            )
+        return found
 
     def tokens(self, entry: LoreEntry, tokenizer: Tokenizer) -> int:
         """The entry's content count: its cached ``token_count``, else counted once."""
@@ -449,10 +481,6 @@ class LoreBook:
 
 def _entry_id(entry: LoreEntry) -> int:
     return entry.id
-
-
-def _match_order(match: LoreMatch) -> tuple[int, int]:
-    return match.start, -match.end
 
 
 def _build_automaton(entries: Sequence[LoreEntry]) -> Any:
@@ -527,8 +555,7 @@ class _FoldedOffsets:
         return offset - self.extra_before[k] - (self.ends[k] - self.starts[k] - 1)
 
 
-@dataclass(frozen=True, slots=True)
-class LoreActivation:
+class LoreActivation(NamedTuple):
     """One entry active on a turn (or for a text), how, and whether its group kept it.
 
     ``by`` is the entry whose content triggered this one (source ``lore``); ``matches``
@@ -630,12 +657,12 @@ def activate(
     """The entries of ``book`` that ``texts`` activate, as the module describes, in the
     order the lore budget takes them; ``constants`` false leaves constant entries out
     (and what only they would trigger)."""
-    entries = book.entries
+    entries, ranks, groups = book.entries, book._ranks, book._groups
     # Entry index: (order kind, trigger, index of the entry that triggered it, matches).
     found: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
     if constants:
         for index in book._constants:
-            found[index] = (_CONSTANT, LoreTrigger("constant"), None, ())
+            found[index] = (_CONSTANT, _CONSTANT_TRIGGER, None, ())
     for scanned in texts:
         for index, matches in book.scan(scanned.text).items():
             if index not in found:
@@ -646,35 +673,31 @@ def activate(
                 found[index] = (_DIRECT, trigger, None, matches)
     fresh = list(found)
     for _ in range(recursion):
-        leaders = _group_leaders(entries, found)
-        scanned_now = sorted(
-            (
-                index
-                for index in fresh
-                if entries[index].recursive and leaders.get(entries[index].group, index) == index
-            ),
-            key=lambda index: _rank(entries[index]),
-        )
-        new: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
+        leaders = _group_leaders(groups, ranks, found) if book._grouped else {}
+        scanned_now = [
+            index
+            for index in fresh
+            if entries[index].recursive and leaders.get(groups[index], index) == index
+        ]
+        # The most important first: an entry named in several is triggered by that one.
+        scanned_now.sort(key=ranks.__getitem__)
+        fresh = []
         for source in scanned_now:
-            for index, matches in book.content_scan(source).items():
-                if index not in found and index not in new:
-                    first = matches[0]
-                    trigger = LoreTrigger("lore", first.key, first.start, first.end)
-                    new[index] = (_RECURSIVE, trigger, source, matches)
-        if not new:
+            for index, trigger, matches in book.content_triggers(source):
+                if index not in found:
+                    found[index] = (_RECURSIVE, trigger, source, matches)
+                    fresh.append(index)
+        if not fresh:
             break
-        found.update(new)
-        fresh = list(new)
-    leaders = _group_leaders(entries, found)
+    leaders = _group_leaders(groups, ranks, found) if book._grouped else {}
+    size = len(entries)
     activations = []
-    for index in sorted(found, key=lambda index: (found[index][0], *_rank(entries[index]))):
+    for index in sorted(found, key=lambda index: found[index][0] * size + ranks[index]):
         _, trigger, by, matches = found[index]
-        entry = entries[index]
-        leader = leaders.get(entry.group, index)
+        leader = leaders.get(groups[index], index)
         activations.append(
             LoreActivation(
-                entry,
+                entries[index],
                 trigger,
                 None if by is None else entries[by],
                 matches,
@@ -684,24 +707,26 @@ def activate(
     return activations
 
 
+_CONSTANT_TRIGGER = LoreTrigger("constant")
+
+
 def block_order(entry: LoreEntry) -> tuple[int, int]:
     """Where an entry goes in the lore block, and in its group: priority first (highest),
     then id (lowest). The lore block gives way from its end."""
     return -entry.priority, entry.id
 
 
-_rank = block_order
-
-
-def _group_leaders(entries: Sequence[LoreEntry], found: Iterable[int]) -> dict[str | None, int]:
+def _group_leaders(
+    groups: Sequence[str | None], ranks: Sequence[int], found: Iterable[int]
+) -> dict[str | None, int]:
     """The index of the entry each group keeps, of those ``found``."""
     leaders: dict[str | None, int] = {}
     for index in found:
-        group = entries[index].group
+        group = groups[index]
         if group is None:
             continue
         leader = leaders.get(group)
-        if leader is None or _rank(entries[index]) < _rank(entries[leader]):
+        if leader is None or ranks[index] < ranks[leader]:
             leaders[group] = index
     return leaders
 

@@ -8,9 +8,18 @@ import json
 
 import pytest
 
-from assembler import AssemblyResult, History, Tokenizer, assemble, get_tokenizer
+from assembler import AssemblyResult, History, LoreBook, Tokenizer, assemble, get_tokenizer
+from assembler.render import render_state
 from benchmarks.assembler import CASES, main
-from benchmarks.data import build_request, new_turns
+from benchmarks.data import (
+    LORE_ENTRIES,
+    LORE_KEYS,
+    LORE_SCANNED,
+    build_request,
+    lore_entries,
+    lore_request,
+    new_turns,
+)
 from benchmarks.history import build_conversation
 
 
@@ -49,6 +58,29 @@ def test_benchmark_prints_a_row_per_case(capsys: pytest.CaptureFixture[str]) -> 
     for name, _, _ in CASES:
         assert name in output
     assert "ratio" in output
+    assert "book built" in output
+    assert "activation alone" in output
+
+
+def test_lore_benchmark_world_and_turn_are_the_size_announced(tokenizer: Tokenizer) -> None:
+    entries = lore_entries(tokenizer)
+    assert len(entries) == LORE_ENTRIES
+    assert sum(len(entry.keys) for entry in entries) == LORE_KEYS
+    assert all(entry.token_count is not None for entry in entries)
+    request = lore_request(tokenizer, 12_000, 3_000, LoreBook(entries))
+    assert request.history is not None
+    scanned = [
+        *(render_state(request.state.get(scope)) for scope in ("input", "game_state", "player")),
+        *(message.content for message in request.history.messages),
+    ]
+    assert sum(map(len, scanned)) == LORE_SCANNED
+    # The turn triggers entries from every source and by recursion, and the lore layer
+    # is filled to its budget.
+    result = assemble(request, tokenizer)
+    sources = {report.trigger.source for report in result.meta.lore}
+    assert sources == {"constant", "input", "game_state", "history", "lore"}
+    included = sum(report.status == "included" for report in result.meta.lore)
+    assert 10 <= included < len(result.meta.lore)
 
 
 # What the assembler returned for each benchmark case on its first two turns, with and
