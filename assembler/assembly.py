@@ -532,11 +532,7 @@ class _Assembly:
                 return blocks, prompt, tokens
 
     def _prompt_fits(self) -> bool:
-        return (
-            self.total() <= self.request.token_budget
-            and self._npc_block_fits()
-            and self._lore_block_fits()
-        )
+        return self.total() <= self.request.token_budget and self._npc_block_fits()
 
     def _exact_count(self, blocks: tuple[Block, ...], prompt: str) -> int:
         """The exact token count of ``prompt``, the ``blocks`` joined.
@@ -707,7 +703,7 @@ class _Assembly:
             return
         before = layer.tokens()
         layer.add(index)
-        if not fits():
+        if not fits() or not self._lore_block_fits():
             layer.drop(index)
             return
         entry = layer.entries[index]
@@ -1085,10 +1081,10 @@ class _Assembly:
         if scope == LORE_SCOPE:
             if not self.lore_layer.entries:
                 return "empty"
-            if self.lore_layer.empty():
+            emitted, entries = self.lore_layer.emitted, self.lore_layer.entries
+            if not emitted:
                 return "dropped"
-            lore_layer = self.lore_layer
-            return "trimmed" if len(lore_layer.emitted) < len(lore_layer.entries) else "included"
+            return "trimmed" if len(emitted) < len(entries) else "included"
         if scope in self.text_layers:
             text = self.text_layers[scope]
             if not text.original:
