@@ -96,7 +96,7 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, TypeAlias
 
@@ -361,10 +361,16 @@ def scanned_texts(
     return [text for text in texts if text.text]
 
 
-# What the automaton holds for each case-folded key: its length, and every entry key that
-# folds to it as (entry index, key as written, case sensitive, must not follow a word
-# character, must not be followed by one).
-_Target: TypeAlias = tuple[int, str, bool, bool, bool]
+MAX_LORE_MATCHES = 50
+"""The most matches of one entry in one text that are listed (for highlighting)."""
+
+# Entry keys that fold to the same text and are matched alike form a group: (its number,
+# must not follow a word character, must not be followed by one). A match is checked
+# once per group, however many entries share the key. For each case-folded key the
+# automaton holds its length, its case-insensitive groups, and its case-sensitive groups
+# by the key as written (or None); a group's members are (entry index, key as written).
+_Group: TypeAlias = tuple[int, bool, bool]
+_Value: TypeAlias = tuple[int, tuple[_Group, ...], "dict[str, tuple[_Group, ...]] | None"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -383,6 +389,9 @@ class LoreBook:
 
     entries: Sequence[LoreEntry]
     _automaton: Any = field(init=False, repr=False, compare=False, default=None)
+    _members: tuple[tuple[tuple[int, str], ...], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
     _constants: tuple[int, ...] = field(init=False, repr=False, compare=False, default=())
     _hash: int = field(init=False, repr=False, compare=False, default=0)
     # By entry index: its place in block order, and its group; whether any has a group.
@@ -391,8 +400,8 @@ class LoreBook:
     _grouped: bool = field(init=False, repr=False, compare=False, default=False)
     # What each entry's content triggers, and entries' counts where none is cached: both
     # worked out when first needed, then kept as long as the book.
-    _content_triggers: dict[int, tuple[tuple[int, LoreTrigger, tuple[LoreMatch, ...]], ...]] = (
-        field(init=False, repr=False, compare=False, default_factory=dict)
+    _content_groups: dict[int, dict[int, list[tuple[int, int]]]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
     )
     _counts: dict[tuple[str, int], int] = field(
         init=False, repr=False, compare=False, default_factory=dict
@@ -419,7 +428,9 @@ class LoreBook:
         object.__setattr__(self, "_ranks", tuple(ranks))
         object.__setattr__(self, "_groups", tuple(entry.group for entry in entries))
         object.__setattr__(self, "_grouped", any(self._groups))
-        object.__setattr__(self, "_automaton", _build_automaton(entries))
+        automaton, members = _build_automaton(entries)
+        object.__setattr__(self, "_automaton", automaton)
+        object.__setattr__(self, "_members", members)
 
     def __hash__(self) -> int:
         return self._hash
@@ -434,14 +445,21 @@ class LoreBook:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def scan(self, text: str) -> dict[int, tuple[LoreMatch, ...]]:
-        """Every key matched in ``text``, by the index (in :attr:`entries`) of its entry;
-        each entry's matches by start, the longest first at the same start.
+    def scan(self, text: str, *, every: bool = True) -> dict[int, tuple[LoreMatch, ...]]:
+        """The keys matched in ``text``, by the index (in :attr:`entries`) of their entry:
+        each entry's matches by start, the longest first at the same start, at most
+        :data:`MAX_LORE_MATCHES` of them; with ``every`` false, only the first.
 
         >>> book = LoreBook([LoreEntry(1, "Bell", "…", ("bell", "bell tower"))])
         >>> [(m.key, m.start, m.end) for m in book.scan("The bell tower, the Bell.")[0]]
         [('bell tower', 4, 14), ('bell', 4, 8), ('bell', 20, 24)]
         """
+        return _matches_by_entry(self, self.scan_groups(text, every=every), set(), (), every)
+
+    def scan_groups(self, text: str, *, every: bool = True) -> dict[int, list[tuple[int, int]]]:
+        """The groups of keys matched in ``text`` (see ``_Group``), each with its matches
+        as (start, -end), sorted, at most :data:`MAX_LORE_MATCHES` (with ``every`` false,
+        one). Linear in the text, whatever the number of keys and of entries sharing one."""
         if self._automaton is None or not text:
             return {}
         folded = text.casefold()
@@ -449,9 +467,10 @@ class LoreBook:
         offsets = None if len(folded) == len(text) else _FoldedOffsets(text)
         size = len(text)
         is_word = _is_word
-        found: dict[int, list[tuple[int, int, str]]] = {}
-        target: _Target
-        for last, (length, targets) in self._automaton.iter(folded):
+        spans: dict[int, list[tuple[int, int]]] = {}
+        value: _Value
+        for last, value in self._automaton.iter(folded):
+            length, loose, exact = value
             start, end = last + 1 - length, last + 1
             if offsets is not None:
                 start, end = offsets.original(start), offsets.original(end)
@@ -459,42 +478,27 @@ class LoreBook:
                     continue
             follows_word = start > 0 and is_word(text[start - 1])
             precedes_word = end < size and is_word(text[end])
-            for target in targets:
-                index, key, case_sensitive, word_start, word_end = target
+            groups = loose if exact is None else loose + exact.get(text[start:end], ())
+            for group, word_start, word_end in groups:
                 if (word_start and follows_word) or (word_end and precedes_word):
                     continue
-                if case_sensitive and text[start:end] != key:
-                    continue
-                spans = found.get(index)
-                if spans is None:
-                    found[index] = [(start, -end, key)]
-                elif spans[-1][:2] != (start, -end):
-                    # Two keys of one entry on the same text (Bell and bell) are one match.
-                    spans.append((start, -end, key))
-        scan: dict[int, tuple[LoreMatch, ...]] = {}
-        for index, spans in found.items():
-            if len(spans) > 1:
-                spans.sort()
-            scan[index] = tuple(LoreMatch(key, start, -end) for start, end, key in spans)
-        return scan
+                found = spans.get(group)
+                if found is None:
+                    spans[group] = [(start, -end)]
+                else:
+                    found.append((start, -end))
+        for found in spans.values():
+            if len(found) > 1:
+                found.sort()
+                del found[MAX_LORE_MATCHES if every else 1 :]
+        return spans
 
-    def content_triggers(
-        self, index: int
-    ) -> tuple[tuple[int, LoreTrigger, tuple[LoreMatch, ...]], ...]:
-        """What entry ``index``'s content triggers: each entry's index, its trigger and
-        its matches in that content (see :meth:`scan`); worked out once."""
-        found = self._content_triggers.get(index)
-        if found is None:
-            found = self._content_triggers[index] = tuple(
-                (
-                    target,
-                    LoreTrigger("lore", matches[0].key, matches[0].start, matches[0].end),
-                    matches,
-                )
-                for target, matches in self.scan(self.entries[index].content).items()
-                if target != index
-            )
-        return found
+    def content_groups(self, index: int) -> dict[int, list[tuple[int, int]]]:
+        """:meth:`scan_groups` of entry ``index``'s content, worked out once."""
+        groups = self._content_groups.get(index)
+        if groups is None:
+            groups = self._content_groups[index] = self.scan_groups(self.entries[index].content)
+        return groups
 
     def tokens(self, entry: LoreEntry, tokenizer: Tokenizer) -> int:
         """The entry's content count: its cached ``token_count``, else counted once."""
@@ -511,29 +515,42 @@ def _entry_id(entry: LoreEntry) -> int:
     return entry.id
 
 
-def _build_automaton(entries: Sequence[LoreEntry]) -> Any:
-    targets: dict[str, dict[tuple[int, str, bool], _Target]] = {}
+def _build_automaton(
+    entries: Sequence[LoreEntry],
+) -> tuple[Any, tuple[tuple[tuple[int, str], ...], ...]]:
+    """The automaton of every key of ``entries``, and the members of each group."""
+    # Folded key -> (case sensitive, key as written or "", word at start, word at end) ->
+    # members by entry index (an entry's key twice, or twice up to case when case does
+    # not count, is one member).
+    keys: dict[str, dict[tuple[bool, str, bool, bool], dict[int, str]]] = {}
     for index, entry in enumerate(entries):
         for key in entry.keys:
             folded = key.casefold()
-            target = (
-                index,
-                key,
+            how = (
                 entry.case_sensitive,
+                key if entry.case_sensitive else "",
                 entry.whole_words and _is_word(key[0]),
                 entry.whole_words and _is_word(key[-1]),
             )
-            # The same key twice in an entry (or twice up to case, when case does not
-            # count) is one target.
-            same = (index, key if entry.case_sensitive else folded, entry.case_sensitive)
-            targets.setdefault(folded, {}).setdefault(same, target)
-    if not targets:
-        return None
+            keys.setdefault(folded, {}).setdefault(how, {}).setdefault(index, key)
+    if not keys:
+        return None, ()
+    members: list[tuple[tuple[int, str], ...]] = []
     automaton = ahocorasick.Automaton()
-    for folded, by_entry in targets.items():
-        automaton.add_word(folded, (len(folded), tuple(by_entry.values())))
+    for folded, groups in keys.items():
+        loose: list[_Group] = []
+        exact: dict[str, list[_Group]] = {}
+        for (case_sensitive, written, word_start, word_end), by_entry in groups.items():
+            group = (len(members), word_start, word_end)
+            members.append(tuple(by_entry.items()))
+            if case_sensitive:
+                exact.setdefault(written, []).append(group)
+            else:
+                loose.append(group)
+        exact_groups = {written: tuple(found) for written, found in exact.items()} or None
+        automaton.add_word(folded, (len(folded), tuple(loose), exact_groups))
     automaton.make_automaton()
-    return automaton
+    return automaton, tuple(members)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -587,7 +604,8 @@ class LoreActivation(NamedTuple):
     """One entry active on a turn (or for a text), how, and whether its group kept it.
 
     ``by`` is the entry whose content triggered this one (source ``lore``); ``matches``
-    are all of this entry's matches in the text that triggered it (for highlighting);
+    are this entry's matches in the text that triggered it (for highlighting; see
+    :func:`activate`);
     ``grouped_out_by`` is the entry its group kept instead of it.
     """
 
@@ -681,24 +699,35 @@ def activate(
     *,
     recursion: int = DEFAULT_LORE_RECURSION,
     constants: bool = True,
+    every: bool = False,
 ) -> list[LoreActivation]:
     """The entries of ``book`` that ``texts`` activate, as the module describes, in the
     order the lore budget takes them; ``constants`` false leaves constant entries out
-    (and what only they would trigger)."""
+    (and what only they would trigger). Each activation's ``matches`` hold its trigger,
+    or with ``every`` all its matches in the text that triggered it (see
+    :meth:`LoreBook.scan`).
+
+    Each group of keys is looked at once: after that every entry of it is active. So the
+    cost grows with the text scanned and the entries activated, not with the entries
+    that share a key.
+    """
     entries, ranks, groups = book.entries, book._ranks, book._groups
     # Entry index: (order kind, trigger, index of the entry that triggered it, matches).
     found: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
     if constants:
         for index in book._constants:
             found[index] = (_CONSTANT, _CONSTANT_TRIGGER, None, ())
+    seen: set[int] = set()
     for scanned in texts:
-        for index, matches in book.scan(scanned.text).items():
-            if index not in found:
-                first = matches[0]
-                trigger = LoreTrigger(
-                    scanned.source, first.key, first.start, first.end, scanned.message
-                )
-                found[index] = (_DIRECT, trigger, None, matches)
+        by_entry = _matches_by_entry(
+            book, book.scan_groups(scanned.text, every=every), seen, found, every
+        )
+        for index, matches in by_entry.items():
+            first = matches[0]
+            trigger = LoreTrigger(
+                scanned.source, first.key, first.start, first.end, scanned.message
+            )
+            found[index] = (_DIRECT, trigger, None, matches)
     fresh = list(found)
     for _ in range(recursion):
         leaders = _group_leaders(groups, ranks, found) if book._grouped else {}
@@ -711,10 +740,12 @@ def activate(
         scanned_now.sort(key=ranks.__getitem__)
         fresh = []
         for source in scanned_now:
-            for index, trigger, matches in book.content_triggers(source):
-                if index not in found:
-                    found[index] = (_RECURSIVE, trigger, source, matches)
-                    fresh.append(index)
+            by_entry = _matches_by_entry(book, book.content_groups(source), seen, found, every)
+            for index, matches in by_entry.items():
+                first = matches[0]
+                trigger = LoreTrigger("lore", first.key, first.start, first.end)
+                found[index] = (_RECURSIVE, trigger, source, matches)
+                fresh.append(index)
         if not fresh:
             break
     leaders = _group_leaders(groups, ranks, found) if book._grouped else {}
@@ -733,6 +764,54 @@ def activate(
             )
         )
     return activations
+
+
+def _matches_by_entry(
+    book: LoreBook,
+    spans: dict[int, list[tuple[int, int]]],
+    seen: set[int],
+    found: Container[int],
+    every: bool,
+) -> dict[int, tuple[LoreMatch, ...]]:
+    """The matches of each entry not ``found`` in the groups ``spans`` not yet ``seen``
+    (which then are); by start, the longest first, at most :data:`MAX_LORE_MATCHES` (with
+    ``every`` false, one)."""
+    members = book._members
+    # Entry index -> the (group, key as written) it matched by; most entries match by one,
+    # and then share that group's matches with every entry that writes the key alike.
+    hits: dict[int, list[tuple[int, str]]] = {}
+    for group in spans:
+        if group in seen:
+            continue
+        seen.add(group)
+        for index, key in members[group]:
+            if index in found:
+                continue
+            entry_hits = hits.get(index)
+            if entry_hits is None:
+                hits[index] = [(group, key)]
+            else:
+                entry_hits.append((group, key))
+    shared: dict[tuple[int, str], tuple[LoreMatch, ...]] = {}
+    result: dict[int, tuple[LoreMatch, ...]] = {}
+    for index, entry_hits in hits.items():
+        if len(entry_hits) == 1:
+            hit = entry_hits[0]
+            matches = shared.get(hit)
+            if matches is None:
+                group, key = hit
+                kept = spans[group] if every else spans[group][:1]
+                matches = shared[hit] = tuple(LoreMatch(key, start, -end) for start, end in kept)
+            result[index] = matches
+            continue
+        merged = sorted(
+            (start, end, key)
+            for group, key in entry_hits
+            for start, end in (spans[group] if every else spans[group][:1])
+        )
+        del merged[MAX_LORE_MATCHES if every else 1 :]
+        result[index] = tuple(LoreMatch(key, start, -end) for start, end, key in merged)
+    return result
 
 
 _CONSTANT_TRIGGER = LoreTrigger("constant")
@@ -784,7 +863,8 @@ def test_lore(
     """
     if len(text) > MAX_LORE_TEST_TEXT:
         raise LoreError("text", f"text is longer than {MAX_LORE_TEST_TEXT} characters")
-    return activate(book, [ScannedText("text", text)], recursion=recursion, constants=constants)
+    texts = [ScannedText("text", text)]
+    return activate(book, texts, recursion=recursion, constants=constants, every=True)
 
 
 # pytest collects functions named test_* that a test module imports; this one is not a test.

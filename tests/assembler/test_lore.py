@@ -123,6 +123,18 @@ def test_overlapping_keys_and_shared_keys_all_match() -> None:
     assert matched(LoreBook([entry(4, "Bell", "bell")]), "bell") == [(4, "bell")]
 
 
+def test_many_entries_sharing_a_key_all_match_and_matches_listed_are_capped() -> None:
+    book = LoreBook([entry(id, "the", f"k{id}") for id in range(1, 501)])
+    text = "the end. " * (lore_module.MAX_LORE_MATCHES + 10)
+    activations = lore_module.test_lore(book, text)
+    assert [a.entry.id for a in activations] == list(range(1, 501))
+    assert all(len(a.matches) == lore_module.MAX_LORE_MATCHES for a in activations)
+    assert activations[-1].matches[-1] == lore_module.LoreMatch("the", 441, 444)
+    # Assembly keeps only each entry's trigger.
+    [first] = lore_module.activate(book, [lore_module.ScannedText("input", text)])[0].matches
+    assert first == lore_module.LoreMatch("the", 0, 3)
+
+
 # Entries and books
 
 
