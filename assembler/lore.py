@@ -740,7 +740,10 @@ def activate(
         scanned_now.sort(key=ranks.__getitem__)
         fresh = []
         for source in scanned_now:
-            by_entry = _matches_by_entry(book, book.content_groups(source), seen, found, every)
+            content = book.content_groups(source)
+            if seen.issuperset(content):
+                continue  # what it names is active already
+            by_entry = _matches_by_entry(book, content, seen, found, every)
             for index, matches in by_entry.items():
                 first = matches[0]
                 trigger = LoreTrigger("lore", first.key, first.start, first.end)

@@ -656,6 +656,12 @@ def test_lore_options_out_of_range_are_refused_naming_the_field(
     assert field in str(raised.value)
 
 
+def test_lore_has_no_floor_it_gives_way_whole_entries() -> None:
+    with pytest.raises(RequestError) as raised:
+        Policy(floors={"lore": 0.1})
+    assert raised.value.field == "policy.floors"
+
+
 def test_disabled_lore_activates_nothing(tokenizer: Tokenizer) -> None:
     result = assemble(
         request(state={"input": "bell"}, lore_book=bell_book(), lore=LoreOptions(enabled=False)),
