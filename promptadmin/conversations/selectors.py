@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,6 +170,29 @@ LIMIT %s
 _MESSAGE_FIELDS = ("position", "role", "content", "token_count", "token_encoding")
 
 
+def _history_messages(rows: Iterable[Sequence[Any]], encoding: str) -> list[HistoryMessage]:
+    """Message rows (:data:`_MESSAGE_FIELDS`, in that order) as the assembler takes them:
+    a token count made with another encoding than ``encoding`` is left to be counted
+    afresh."""
+    return [
+        HistoryMessage(position, role, content, count if enc == encoding else None)
+        for position, role, content, count, enc in rows
+    ]
+
+
+def history_messages(conversation_id: int, *, after: int, through: int) -> list[HistoryMessage]:
+    """The messages after position ``after`` up to ``through``, oldest first, as the
+    assembler takes them (what a summarization plans from). One query."""
+    rows = (
+        Message.objects.filter(
+            conversation_id=conversation_id, position__gt=after, position__lte=through
+        )
+        .order_by("position")
+        .values_list(*_MESSAGE_FIELDS)
+    )
+    return _history_messages(rows, tokenizer().name)
+
+
 def _recent_messages(
     conversation_id: int, after: int, through: int, budget: int, encoding: str
 ) -> list[HistoryMessage]:
@@ -191,10 +214,7 @@ def _recent_messages(
         anchor = rows.filter(role=Role.USER).values("position")[:1]
         newest += rows.filter(position__gte=Subquery(anchor)).values_list(*_MESSAGE_FIELDS)
     newest.reverse()
-    return [
-        HistoryMessage(position, role, content, count if enc == encoding else None)
-        for position, role, content, count, enc in newest
-    ]
+    return _history_messages(newest, encoding)
 
 
 def _load(state: _State, budget: int) -> HistoryInput:

@@ -2,11 +2,12 @@
 
 Delivery guarantees come from the settings (``acks_late``, ``reject_on_worker_lost``,
 prefetch 1, a hard time limit below the broker's visibility timeout) and idempotency from
-the services: a repeated delivery finds the summary done and does nothing, or finds it
-running and retries once that run has had its time, by when it is done (nothing to do) or
-its worker is presumed gone (the delivery takes it over). Dropping such a delivery would
-leave the summary running for ever when that worker died (a pool process killed: its task
-is requeued at once, while the run still looks alive).
+the summary queue (:mod:`promptadmin.conversations.queue`): a repeated delivery finds the
+summary done and does nothing, or finds it running and retries once that run has had its
+time, by when it is done (nothing to do) or its worker is presumed gone (the delivery
+takes it over). Dropping such a delivery would leave the summary running for ever when
+that worker died (a pool process killed: its task is requeued at once, while the run
+still looks alive).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from celery import Task, current_app, shared_task
 from django.conf import settings
-from django.db import connections
+from django.db import connections, transaction
 
-from promptadmin.conversations import services
+from promptadmin.conversations import queue
+from promptadmin.conversations.summarizer import RetryLater, summary_make
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +51,10 @@ def retry_countdown(retries: int) -> float:
 def summarize_conversation(self: Task, summary_id: int) -> str:
     retries = self.request.retries or 0
     while True:
-        claim = services.summary_claim(summary_id=summary_id, task_id=self.request.id or "")
+        claim = queue.summary_claim(summary_id=summary_id, task_id=self.request.id or "")
         if claim is None:
             return "nothing_to_do"
-        if isinstance(claim, services.Busy):
+        if isinstance(claim, queue.Busy):
             if self.request.is_eager:
                 # In-process (no broker to come back through); a stuck run is re-sent
                 # when the summary is asked for again.
@@ -61,18 +63,22 @@ def summarize_conversation(self: Task, summary_id: int) -> str:
             # Should it be too long to wait at once, the delivery finds it busy again.
             raise self.retry(countdown=min(claim.retry_in, longest_countdown()))
         try:
-            return services.summary_make(
+            made = summary_make(
                 claim=claim, allow_fallback=retries >= settings.SUMMARIZER_TASK_RETRIES
             )
-        except services.RetryLater as error:
+        except RetryLater as error:
             logger.info("summary %s: %s; retry %s", summary_id, error.reason, retries + 1)
             if not self.request.is_eager:
                 raise self.retry(countdown=retry_countdown(retries)) from error
             # In-process (no broker to come back through): retry at once.
             retries += 1
+            continue
         except Exception as error:
-            services.summary_fail(claim=claim, error=f"{type(error).__name__}: {error}"[:2000])
+            queue.summary_fail(claim=claim, error=f"{type(error).__name__}: {error}"[:2000])
             raise
+        if (next_summary := made.next_summary) is not None:
+            transaction.on_commit(lambda: enqueue_summary(next_summary))
+        return made.outcome
 
 
 def enqueue_summary(summary_id: int) -> None:

@@ -13,7 +13,7 @@ import pytest
 from django.test import override_settings
 
 from assembler.summarize import ExtractiveSummarizer, SummaryOutcome
-from promptadmin.conversations import services
+from promptadmin.conversations import summarizer
 from promptadmin.core.tokens import tokenizer
 
 
@@ -55,9 +55,9 @@ class CountingSummarizer:
 
 @pytest.fixture
 def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingSummarizer]:
-    summarizer = CountingSummarizer()
-    monkeypatch.setattr(services, "primary_summarizer", lambda instructions: summarizer)
-    yield summarizer
+    counted = CountingSummarizer()
+    monkeypatch.setattr(summarizer, "primary_summarizer", lambda instructions: counted)
+    yield counted
 
 
 @pytest.fixture

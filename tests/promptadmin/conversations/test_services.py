@@ -17,7 +17,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from promptadmin.conversations import services
+from promptadmin.conversations import queue, services, summarizer
 from promptadmin.conversations.models import (
     ACTIVE_STATUSES,
     Conversation,
@@ -202,10 +202,10 @@ def test_storing_a_result_locks_the_conversation_before_the_summary(
     with django_capture_on_commit_callbacks(execute=True):
         append("c-15", talk(4), history_budget=200)
     summary = Summary.objects.get()
-    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
-    assert isinstance(claim, services.Claim)
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
     with CaptureQueriesContext(connection) as queries:
-        services.summary_fail(claim=claim, error="boom")
+        queue.summary_fail(claim=claim, error="boom")
     locks = [q["sql"] for q in queries.captured_queries if "FOR UPDATE" in q["sql"]]
     assert [("conversations_conversation" in sql) for sql in locks] == [True, False], locks
 
@@ -270,9 +270,11 @@ def test_while_nothing_can_be_summarized_replies_stay_on_the_cheap_path(
     # One user message over the threshold by itself: a summary asked for finds nothing.
     huge = [{"role": "user", "content": "word " * 400}]
     append("c-19", huge, history_budget=100)
-    claim = services.summary_claim(summary_id=Summary.objects.get().pk, task_id="t")
-    assert isinstance(claim, services.Claim)
-    assert services.summary_make(claim=claim, allow_fallback=True) == "nothing_to_summarize"
+    claim = queue.summary_claim(summary_id=Summary.objects.get().pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
+    assert (
+        summarizer.summary_make(claim=claim, allow_fallback=True).outcome == "nothing_to_summarize"
+    )
     # Replies cannot change that: they ask for nothing, and cost no query more.
     for n in range(3):
         with django_assert_num_queries(5):
@@ -342,7 +344,7 @@ def test_appends_at_once_to_one_conversation_get_contiguous_positions_and_one_su
     # has read it too, which the row lock prevents (the wait then runs out, harmlessly).
     # Without the lock both would read the same last position here.
     read = threading.Barrier(2)
-    locked = services._get_or_create_locked
+    locked = queue.get_or_create_locked
 
     def lingering(*args: Any) -> Any:
         located = locked(*args)
@@ -350,7 +352,7 @@ def test_appends_at_once_to_one_conversation_get_contiguous_positions_and_one_su
             read.wait(timeout=0.5)
         return located
 
-    monkeypatch.setattr(services, "_get_or_create_locked", lingering)
+    monkeypatch.setattr(queue, "get_or_create_locked", lingering)
     results: list[services.AppendResult] = []
     failures: list[BaseException] = []
 
@@ -453,18 +455,18 @@ def test_a_message_longer_than_one_summarization_reads_is_recorded_as_read_in_pa
         history_budget=200,
     )
     summary = Summary.objects.get()
-    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
-    assert isinstance(claim, services.Claim)
-    assert services.summary_make(claim=claim, allow_fallback=True) == "done"
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
+    assert summarizer.summary_make(claim=claim, allow_fallback=True).outcome == "done"
     summary.refresh_from_db()
     assert summary.status == SummaryStatus.DONE and summary.covers_through == 1
     assert summary.message_cut == 1 and summary.previous_cut is False
     # A message that fits is read whole, and says so.
     append("c-19", talk(8), history_budget=200)
     other = Summary.objects.get(conversation__key="c-19")
-    claim = services.summary_claim(summary_id=other.pk, task_id="t")
-    assert isinstance(claim, services.Claim)
-    services.summary_make(claim=claim, allow_fallback=True)
+    claim = queue.summary_claim(summary_id=other.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
+    summarizer.summary_make(claim=claim, allow_fallback=True)
     other.refresh_from_db()
     assert other.status == SummaryStatus.DONE and other.message_cut is None
 

@@ -19,7 +19,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from assembler.summarize import DEFAULT_INSTRUCTIONS
-from promptadmin.conversations import services
+from promptadmin.conversations import queue, services, summarizer
 from promptadmin.conversations.models import Conversation, Summary, SummaryStatus
 from promptadmin.conversations.selectors import conversation_history
 from promptadmin.conversations.tasks import retry_countdown, summarize_conversation
@@ -84,8 +84,8 @@ def running_since(summary: Summary, seconds: float) -> None:
 def test_a_claim_on_a_summary_running_elsewhere_says_when_to_come_back(age: int) -> None:
     summary = pending_summary()
     running_since(summary, age)
-    claim = services.summary_claim(summary_id=summary.pk, task_id="second")
-    assert isinstance(claim, services.Busy)
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="second")
+    assert isinstance(claim, queue.Busy)
     # Once the run turns stale (it is then done, or taken over), never past the window.
     assert 30 - age <= claim.retry_in <= 30
     summary.refresh_from_db()
@@ -165,12 +165,12 @@ def test_a_summary_stuck_running_whose_task_was_lost_is_made_when_asked_again(
 
 def test_a_worker_that_lost_its_claim_stores_nothing(counting: CountingSummarizer) -> None:
     summary = pending_summary()
-    claim = services.summary_claim(summary_id=summary.pk, task_id="old")
-    assert isinstance(claim, services.Claim)
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="old")
+    assert isinstance(claim, queue.Claim)
     # Another worker takes over (the first looked gone) and finishes first.
     Summary.objects.filter(pk=summary.pk).update(started_at=timezone.now() - timedelta(hours=1))
     assert run(summary, task_id="new") == "done"
-    stored = services.summary_complete(
+    stored = queue.summary_complete(
         claim=claim,
         covers_through=1,
         builds_on_id=None,
@@ -179,7 +179,7 @@ def test_a_worker_that_lost_its_claim_stores_nothing(counting: CountingSummarize
         backend="x",
         model="x",
     )
-    assert stored is False
+    assert not stored.stored
     assert Summary.objects.get().content != "late"
 
 
@@ -192,7 +192,7 @@ def test_two_workers_at_once_claim_the_summary_once(delay: Any) -> None:
     def worker(name: str) -> None:
         try:
             barrier.wait()
-            claims.append(services.summary_claim(summary_id=summary.pk, task_id=name))
+            claims.append(queue.summary_claim(summary_id=summary.pk, task_id=name))
         finally:
             connection.close()
 
@@ -273,22 +273,22 @@ def test_replies_to_a_huge_user_message_ask_for_no_summary_until_the_user_speaks
 
 
 def test_a_user_message_sent_while_nothing_was_found_to_summarize_asks_again_at_once(
-    delay: mock.MagicMock, django_capture_on_commit_callbacks: Any
+    delay: mock.MagicMock,
 ) -> None:
     huge_user_message()
     summary = Summary.objects.get()
-    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
-    assert isinstance(claim, services.Claim)
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
     # The user speaks while the summary, asked for through message 1 only, is made: the
     # append asks for nothing (one is running), so finding nothing must not be the end.
     services.conversation_append(
         actor=None, key="solo", messages=[{"role": "user", "content": "Go on."}]
     )
-    with django_capture_on_commit_callbacks(execute=True):
-        assert services.summary_make(claim=claim, allow_fallback=True) == "nothing_to_summarize"
+    made = summarizer.summary_make(claim=claim, allow_fallback=True)
+    assert made.outcome == "nothing_to_summarize"
     again = Summary.objects.get()
     assert again.status == SummaryStatus.PENDING and again.requested_through == 2
-    delay.assert_called_once_with(again.pk)
+    assert made.next_summary == again.pk  # for the task to send
     conversation = Conversation.objects.get()
     assert conversation.summary_pending
     assert conversation.nothing_to_summarize_through is None
@@ -466,9 +466,9 @@ def test_a_worker_judges_whether_a_run_is_stale_by_the_databases_clock(
     )
     skewed = timezone.now() + timedelta(seconds=skew)
     with mock.patch.object(timezone, "now", return_value=skewed):
-        claim = services.summary_claim(summary_id=summary.pk, task_id="second")
+        claim = queue.summary_claim(summary_id=summary.pk, task_id="second")
     assert type(claim).__name__ == outcome
-    if isinstance(claim, services.Busy):
+    if isinstance(claim, queue.Busy):
         assert 30 - age <= claim.retry_in <= 30
     else:
         summary.refresh_from_db()
