@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -79,6 +80,11 @@ class Conversation(models.Model):
         "Summary", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who started it: a person, or the API key named in ``created_via`` (then no user).
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_via = models.CharField(max_length=100, blank=True, help_text="The API key, if any.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -110,6 +116,11 @@ class Message(models.Model):
     token_count = models.PositiveIntegerField()
     token_encoding = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who appended it: a person, or the API key named in ``created_via`` (then no user).
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_via = models.CharField(max_length=100, blank=True, help_text="The API key, if any.")
 
     class Meta:
         ordering = ["conversation", "position"]
@@ -186,6 +197,12 @@ class Summary(models.Model):
     # When an append last sent the task of this summary again, found stuck: at most once
     # per stale window, so that a backlog on the broker does not grow with every append.
     resent_at = models.DateTimeField(null=True, blank=True)
+    # Who asked for it (see :meth:`requester`): nobody when the history passing its
+    # threshold did.
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_via = models.CharField(max_length=100, blank=True, help_text="The API key, if any.")
 
     class Meta:
         ordering = ["conversation", "-id"]
@@ -214,6 +231,14 @@ class Summary(models.Model):
 
     def __str__(self) -> str:
         return f"summary {self.pk} of {self.conversation_id} ({self.status})"
+
+    @property
+    def requester(self) -> str | None:
+        """Who asked for it: a username or an API key; None when it was asked for because
+        the history passed its threshold."""
+        if self.requested_by is not None:
+            return str(self.requested_by.get_username())
+        return self.requested_via or None
 
     @property
     def duration(self) -> float | None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -90,16 +91,18 @@ def locked(key: str, *, resent_too: bool = False) -> tuple[Conversation, int | N
     return conversation, conversation.stuck_summary_id
 
 
-def get_or_create_locked(key: str, history_budget: int | None) -> tuple[Conversation, int | None]:
+def get_or_create_locked(
+    key: str, history_budget: int | None, attribution: dict[str, Any]
+) -> tuple[Conversation, int | None]:
     """As :func:`locked`, creating the conversation (with ``history_budget``, or the
-    default) when there is none."""
+    default, and ``attribution``: who created it) when there is none."""
     located = locked(key)
     if located is not None:
         return located
     try:
         with transaction.atomic():
             conversation = Conversation.objects.create(
-                key=key, history_budget=history_budget or DEFAULT_HISTORY_BUDGET
+                key=key, history_budget=history_budget or DEFAULT_HISTORY_BUDGET, **attribution
             )
         return conversation, None
     except IntegrityError:
@@ -145,11 +148,13 @@ def over_threshold(conversation: Conversation) -> bool:
 # SQLite), its task is only sent once more, which the task shrugs off.
 _UPSERT = """
 INSERT INTO conversations_summary (
-    conversation_id, requested_through, status, attempts, content, token_encoding,
-    backend, model, prompt_name, error, task_id, previous_cut, created_at
-) VALUES (%s, %s, 'pending', 0, '', '', '', '', '', '', '', false, {now})
+    conversation_id, requested_through, requested_by_id, requested_via, status, attempts,
+    content, token_encoding, backend, model, prompt_name, error, task_id, previous_cut,
+    created_at
+) VALUES (%s, %s, %s, %s, 'pending', 0, '', '', '', '', '', '', '', false, {now})
 ON CONFLICT (conversation_id) WHERE status IN ('pending', 'running')
-DO UPDATE SET requested_through = EXCLUDED.requested_through
+DO UPDATE SET requested_through = EXCLUDED.requested_through,
+    requested_by_id = EXCLUDED.requested_by_id, requested_via = EXCLUDED.requested_via
 WHERE conversations_summary.status = 'pending'
 RETURNING id, created_at = {now}
 """
@@ -171,14 +176,22 @@ class Asked:
     new: bool
 
 
-def ask(conversation: Conversation) -> Asked | None:
+def ask(
+    conversation: Conversation, *, requested_by: Any = None, requested_via: str = ""
+) -> Asked | None:
     """Ask for a summary of ``conversation`` up to its newest message, in one statement
     guarded by the database: it inserts a pending summary, or moves the pending one's
-    range up to the newest message (a newer request supersedes it), or leaves alone one
-    that is running (that one asks again when done, if still needed; then None). The
+    range up to the newest message (a newer request supersedes it, and is recorded as
+    who asked), or leaves alone one that is running (that one asks again when done, if
+    still needed; then None). Who asked is a user (``requested_by``) or an API key's
+    label (``requested_via``), or nobody when the history passed its threshold. The
     caller holds the conversation's row lock, and sends the task of a new summary."""
+    requester = requested_by.pk if requested_by is not None else None
     with connection.cursor() as cursor:
-        cursor.execute(_upsert_sql(), [conversation.pk, conversation.last_position])
+        cursor.execute(
+            _upsert_sql(),
+            [conversation.pk, conversation.last_position, requester, requested_via],
+        )
         row = cursor.fetchone()
     if row is None:
         return None

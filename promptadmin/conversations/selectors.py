@@ -323,7 +323,12 @@ def conversation_history(
 
 
 def conversation_summaries(conversation: Conversation) -> QuerySet[Summary]:
-    return Summary.objects.filter(conversation=conversation).order_by("-id")
+    """The conversation's summaries, newest first, with who asked for each."""
+    return (
+        Summary.objects.filter(conversation=conversation)
+        .select_related("requested_by")
+        .order_by("-id")
+    )
 
 
 def conversation_list() -> QuerySet[Conversation]:

@@ -1,6 +1,7 @@
 """The changes people and API keys make to conversations: appending messages (and
 creating the conversation), and asking for a summary now. Each checks its actor's
-permission, validates, and records who.
+permission (authors, and keys with the write scope), validates, and records who: a
+person, or an API key by its label.
 
 The summary queue itself (how a summary is asked for, claimed and stored exactly once)
 is :mod:`promptadmin.conversations.queue`; a summary's task is sent once the
@@ -29,8 +30,10 @@ from promptadmin.conversations.models import (
     key_validator,
 )
 from promptadmin.conversations.summarizer import plan_next
-from promptadmin.core.actors import Actor
+from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.errors import ConflictError
+from promptadmin.core.roles import Role as ActorRole
+from promptadmin.core.roles import require
 from promptadmin.core.tokens import tokenizer
 
 
@@ -89,6 +92,14 @@ def _validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
         raise ValidationError(errors)
 
 
+def _attribution(actor: Actor) -> dict[str, Any]:
+    """The fields that record ``actor``: a person, or a key by its label (then no user)."""
+    return {
+        "created_by": user_or_none(actor),
+        "created_via": key_label(actor)[:100] if is_key(actor) else "",
+    }
+
+
 def _send_after_commit(summary_id: int) -> None:
     transaction.on_commit(lambda: tasks.enqueue_summary(summary_id))
 
@@ -120,13 +131,20 @@ def conversation_append(
     Queries: the locked read (which also looks for a stuck summary; plus the insert on
     creation), the insert of the messages, the update of the conversation's counters,
     and one more only when over the threshold with no summary asked for yet (the summary
-    request) or when sending a stuck summary's task again (recording when).
+    request) or when sending a stuck summary's task again (recording when). Whatever the
+    number of messages the conversation has.
+
+    Authors and write keys may append; the conversation (when created) and each message
+    record who appended them. A summary asked for because of the append records nobody:
+    the threshold asked for it.
     """
+    require(actor, role=ActorRole.AUTHOR, action="Appending to a conversation")
     validate_key(key)
     if history_budget is not None:
         validate_history_budget(history_budget)
     _validate_messages(messages)
-    conversation, stuck_summary_id = queue.get_or_create_locked(key, history_budget)
+    who = _attribution(actor)
+    conversation, stuck_summary_id = queue.get_or_create_locked(key, history_budget, who)
     tok = tokenizer()
     rows = []
     added = 0
@@ -141,6 +159,7 @@ def conversation_append(
                 content=message["content"],
                 token_count=count,
                 token_encoding=tok.name,
+                **who,
             )
         )
     Message.objects.bulk_create(rows)
@@ -189,7 +208,8 @@ def summary_request(*, actor: Actor, key: str) -> int | None:
     """Ask for a summary of conversation ``key`` up to its newest message, now.
 
     Raises :class:`NothingToSummarize` (and records nothing) when no message is old
-    enough to summarize: a summary asked for would only fail.
+    enough to summarize: a summary asked for would only fail. Authors and write keys may
+    ask; the summary records who asked.
 
     One statement, guarded by the database: it inserts a pending summary (its task is
     enqueued after commit), or moves the pending one's range up to the newest message (a
@@ -201,6 +221,7 @@ def summary_request(*, actor: Actor, key: str) -> int | None:
     lately): should the broker have lost it, or its worker have died with it, asking
     again is how it gets made.
     """
+    require(actor, role=ActorRole.AUTHOR, action="Asking for a summary")
     located = queue.locked(key, resent_too=True)
     if located is None:
         raise Conversation.DoesNotExist(f"No conversation with key {key!r}.")
@@ -209,7 +230,10 @@ def summary_request(*, actor: Actor, key: str) -> int | None:
         raise NothingToSummarize
     # Sent even when it already was: the task is idempotent, and should the broker have
     # lost it, asking again is how it gets made.
-    asked = queue.ask(conversation)
+    who = _attribution(actor)
+    asked = queue.ask(
+        conversation, requested_by=who["created_by"], requested_via=who["created_via"]
+    )
     summary_id = asked.summary_id if asked is not None else None
     if summary_id is not None:
         _send_after_commit(summary_id)

@@ -89,6 +89,12 @@ class SummaryOutputSerializer(serializers.Serializer):
     attempts = serializers.IntegerField()
     error = serializers.CharField()
     created = serializers.DateTimeField(source="created_at")
+    requested_by = serializers.CharField(
+        allow_null=True,
+        source="requester",
+        help_text="Who asked for it: a username or an API key; null when the history passing "
+        "its threshold asked for it.",
+    )
     finished = serializers.DateTimeField(allow_null=True, source="finished_at")
     message_cut = serializers.IntegerField(
         allow_null=True,

@@ -193,6 +193,7 @@ def test_summaries_list_and_summarize_now(
         "attempts",
         "error",
         "created",
+        "requested_by",
         "finished",
         "message_cut",
         "previous_cut",
@@ -201,6 +202,7 @@ def test_summaries_list_and_summarize_now(
     assert body[0]["status"] == "done" and body[0]["covers_through"] == summary.covers_through
     assert body[0]["message_cut"] is None and body[0]["previous_cut"] is False
     assert body[0]["prompt"] is None  # made without an endpoint, so told no prompt
+    assert body[0]["requested_by"].startswith("API key 'content-pipeline' (")
 
 
 def test_summaries_name_the_prompt_version_the_endpoint_was_told(

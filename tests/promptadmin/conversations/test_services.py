@@ -10,13 +10,15 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from django.core.exceptions import ValidationError
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models.functions import Now
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.conversations import queue, services, summarizer
 from promptadmin.conversations.models import (
     ACTIVE_STATUSES,
@@ -25,6 +27,7 @@ from promptadmin.conversations.models import (
     Summary,
     SummaryStatus,
 )
+from tests.factories import UserFactory
 from tests.promptadmin.conversations.fixtures import talk
 
 pytestmark = pytest.mark.django_db
@@ -495,3 +498,65 @@ def test_conversation_metadata_is_checked_like_every_stored_json_value(metadata:
     with pytest.raises(ValidationError) as error:
         conversation.full_clean()
     assert "metadata" in error.value.message_dict
+
+
+def person(role: str) -> Any:
+    user = UserFactory(username=f"{role}-person")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def key(scope: str) -> Any:
+    return api_key_create(actor=None, name=f"{scope}-service", scope=scope)[0]
+
+
+@pytest.mark.parametrize("who", ["viewer", "read key"])
+def test_viewers_and_read_keys_may_neither_append_nor_ask_for_a_summary(
+    who: str, delay: mock.MagicMock
+) -> None:
+    append("c-21", talk(6), history_budget=500)
+    actor = person("viewer") if who == "viewer" else key("read")
+    with pytest.raises(PermissionDenied):
+        services.conversation_append(actor=actor, key="c-21", messages=talk(1, start=6))
+    with pytest.raises(PermissionDenied):
+        services.conversation_append(actor=actor, key="c-22", messages=talk(1))
+    with pytest.raises(PermissionDenied):
+        services.summary_request(actor=actor, key="c-21")
+    assert Message.objects.count() == 6
+    assert not Conversation.objects.filter(key="c-22").exists()
+    assert not Summary.objects.exists()
+
+
+def test_appends_and_summary_requests_record_who_made_them(delay: mock.MagicMock) -> None:
+    pipeline = key("write")
+    author = person("author")
+    services.conversation_append(actor=pipeline, key="c-23", messages=talk(4), history_budget=500)
+    services.conversation_append(actor=author, key="c-23", messages=talk(2, start=4))
+    conversation = Conversation.objects.get(key="c-23")
+    label = "API key 'write-service' (" + pipeline.prefix + ")"
+    assert (conversation.created_by, conversation.created_via) == (None, label)
+    by_position = {m.position: (m.created_by, m.created_via) for m in Message.objects.all()}
+    assert by_position == {
+        **{position: (None, label) for position in range(1, 5)},
+        5: (author, ""),
+        6: (author, ""),
+    }
+    services.summary_request(actor=author, key="c-23")
+    summary = Summary.objects.get()
+    assert (summary.requested_by, summary.requested_via, summary.requester) == (
+        author,
+        "",
+        "author-person",
+    )
+    # A newer request supersedes the pending one, and is who asked.
+    services.summary_request(actor=pipeline, key="c-23")
+    summary.refresh_from_db()
+    assert (summary.requested_by, summary.requester) == (None, label)
+
+
+def test_a_summary_the_threshold_asked_for_records_nobody(delay: mock.MagicMock) -> None:
+    services.conversation_append(
+        actor=person("author"), key="c-24", messages=talk(8), history_budget=200
+    )
+    summary = Summary.objects.get()
+    assert summary.requester is None and summary.requested_by is None

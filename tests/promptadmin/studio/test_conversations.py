@@ -66,6 +66,8 @@ def test_authors_ask_for_a_summary_now(author: Client) -> None:
     assert summary.status == SummaryStatus.PENDING
     assert f"Summary #{summary.pk} asked for" in response.content.decode()
     assert b"pending" in response.content
+    assert summary.requester == "author-person"
+    assert b" by author-person" in response.content
 
 
 def test_asking_for_a_summary_with_nothing_to_summarize_says_so_and_records_nothing(
