@@ -175,6 +175,13 @@ class Summary(models.Model):
     previous_cut = models.BooleanField(
         default=False, help_text="Whether the summary built on was read cut short."
     )
+    # Which messages an extractive summary took its sentences from (null when the
+    # summarizer cannot say: an endpoint writes its own).
+    drawn_from = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The positions of the messages the summary's sentences were taken from.",
+    )
     token_count = models.PositiveIntegerField(null=True, blank=True)
     token_encoding = models.CharField(max_length=64, blank=True)
     backend = models.CharField(max_length=32, blank=True)

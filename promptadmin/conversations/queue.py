@@ -322,12 +322,14 @@ def summary_complete(
     previous_cut: bool = False,
     prompt_name: str = "",
     prompt_version: int | None = None,
+    drawn_from: tuple[int, ...] | None = None,
 ) -> Stored:
     """Store the claimed summary as done and update the conversation's counters; nothing
     stored when the claim was lost to a worker that took over. ``message_cut`` and
     ``previous_cut`` record what was read short of the whole (see
     :class:`assembler.history.SummaryPlan`); ``prompt_name`` and ``prompt_version`` the
-    registered prompt the endpoint was told. When messages came in meanwhile, or the
+    registered prompt the endpoint was told; ``drawn_from`` the messages an extractive
+    summary took its sentences from. When messages came in meanwhile, or the
     summary read a bounded part, the next one is asked for at once."""
     conversation, summary = _lock_for_result(claim.summary_id)
     if not _holds(summary, claim):
@@ -345,6 +347,7 @@ def summary_complete(
     summary.previous_cut = previous_cut
     summary.prompt_name = prompt_name[:200]
     summary.prompt_version = prompt_version
+    summary.drawn_from = list(drawn_from) if drawn_from is not None else None
     summary.finished_at = Now()
     summary.save()
     unsummarized = Message.objects.filter(

@@ -180,5 +180,6 @@ def summary_make(*, claim: queue.Claim, allow_fallback: bool) -> Made:
         previous_cut=plan.previous_cut,
         prompt_name=told.prompt_name if told is not None else "",
         prompt_version=told.prompt_version if told is not None else None,
+        drawn_from=outcome.drawn_from,
     )
     return Made("done" if stored.stored else "superseded", stored.next_summary)

@@ -102,6 +102,13 @@ class SummaryOutputSerializer(serializers.Serializer):
         "(SUMMARIZER_MAX_INPUT_TOKENS), summarized from its beginning only; null when every "
         "message was read whole.",
     )
+    drawn_from = serializers.ListField(
+        child=serializers.IntegerField(),
+        allow_null=True,
+        help_text="The positions of the messages the summary's sentences were taken from "
+        "(the extractive summarizer; lines kept from the summary it builds on are not "
+        "listed); null when the summarizer cannot say (an endpoint writes its own).",
+    )
     previous_cut = serializers.BooleanField(
         help_text="Whether the summary this one builds on was read cut short (made under a "
         "larger SUMMARIZER_MAX_INPUT_TOKENS)."

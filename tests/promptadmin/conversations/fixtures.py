@@ -50,7 +50,9 @@ class CountingSummarizer:
     def summarize(self, plan: Any) -> SummaryOutcome:
         self.calls.append(plan.covers_through)
         outcome = self.inner.summarize(plan)
-        return SummaryOutcome(outcome.text, outcome.tokens, "counting", "counting-1")
+        return SummaryOutcome(
+            outcome.text, outcome.tokens, "counting", "counting-1", outcome.drawn_from
+        )
 
 
 @pytest.fixture

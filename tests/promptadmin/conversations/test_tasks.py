@@ -352,6 +352,27 @@ def test_the_endpoint_makes_the_summary_when_it_answers() -> None:
     sent = llm.requests[0]["messages"]
     assert sent[0]["role"] == "system" and sent[1]["role"] == "user"
     assert "Message 0" in sent[1]["content"]
+    assert summary.drawn_from is None  # the endpoint writes its own sentences
+
+
+def test_an_extractive_summary_records_the_messages_it_drew_from_across_its_range(
+    extractive_only: None, delay: mock.MagicMock
+) -> None:
+    services.conversation_append(actor=None, key="long", messages=talk(60), history_budget=2000)
+    summary = Summary.objects.get()
+    assert run(summary) == "done"
+    summary.refresh_from_db()
+    covers = summary.covers_through
+    assert summary.backend == "extractive" and covers >= 30
+    drawn = summary.drawn_from
+    assert drawn == sorted(set(drawn)) and drawn[0] >= 1 and drawn[-1] <= covers
+    assert drawn[0] <= covers // 3 and drawn[-1] > 2 * covers // 3
+    assert any(covers // 3 < position <= 2 * covers // 3 for position in drawn)
+    # Each line names its message (talk() counts from 0: message n is at position n + 1).
+    named = [
+        int(line.split("Message ")[1].split(":")[0]) + 1 for line in summary.content.splitlines()
+    ]
+    assert sorted(set(named)) == drawn
 
 
 @pytest.mark.parametrize(

@@ -113,6 +113,8 @@ def test_summaries_show_status_backend_tokens_and_errors(viewer: Client) -> None
     done = Summary.objects.get(status=SummaryStatus.DONE)
     assert "extractive" in page and f">{done.token_count}<" in page
     assert "failed" in page and "RuntimeError: the worker broke" in page
+    assert done.drawn_from
+    assert "Sentences taken from messages #" + ", #".join(map(str, done.drawn_from)) in page
 
 
 @override_settings(SUMMARIZER_MAX_INPUT_TOKENS=64, SUMMARIZER_BASE_URL="")
