@@ -201,8 +201,13 @@ class Summary(models.Model):
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # When an append last sent the task of this summary again, found stuck: at most once
-    # per stale window, so that a backlog on the broker does not grow with every append.
+    # Until when the worker holding it is presumed alive: set when a worker claims it and
+    # renewed while that worker runs it; for a summary given back to be retried, when the
+    # retry is due and a lease more. Past it, the summary is stuck and taken over.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    # When its task was last sent again, found stuck: at most once per lease (or per stale
+    # window, for one never claimed), so that a backlog on the broker does not grow with
+    # every append or sweep.
     resent_at = models.DateTimeField(null=True, blank=True)
     # Who asked for it (see :meth:`requester`): nobody when the history passing its
     # threshold did.

@@ -6,14 +6,16 @@ How a range is summarized exactly once:
 - at most one summary per conversation is ``pending`` or ``running`` (a partial unique
   index), so two requests or two appends at once make one summary, never two;
 - a worker claims a summary by moving it from ``pending`` to ``running`` under a row
-  lock, with a claim number (``attempts``); a second delivery of the same task finds it
-  ``done`` (and does nothing) or ``running``, and then comes back once that run has had
-  its time (:class:`Busy`), so the summarizer is not called twice and the summary is not
-  dropped should that worker be gone;
-- a summary left ``running`` past the task's hard time limit belongs to a worker that is
-  gone (killed): the next delivery takes it over, and the next append (at most once per
-  such window) or summary request sends its task again, in case the task was lost with
-  it;
+  lock, with a claim number (``attempts``) and a lease (``lease_until``) that it renews
+  while it runs (:func:`lease_kept`); a second delivery of the same task finds it
+  ``done`` (and does nothing) or ``running`` under a live lease (:class:`Busy`: it does
+  nothing either), so the summarizer is not called twice at once;
+- a summary whose lease ran out (its worker is gone, killed; or it waits for a retry its
+  worker never came back to), or one pending and never claimed for as long as a task may
+  run (its task was lost), is stuck (:func:`stuck_summaries`): the periodic sweep, the
+  next append or a summary request sends its task again (at most once per lease), and
+  that delivery takes it over. So a summary whose worker died is taken over within a
+  lease and a sweep, whatever the broker's visibility timeout;
 - a result is stored only by the worker holding the current claim.
 
 Nothing here sends a task: a function that makes a summary due returns its id, and its
@@ -27,17 +29,21 @@ the time, and one whose clock ran ahead would take over a run started moments ag
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import Count, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Now
 
 from assembler.history import needs_summary, summary_targets
 from promptadmin.conversations.models import (
+    ACTIVE_STATUSES,
     DEFAULT_HISTORY_BUDGET,
     Conversation,
     Message,
@@ -52,8 +58,32 @@ logger = logging.getLogger(__name__)
 
 
 def stale_after() -> timedelta:
-    """How long a ``running`` summary may go on before its worker is presumed gone."""
+    """How long a summary may wait, pending and never claimed, before its task is presumed
+    lost: as long as a task may run (it may wait behind one that long)."""
     return timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+
+
+def lease() -> timedelta:
+    """How long a worker holding a summary is presumed alive since it last said so."""
+    return timedelta(seconds=settings.SUMMARIZER_LEASE_SECONDS)
+
+
+def _stuck(*, resent_too: bool = False) -> Q:
+    """The active summaries that are stuck, judged by the database's clock: their lease
+    ran out (the worker running it, or the one that was to retry it, is gone), or, never
+    claimed, they waited for as long as a task may run (their task was lost); and unless
+    ``resent_too``, their task was not sent again within that same time."""
+    now = Now()
+    lapsed = Q(lease_until__lt=now)
+    # Without a lease: never claimed, or claimed before workers held leases.
+    aged = Q(lease_until__isnull=True) & (
+        Q(status=SummaryStatus.PENDING, created_at__lt=now - stale_after())
+        | Q(status=SummaryStatus.RUNNING, started_at__lt=now - stale_after())
+    )
+    if not resent_too:
+        lapsed &= Q(resent_at__isnull=True) | Q(resent_at__lt=now - lease())
+        aged &= Q(resent_at__isnull=True) | Q(resent_at__lt=now - stale_after())
+    return Q(status__in=ACTIVE_STATUSES) & (lapsed | aged)
 
 
 def targets(conversation: Conversation) -> tuple[int, int]:
@@ -66,20 +96,11 @@ def targets(conversation: Conversation) -> tuple[int, int]:
 
 def locked(key: str, *, resent_too: bool = False) -> tuple[Conversation, int | None] | None:
     """Conversation ``key`` under a row lock, and the id of its stuck summary (None if
-    there is none), read in the same query: one ``running`` past the time limit (its
-    worker is gone), or ``pending`` for as long (its task was lost, or never sent), and
-    unless ``resent_too``, not sent again within that time. None when there is no such
-    conversation."""
+    there is none, see :func:`_stuck`), read in the same query. None when there is no
+    such conversation."""
     if not could_be_key(key):
         return None
-    cutoff = Now() - stale_after()
-    stuck = Summary.objects.filter(
-        Q(status=SummaryStatus.RUNNING, started_at__lt=cutoff)
-        | Q(status=SummaryStatus.PENDING, created_at__lt=cutoff),
-        conversation=OuterRef("pk"),
-    )
-    if not resent_too:
-        stuck = stuck.filter(Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff))
+    stuck = Summary.objects.filter(_stuck(resent_too=resent_too), conversation=OuterRef("pk"))
     conversation = (
         Conversation.objects.select_for_update()
         .annotate(stuck_summary_id=Subquery(stuck.values("pk")[:1]))
@@ -200,13 +221,33 @@ def ask(
 
 
 def mark_resent(summary_id: int) -> None:
-    """Record that the task of a stuck summary is sent again: ``running`` past the time
-    limit (its worker is gone, and its task may be too: the broker dropped it, or it was
-    acked by a delivery that found the run still young) or ``pending`` as long (its task
-    was lost). The delivery claims or takes it over; any extra one finds it running and
-    comes back later, or finds it done. It is not sent again within the next window."""
-    logger.warning("summary %s: stuck past the time limit; sending its task again", summary_id)
+    """Record that the task of a stuck summary (see :func:`_stuck`) is sent again. The
+    delivery claims or takes it over; any extra one finds it running or done, and does
+    nothing. It is not sent again within the next lease (or stale window)."""
+    logger.warning("summary %s: stuck; sending its task again", summary_id)
     Summary.objects.filter(pk=summary_id).update(resent_at=Now())
+
+
+# Enough for any sweep: the next one, moments later, takes the rest.
+SWEEP_BATCH = 500
+
+
+@transaction.atomic
+def stuck_summaries() -> list[int]:
+    """The stuck summaries (see :func:`_stuck`), oldest first and at most
+    :data:`SWEEP_BATCH`, each recorded as sent again: the caller sends their tasks. Rows
+    another sweep is recording meanwhile are skipped. Two queries, whatever the number of
+    conversations: the active summaries are few, and indexed apart."""
+    ids = list(
+        Summary.objects.filter(_stuck())
+        .select_for_update(skip_locked=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:SWEEP_BATCH]
+    )
+    if ids:
+        logger.warning("summaries %s: stuck; sending their tasks again", ids)
+        Summary.objects.filter(pk__in=ids).update(resent_at=Now())
+    return ids
 
 
 # Making a summary: the task's steps.
@@ -221,25 +262,21 @@ class Claim:
 
 @dataclass(frozen=True, slots=True)
 class Busy:
-    """Another worker is running the summary: come back in ``retry_in`` seconds, by when
-    it is done or that worker is presumed gone (and the summary can be taken over)."""
+    """Another worker is running the summary, its lease alive until ``lease_until``.
+    Should that worker die, the summary is stuck once the lease runs out, and its task is
+    sent again (see :func:`stuck_summaries`)."""
 
-    retry_in: float
-
-
-# Past the moment a run turns stale, so that the retry finds it stale (or done), not busy.
-BUSY_RETRY_MARGIN = timedelta(seconds=2)
+    lease_until: datetime
 
 
 @transaction.atomic
 def summary_claim(*, summary_id: int, task_id: str) -> Claim | Busy | None:
-    """Claim a pending summary (or one stuck in ``running``) for this worker.
+    """Claim a pending summary (or one ``running`` whose lease ran out) for this worker,
+    under a lease the worker keeps renewing while it runs it (:func:`lease_kept`).
 
-    :class:`Busy` when another worker is running it and may still be alive: the summary
-    is not touched (never two summarizer calls for one range at once), and the delivery
-    must come back when that run is done or stale; dropping it would leave the summary
-    ``running`` for ever should that worker be dead. None when there is nothing to do:
-    the summary is done, failed or gone.
+    :class:`Busy` when another worker is running it under a live lease: the summary is
+    not touched (never two summarizer calls for one range at once). None when there is
+    nothing to do: the summary is done, failed or gone.
     """
     # The database's time, read with the row: the start recorded, and the age judged, by
     # one clock for every worker.
@@ -254,21 +291,61 @@ def summary_claim(*, summary_id: int, task_id: str) -> Claim | Busy | None:
     now = summary.database_now
     took_over = False
     if summary.status == SummaryStatus.RUNNING:
-        window = stale_after()
-        if summary.started_at is not None and (age := now - summary.started_at) < window:
-            # At most the window itself (the task holds it within the visibility timeout).
-            wait = min(window - age + BUSY_RETRY_MARGIN, window)
-            return Busy(wait.total_seconds())
+        alive_until = summary.lease_until
+        if alive_until is None and summary.started_at is not None:
+            alive_until = summary.started_at + stale_after()  # claimed before leases
+        if alive_until is not None and now < alive_until:
+            return Busy(alive_until)
         took_over = True
         logger.warning(
-            "summary %s: taking over from a worker gone since %s", summary_id, summary.started_at
+            "summary %s: taking over from a worker gone since %s", summary_id, alive_until
         )
     summary.status = SummaryStatus.RUNNING
     summary.attempts += 1
     summary.started_at = now
+    summary.lease_until = now + lease()
     summary.task_id = task_id[:64]
-    summary.save(update_fields=["status", "attempts", "started_at", "task_id"])
+    summary.save(update_fields=["status", "attempts", "started_at", "lease_until", "task_id"])
     return Claim(summary.pk, summary.attempts, took_over)
+
+
+def renew_lease(claim: Claim) -> bool:
+    """Renew the claim's lease (another from now, by the database's clock); False when
+    the claim was lost (another worker took the summary over) or the run is over."""
+    return bool(
+        Summary.objects.filter(
+            pk=claim.summary_id, status=SummaryStatus.RUNNING, attempts=claim.attempt
+        ).update(lease_until=Now() + lease())
+    )
+
+
+@contextmanager
+def lease_kept(claim: Claim) -> Iterator[None]:
+    """Keep the claim's lease alive while the block runs: renewed every third of
+    ``SUMMARIZER_LEASE_SECONDS`` from a thread of its own (with its own database
+    connection), so that a summarizer call of any length never looks like a dead worker,
+    and a worker that dies stops renewing it. Stops when the block ends or the claim is
+    lost."""
+    stop = threading.Event()
+    interval = settings.SUMMARIZER_LEASE_SECONDS / 3
+
+    def renew() -> None:
+        try:
+            while not stop.wait(interval):
+                if not renew_lease(claim):
+                    return
+        except Exception:  # the run goes on; its lease may run out, and it is taken over
+            logger.exception("summary %s: its lease could not be renewed", claim.summary_id)
+        finally:
+            connections.close_all()  # this thread's own
+
+    thread = threading.Thread(target=renew, name=f"summary-{claim.summary_id}-lease", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _holds(summary: Summary, claim: Claim) -> bool:
@@ -371,14 +448,17 @@ def summary_complete(
 
 
 @transaction.atomic
-def summary_release(*, claim: Claim, error: str) -> None:
-    """Give the claimed summary back (``pending``) to be retried, recording ``error``."""
+def summary_release(*, claim: Claim, error: str, retry_in: float = 0.0) -> None:
+    """Give the claimed summary back (``pending``) to be retried in ``retry_in`` seconds,
+    recording ``error``. Its lease runs until then and a lease more: should the worker
+    holding the retry be gone by then, the summary is stuck and taken over."""
     summary = Summary.objects.select_for_update().get(pk=claim.summary_id)
     if not _holds(summary, claim):
         return
     summary.status = SummaryStatus.PENDING
     summary.error = error
-    summary.save(update_fields=["status", "error"])
+    summary.lease_until = Now() + timedelta(seconds=retry_in) + lease()
+    summary.save(update_fields=["status", "error", "lease_until"])
 
 
 @transaction.atomic

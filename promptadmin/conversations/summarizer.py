@@ -135,12 +135,13 @@ class Made:
     next_summary: int | None = None
 
 
-def summary_make(*, claim: queue.Claim, allow_fallback: bool) -> Made:
+def summary_make(*, claim: queue.Claim, allow_fallback: bool, retry_in: float = 0.0) -> Made:
     """Make the claimed summary: plan, summarize, store.
 
     When the endpoint is unavailable and ``allow_fallback`` is False, the summary goes
-    back to ``pending`` (the error recorded) and :class:`RetryLater` is raised; on the
-    last attempt the extractive summarizer makes it, and ``error`` says why.
+    back to ``pending`` (the error recorded, to be retried in ``retry_in`` seconds) and
+    :class:`RetryLater` is raised; on the last attempt the extractive summarizer makes
+    it, and ``error`` says why.
     """
     summary = Summary.objects.select_related("conversation").get(pk=claim.summary_id)
     plan, previous = plan_next(summary.conversation, summary.requested_through)
@@ -157,7 +158,9 @@ def summary_make(*, claim: queue.Claim, allow_fallback: bool) -> Made:
             primary, ExtractiveSummarizer(tok), plan, retry_unavailable=not allow_fallback
         )
     except SummarizerUnavailable as unavailable:
-        queue.summary_release(claim=claim, error=f"{primary.backend}: {unavailable}")
+        queue.summary_release(
+            claim=claim, error=f"{primary.backend}: {unavailable}", retry_in=retry_in
+        )
         raise RetryLater(str(unavailable)) from unavailable
     finally:
         close = getattr(primary, "close", None)
