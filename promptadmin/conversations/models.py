@@ -130,6 +130,15 @@ class Message(models.Model):
             ),
             models.CheckConstraint(condition=Q(role__in=ROLES), name="message_role_valid"),
         ]
+        indexes = [
+            # The newest user message before a position, found at once however long the
+            # conversation (the history block always shows it: see the selectors).
+            models.Index(
+                fields=["conversation", "position"],
+                condition=Q(role="user"),
+                name="message_user_position",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.conversation_id}#{self.position} {self.role}"
@@ -238,7 +247,9 @@ class Summary(models.Model):
                 fields=["conversation", "-covers_through"],
                 condition=Q(status=SummaryStatus.DONE),
                 name="summary_done_newest",
-            )
+            ),
+            # A page of a conversation's summaries, newest first.
+            models.Index(fields=["conversation", "-id"], name="summary_conversation_newest"),
         ]
 
     def __str__(self) -> str:
