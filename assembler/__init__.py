@@ -19,6 +19,7 @@ Nothing here imports Django: callers pass plain dataclasses in and get plain dat
 from __future__ import annotations
 
 from assembler.assembly import DROP_ORDER, TRIM_ORDER, assemble
+from assembler.findings import Lint
 from assembler.format_lint import FormatFinding, lint_prompt
 from assembler.history import (
     HistoryFit,
@@ -34,8 +35,10 @@ from assembler.history import (
     render_message,
     render_summary,
 )
-from assembler.lint import Lint, lint_request, lint_segment
+from assembler.lint import lint_request, lint_segment
 from assembler.lore import (
+    DEFAULT_LORE_RECURSION,
+    DEFAULT_LORE_SCAN_DEPTH,
     LORE_SOURCES,
     MAX_LORE_CONTENT_LENGTH,
     MAX_LORE_GROUP_LENGTH,
@@ -50,14 +53,11 @@ from assembler.lore import (
     LoreEntry,
     LoreError,
     LoreMatch,
-    LoreReport,
     LoreTrigger,
     test_lore,
 )
 from assembler.request import (
     BLOCK_FORMATS,
-    DEFAULT_LORE_RECURSION,
-    DEFAULT_LORE_SCAN_DEPTH,
     DEFAULT_LORE_SHARE,
     DEFAULT_NPC_BUDGET,
     DEFAULT_TOKEN_BUDGET,
@@ -86,6 +86,7 @@ from assembler.result import (
     Block,
     HistoryReport,
     LayerReport,
+    LoreReport,
     Meta,
     NpcReport,
     OverBudgetError,

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from assembler import explain, lore
 from assembler import lint as lint_rules
+from assembler.findings import Lint
 from assembler.layers import (
     HistoryLayer,
     Layer,
@@ -32,7 +33,6 @@ from assembler.layers import (
     declared_count,
     priced,
 )
-from assembler.lint import Lint
 from assembler.render import (
     BLOCK_SEPARATOR,
     block_close,
@@ -55,6 +55,8 @@ from assembler.result import (
     HistoryReport,
     LayerReport,
     LayerStatus,
+    LoreReport,
+    LoreStatus,
     Meta,
     NpcReport,
     NpcStatus,
@@ -983,14 +985,14 @@ class _Assembly:
             trimmed=None if fit.trimmed is None else fit.trimmed.position,
         )
 
-    def _lore_reports(self) -> list[lore.LoreReport]:
+    def _lore_reports(self) -> list[LoreReport]:
         """Every entry activated, in the order activation listed them, and its fate."""
         reports = []
         book, layer = self.request.lore_book, self.lore_layer
         emitted = {layer.entries[index].id for index in layer.emitted}
         for activation in self.lore_activations:
             entry = activation.entry
-            status: lore.LoreStatus
+            status: LoreStatus
             if activation.grouped_out_by is not None:
                 status, reason = "grouped_out", activation.reason
             elif entry.id in emitted:
@@ -998,7 +1000,7 @@ class _Assembly:
             else:
                 status, reason = "left_out", self.lore_left_out[entry.id]
             reports.append(
-                lore.LoreReport(
+                LoreReport(
                     id=entry.id,
                     title=entry.title,
                     status=status,

@@ -75,8 +75,8 @@ separated by a blank line like segments. When the prompt is over its token budge
 entries give way after ``game_state`` is trimmed to its floor and before the history is,
 whole, the last of the block (lowest priority) first; like every cut, they are put back
 once the prompt fits, where they still fit. ``meta.lore`` says what became of each entry
-(:class:`LoreReport`); lore entries are not segments, so they appear nowhere else in
-``meta`` but in the truncation steps (scope ``lore``, no ``segment_id``).
+(:class:`assembler.result.LoreReport`); lore entries are not segments, so they appear
+nowhere else in ``meta`` but in the truncation steps (scope ``lore``, no ``segment_id``).
 
 For callers
 -----------
@@ -86,7 +86,8 @@ the matcher is built once, in the constructor (about a quarter of a second for 1
 entries and 30,000 keys). Pass it as ``AssemblyRequest.lore_book``, with the request's
 options as ``AssemblyRequest.lore``. An entry is checked when it is made: a
 :class:`LoreError` names the field at fault; the limits (``MAX_LORE_*``) are here to
-import. ``LoreReport.to_dict()`` and ``LoreActivation.to_dict()`` are the JSON served.
+import. ``LoreReport.to_dict()`` (in :mod:`assembler.result`) and
+``LoreActivation.to_dict()`` are the JSON served.
 """
 
 from __future__ import annotations
@@ -102,10 +103,16 @@ from typing import Any, Literal, NamedTuple, TypeAlias
 
 import ahocorasick
 
-from assembler.explain import text_name
+# This module builds on history and tokens alone: requests (which carry a book) and
+# results (which report on it) build on it.
 from assembler.history import HistoryMessage
-from assembler.request import DEFAULT_LORE_RECURSION, DEFAULT_LORE_SCAN_DEPTH
 from assembler.tokens import Tokenizer
+
+DEFAULT_LORE_SCAN_DEPTH = 4
+"""How many of the newest history messages activation scans."""
+
+DEFAULT_LORE_RECURSION = 2
+"""How many rounds of activated entries' content activation scans after the turn's text."""
 
 MAX_LORE_KEYS = 64
 """The most keys one entry may have."""
@@ -140,7 +147,6 @@ LORE_SOURCES: tuple[LoreSource, ...] = (
 ``input``, ``game_state``, ``player`` or ``history``, another entry's content (``lore``),
 or the text given to :func:`test_lore` (``text``)."""
 
-LoreStatus: TypeAlias = Literal["included", "left_out", "grouped_out"]
 ActivationStatus: TypeAlias = Literal["triggered", "grouped_out"]
 
 # Control characters cannot be typed into a key, and NUL never occurs in stored text.
@@ -651,6 +657,15 @@ class LoreActivation(NamedTuple):
         }
 
 
+# Where a key was found, inside a sentence (the other sources need more words).
+_SOURCE_WORDS = {
+    "input": "the input",
+    "game_state": "the game state",
+    "player": "the player details",
+    "text": "the text",
+}
+
+
 def trigger_words(trigger: LoreTrigger, by: LoreEntry | None = None) -> str:
     """Where an entry's trigger was found, in plain words.
 
@@ -666,10 +681,8 @@ def trigger_words(trigger: LoreTrigger, by: LoreEntry | None = None) -> str:
         where = f"history message {trigger.message}"
     elif source == "lore":
         where = by.name[0].lower() + by.name[1:] if by is not None else "another lore entry"
-    elif source == "text":
-        where = "the text"
     else:
-        where = text_name(source, capital=False)
+        where = _SOURCE_WORDS[source]
     return f"key '{trigger.key}' in {where}"
 
 
@@ -872,36 +885,6 @@ def test_lore(
 
 # pytest collects functions named test_* that a test module imports; this one is not a test.
 setattr(test_lore, "__test__", False)  # noqa: B010
-
-
-@dataclass(slots=True)
-class LoreReport:
-    """What became of one entry triggered on a turn (an item of ``meta.lore``).
-
-    ``status``: ``included`` in the prompt, ``left_out`` (the lore budget was full, the
-    prompt was over its budget, or the entry has no text) or ``grouped_out``. ``tokens``
-    is the entry's content count; ``reason`` says it all in plain words.
-    """
-
-    id: int
-    title: str
-    status: LoreStatus
-    trigger: LoreTrigger
-    by: int | None
-    tokens: int
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"id", "title", "status", "trigger", "by", "tokens", "reason"}``."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "status": self.status,
-            "trigger": self.trigger.to_dict(),
-            "by": self.by,
-            "tokens": self.tokens,
-            "reason": self.reason,
-        }
 
 
 def lore_budget_full(budget: int, room: int | None = None, needs: int | None = None) -> str:

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 from assembler.history import HistoryMessage, SummaryText
-
-if TYPE_CHECKING:  # assembler.lore builds on this module
-    from assembler.lore import LoreBook
+from assembler.lore import DEFAULT_LORE_RECURSION, DEFAULT_LORE_SCAN_DEPTH, LoreBook
 
 SCOPES: tuple[str, ...] = (
     "core",
@@ -59,12 +57,6 @@ DEFAULT_NPC_BUDGET = 600
 
 MAX_BUDGET = 1_000_000
 """The largest token or NPC budget a request may ask for."""
-
-DEFAULT_LORE_SCAN_DEPTH = 4
-"""How many of the newest history messages lore activation scans."""
-
-DEFAULT_LORE_RECURSION = 2
-"""How many rounds of lore content lore activation scans after the turn's text."""
 
 DEFAULT_LORE_SHARE = 0.10
 """The lore block's budget, as a share of the token budget, when the caller names none."""
