@@ -500,10 +500,17 @@ class LoreBook:
         return spans
 
     def content_groups(self, index: int) -> dict[int, list[tuple[int, int]]]:
-        """:meth:`scan_groups` of entry ``index``'s content, worked out once."""
+        """:meth:`scan_groups` of entry ``index``'s content, worked out once, less the
+        groups of its own keys that no other entry shares (content often names its own
+        entry, which is active already)."""
         groups = self._content_groups.get(index)
         if groups is None:
-            groups = self._content_groups[index] = self.scan_groups(self.entries[index].content)
+            members = self._members
+            groups = self._content_groups[index] = {
+                group: spans
+                for group, spans in self.scan_groups(self.entries[index].content).items()
+                if len(members[group]) > 1 or members[group][0][0] != index
+            }
         return groups
 
     def tokens(self, entry: LoreEntry, tokenizer: Tokenizer) -> int:
