@@ -1,5 +1,5 @@
-"""Prompt assembly: tokens, layers, budgets, truncation, lint rules, conversation history
-and summarization, in pure Python.
+"""Prompt assembly: tokens, layers, budgets, truncation, lint rules, conversation history,
+living lore and summarization, in pure Python.
 
 Registered prompts live in three modules, imported by name (their functions have short
 names such as ``render`` and ``parse``): :mod:`assembler.templates` (the curly and format
@@ -19,6 +19,7 @@ Nothing here imports Django: callers pass plain dataclasses in and get plain dat
 from __future__ import annotations
 
 from assembler.assembly import DROP_ORDER, TRIM_ORDER, assemble
+from assembler.findings import Lint
 from assembler.format_lint import FormatFinding, lint_prompt
 from assembler.history import (
     HistoryFit,
@@ -34,14 +35,38 @@ from assembler.history import (
     render_message,
     render_summary,
 )
-from assembler.lint import Lint, lint_request, lint_segment
+from assembler.lint import lint_request, lint_segment
+from assembler.lore import (
+    DEFAULT_LORE_RECURSION,
+    DEFAULT_LORE_SCAN_DEPTH,
+    LORE_SOURCES,
+    MAX_LORE_CONTENT_LENGTH,
+    MAX_LORE_GROUP_LENGTH,
+    MAX_LORE_KEY_LENGTH,
+    MAX_LORE_KEYS,
+    MAX_LORE_PRIORITY,
+    MAX_LORE_TEST_TEXT,
+    MAX_LORE_TITLE_LENGTH,
+    MIN_LORE_PRIORITY,
+    LoreActivation,
+    LoreBook,
+    LoreEntry,
+    LoreError,
+    LoreMatch,
+    LoreTrigger,
+    test_lore,
+)
 from assembler.request import (
     BLOCK_FORMATS,
+    DEFAULT_LORE_SHARE,
     DEFAULT_NPC_BUDGET,
     DEFAULT_TOKEN_BUDGET,
     DYNAMIC_SCOPES,
     HISTORY_SCOPE,
+    LORE_SCOPE,
     MAX_BUDGET,
+    MAX_LORE_RECURSION,
+    MAX_LORE_SCAN_DEPTH,
     PROTECTED_SCOPES,
     SCOPES,
     SEGMENT_SCOPES,
@@ -49,6 +74,7 @@ from assembler.request import (
     AssemblyRequest,
     BlockFormat,
     History,
+    LoreOptions,
     Npc,
     Policy,
     RequestError,
@@ -60,6 +86,7 @@ from assembler.result import (
     Block,
     HistoryReport,
     LayerReport,
+    LoreReport,
     Meta,
     NpcReport,
     OverBudgetError,
@@ -105,12 +132,27 @@ from assembler.trisection import (
 __all__ = [
     "BLOCK_FORMATS",
     "DEFAULT_INSTRUCTIONS",
+    "DEFAULT_LORE_RECURSION",
+    "DEFAULT_LORE_SCAN_DEPTH",
+    "DEFAULT_LORE_SHARE",
     "DEFAULT_NPC_BUDGET",
     "DEFAULT_TOKEN_BUDGET",
     "DROP_ORDER",
     "DYNAMIC_SCOPES",
     "HISTORY_SCOPE",
+    "LORE_SCOPE",
+    "LORE_SOURCES",
     "MAX_BUDGET",
+    "MAX_LORE_CONTENT_LENGTH",
+    "MAX_LORE_GROUP_LENGTH",
+    "MAX_LORE_KEYS",
+    "MAX_LORE_KEY_LENGTH",
+    "MAX_LORE_PRIORITY",
+    "MAX_LORE_RECURSION",
+    "MAX_LORE_SCAN_DEPTH",
+    "MAX_LORE_TEST_TEXT",
+    "MAX_LORE_TITLE_LENGTH",
+    "MIN_LORE_PRIORITY",
     "PROTECTED_SCOPES",
     "SCOPES",
     "SEGMENT_SCOPES",
@@ -133,6 +175,14 @@ __all__ = [
     "Interface",
     "LayerReport",
     "Lint",
+    "LoreActivation",
+    "LoreBook",
+    "LoreEntry",
+    "LoreError",
+    "LoreMatch",
+    "LoreOptions",
+    "LoreReport",
+    "LoreTrigger",
     "Message",
     "Meta",
     "MissingVariablesError",
@@ -180,6 +230,7 @@ __all__ = [
     "render_message",
     "render_summary",
     "summarize_with_fallback",
+    "test_lore",
     "to_curly",
     "validate_summary",
 ]
