@@ -19,6 +19,7 @@ class ContentConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
+        from promptadmin.content import tasks  # noqa: F401  (registers the import task)
         from promptadmin.content.keys import api_key_changed
         from promptadmin.content.models import ApiKey
 
