@@ -119,7 +119,9 @@ def test_the_examples_come_back_from_postgresql_as_integers_no_encoder_writes(
 
 @pytest.mark.postgres
 @pytest.mark.django_db
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.floats(allow_nan=False, allow_infinity=False)
     | st.floats(min_value=1e15, max_value=1e21)
