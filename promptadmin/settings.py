@@ -396,6 +396,8 @@ SPECTACULAR_SETTINGS = {
         "SegmentInputScopeEnum": "promptadmin.content.models.SEGMENT_SCOPES",
         "DeprecatedScopeEnum": "promptadmin.content.models.DEPRECATED_SCOPES",
         "SummaryStatusEnum": "promptadmin.conversations.models.SummaryStatus",
+        "ImportJobStatusEnum": "promptadmin.content.models.ImportJob.Status",
+        "ImportFormatEnum": "promptadmin.content.legacy.FORMATS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",

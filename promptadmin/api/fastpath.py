@@ -11,7 +11,6 @@ has its own, held to the same standard by tests/promptadmin/api/test_render_inpu
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -211,7 +210,7 @@ def _storable(value: Any) -> bool:
             if not storedjson.MIN_INT <= current <= storedjson.MAX_INT:
                 return False
         elif kind is float:
-            if not math.isfinite(current):
+            if storedjson.float_problem(current):
                 return False
         elif kind is dict:
             if depth > storedjson.MAX_DEPTH:

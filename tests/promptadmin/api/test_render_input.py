@@ -14,6 +14,7 @@ from rest_framework.exceptions import ValidationError
 from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.serializers.common import MAX_TEXT
 from promptadmin.api.serializers.prompts import RenderSerializer
+from promptadmin.core import storedjson
 from scripts import bench_api
 
 PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -32,7 +33,10 @@ json_values = st.recursive(
         st.none(),
         st.booleans(),
         st.integers(-(2**63), 2**63 - 1),
-        st.floats(allow_nan=False, allow_infinity=False),
+        # What stored JSON takes: finite, and not stored as an integer beyond 64 bits.
+        st.floats(allow_nan=False, allow_infinity=False).filter(
+            lambda f: storedjson.float_problem(f) is None
+        ),
         storable_text,
     ),
     lambda inner: st.one_of(
