@@ -66,6 +66,7 @@ from promptadmin.conversations.models import (
     key_validator,
 )
 from promptadmin.conversations.selectors import summary_text
+from promptadmin.core import roles
 from promptadmin.core.actors import Actor
 from promptadmin.core.errors import ConflictError
 from promptadmin.core.tokens import tokenizer
@@ -197,6 +198,7 @@ def conversation_append(
     and one more only when over the threshold with no summary asked for yet (the summary
     request) or when sending a stuck summary's task again (recording when).
     """
+    roles.require(actor, role=roles.Role.AUTHOR, action="Appending to a conversation")
     validate_key(key)
     if history_budget is not None:
         validate_history_budget(history_budget)
@@ -359,6 +361,7 @@ def summary_request(*, actor: Actor, key: str) -> int | None:
     lately): should the broker have lost it, or its worker have died with it, asking
     again is how it gets made.
     """
+    roles.require(actor, role=roles.Role.AUTHOR, action="Asking for a summary")
     located = _locked(key, resent_too=True)
     if located is None:
         raise Conversation.DoesNotExist(f"No conversation with key {key!r}.")

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -19,7 +19,7 @@ import assembler
 from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectation
 from promptadmin.content.models import NPC, Entry, slug_validator
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
-from promptadmin.core.roles import can_edit, is_admin
+from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.releases import serving
 from promptadmin.releases.impact import failing
@@ -46,6 +46,8 @@ BATCH = 2000
 MAX_NOTES = 10_000
 MAX_NPCS = 50  # as many as one assembly takes
 MAX_TIER = 32767  # what a segment's tier column holds
+MOVING_A_LABEL = "Moving a release label"
+CHANGING_SCENARIOS = "Changing scenarios"
 
 
 class ExpectationsFailing(Exception):
@@ -72,26 +74,6 @@ class WorkingCopyChanged(Exception):
             f"The working copy changed since it was reviewed (content hash {reviewed[:12]}…, "
             f"now {current[:12]}…): compare again, then publish what you reviewed."
         )
-
-
-def _require_edit(actor: Actor) -> None:
-    if actor is None:
-        return
-    if is_key(actor):
-        if not getattr(actor, "can_write", False):
-            raise PermissionDenied("Making a release needs a key with scope 'write' or 'admin'.")
-    elif not can_edit(actor):
-        raise PermissionDenied("Making a release needs the author or admin role.")
-
-
-def _require_admin(actor: Actor) -> None:
-    if actor is None:
-        return
-    if is_key(actor):
-        if not getattr(actor, "can_admin", False):
-            raise PermissionDenied("Moving a release label needs a key with scope 'admin'.")
-    elif not is_admin(actor):
-        raise PermissionDenied("Moving a release label needs the admin role.")
 
 
 def _attribution(actor: Actor) -> dict[str, Any]:
@@ -291,9 +273,9 @@ def release_create(
     written in the entry point's own transaction: the snapshot is read in one of its own,
     before it.)
     """
-    _require_edit(actor)
+    require(actor, role=Role.AUTHOR, action="Making a release")
     if labels:
-        _require_admin(actor)
+        require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_names(name or None, labels)
     _check_notes(notes)
     # Content writes are not locked out: the snapshot is read in one REPEATABLE READ
@@ -399,7 +381,7 @@ def release_label_set(
 
     Content failing an expectation needs ``confirm``; the failures confirmed are recorded.
     """
-    _require_admin(actor)
+    require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_label(label)
     _check_notes(note, "note")
     if not confirm:
@@ -414,7 +396,7 @@ def release_label_set(
 @transaction.atomic
 def release_label_remove(*, actor: Actor, label: str, note: str = "") -> ReleaseLabelMove:
     """Remove ``label``; callers that named it get an error, default serving the working copy."""
-    _require_admin(actor)
+    require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_notes(note, "note")
     if not ReleaseLabel.objects.filter(name=label).exists():
         raise ValidationError({"label": f"There is no label '{label}'."})
@@ -534,7 +516,7 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
 @transaction.atomic
 def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
     """Save a preview configuration as a named scenario."""
-    _require_edit(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_SCENARIOS)
     values = {
         "first_turn": False,
         "npcs": [],
@@ -565,7 +547,7 @@ def scenario_check(*, scenario: Scenario, **changes: Any) -> dict[str, Any]:
 @transaction.atomic
 def scenario_update(*, actor: Actor, scenario: Scenario, **changes: Any) -> Scenario:
     """Change some of a scenario's fields; saves only what changed."""
-    _require_edit(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_SCENARIOS)
     locked = Scenario.objects.select_for_update().get(pk=scenario.pk)
     values = scenario_check(scenario=locked, **changes)
     if Scenario.objects.filter(name=values["name"]).exclude(pk=locked.pk).exists():
@@ -583,5 +565,5 @@ def scenario_update(*, actor: Actor, scenario: Scenario, **changes: Any) -> Scen
 
 @transaction.atomic
 def scenario_delete(*, actor: Actor, scenario: Scenario) -> None:
-    _require_edit(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_SCENARIOS)
     Scenario.objects.filter(pk=scenario.pk).delete()

@@ -27,12 +27,13 @@ from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import DEPRECATED_SCOPES, REF_FIELDS, Segment
 from promptadmin.content.services import segments
 from promptadmin.content.services.legacy_import import (
+    MIGRATING,
     ReviewKey,
-    check_can_migrate,
     title_from_metadata,
 )
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
+from promptadmin.core.roles import Role, require
 
 
 class Status:
@@ -255,7 +256,7 @@ def deprecated_copy(
     source is marked copied and links forward. A dismissed row must be put back to pending
     (undo) first.
     """
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     source = _lock_deprecated(segment)
     _refuse_unless_applicable(Action.COPY, source)
     title, extra = _carried_title(source)
@@ -275,7 +276,7 @@ def deprecated_copy(
 @transaction.atomic
 def deprecated_dismiss(*, actor: Actor, segment: Segment, reason: str) -> Segment:
     """Mark a deprecated segment as not worth keeping, saying why (it is kept)."""
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     reason = _clean_reason(reason)
     source = _lock_deprecated(segment)
     _refuse_unless_applicable(Action.DISMISS, source)
@@ -291,7 +292,7 @@ def deprecated_undo(*, actor: Actor, segment: Segment) -> Segment:
     Undoing a copy deactivates the copies (they stay, with their history, linked back as
     ``undone_copies``); nothing is deleted.
     """
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     source = _lock_deprecated(segment)
     _refuse_unless_applicable(Action.UNDO, source)
     for copy in Segment.objects.filter(pk__in=copy_ids(source), active=True):
@@ -344,7 +345,7 @@ def deprecated_bulk(
     refuses the whole action: nothing is written. One transaction; a fixed number of
     queries per batch, however many rows it holds.
     """
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     if action not in Action.ALL:
         raise ValidationError({"action": f"Use one of {', '.join(Action.ALL)}."})
     wanted = sorted(set(ids))

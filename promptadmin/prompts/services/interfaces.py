@@ -11,9 +11,10 @@ from django.db.models import ProtectedError
 from assembler.templates import TemplateSyntaxError, parse
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.errors import InUseError
+from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.prompts.models import NAME_HELP, NAME_RE, AdapterInstruction, Interface
-from promptadmin.prompts.services import check_can_write, prompts_changed
+from promptadmin.prompts.services import CHANGING_PROMPTS, prompts_changed
 
 INTERFACE_FIELDS = ("name", "supports_system_prompt", "supports_structured_output")
 ADAPTER_FIELDS = ("interface", "task", "order", "system_addition", "user_addition", "active")
@@ -44,7 +45,7 @@ def interface_create(
     supports_system_prompt: bool = True,
     supports_structured_output: bool = False,
 ) -> Interface:
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     fields = {
         "name": name,
         "supports_system_prompt": supports_system_prompt,
@@ -60,7 +61,7 @@ def interface_create(
 
 @transaction.atomic
 def interface_update(*, actor: Actor, interface: Interface, **changes: Any) -> Interface:
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     unknown = set(changes) - set(INTERFACE_FIELDS)
     if unknown:
         raise TypeError(f"interface_update() got unexpected fields: {', '.join(sorted(unknown))}")
@@ -78,7 +79,7 @@ def interface_update(*, actor: Actor, interface: Interface, **changes: Any) -> I
 
 @transaction.atomic
 def interface_delete(*, actor: Actor, interface: Interface) -> None:
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     record_actor(interface, actor)
     try:
         with transaction.atomic():
@@ -139,7 +140,7 @@ def adapter_instruction_create(
 ) -> AdapterInstruction:
     """Register text an adapter adds for (interface, task): curly templates, rendered with
     the caller's instruction context."""
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     fields = {
         "interface": interface,
         "task": task,
@@ -160,7 +161,7 @@ def adapter_instruction_create(
 def adapter_instruction_update(
     *, actor: Actor, instruction: AdapterInstruction, **changes: Any
 ) -> AdapterInstruction:
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     unknown = set(changes) - set(ADAPTER_FIELDS)
     if unknown:
         raise TypeError(
@@ -180,7 +181,7 @@ def adapter_instruction_update(
 
 @transaction.atomic
 def adapter_instruction_delete(*, actor: Actor, instruction: AdapterInstruction) -> None:
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     record_actor(instruction, actor)
     instruction.delete()
     prompts_changed()

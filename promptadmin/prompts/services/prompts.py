@@ -15,6 +15,7 @@ from assembler.format_lint import FormatFinding, lint_prompt
 from assembler.templates import SYNTAXES
 from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
 from promptadmin.core.errors import InUseError
+from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
@@ -34,7 +35,7 @@ from promptadmin.prompts.models import (
     Prompt,
     PromptVersion,
 )
-from promptadmin.prompts.services import check_can_write, prompts_changed
+from promptadmin.prompts.services import CHANGING_PROMPTS, prompts_changed
 
 Errors = dict[str, list[str]]
 
@@ -99,7 +100,7 @@ def prompt_create(
     expected_system: str | None = None,
 ) -> Prompt:
     """Create the prompt addressed by (component, agent, task type or None: the default)."""
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     errors: Errors = {}
     for field, value in (("component", component), ("agent", agent)):
         if not isinstance(value, str) or not NAME_RE.fullmatch(value):
@@ -246,7 +247,7 @@ def prompt_version_create(
 
     ``variables`` None declares exactly the variables the templates use.
     """
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     prompt = lock_prompt(prompt)
     templates = dict(user_templates) if isinstance(user_templates, Mapping) else user_templates
     if variables is None and isinstance(templates, dict):
@@ -376,7 +377,7 @@ def _version(prompt: Prompt, number: Any) -> PromptVersion:
 def prompt_label_set(*, actor: Actor, prompt: Prompt, name: str, version: int) -> Label:
     """Set ``name`` on version number ``version``, or move it there; recorded as an event.
     Setting a label where it already points changes nothing and records nothing."""
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     problem = label_name_problem(name)
     if problem:
         raise ValidationError({"label": [problem]})
@@ -394,7 +395,7 @@ prompt_label_move = prompt_label_set
 @transaction.atomic
 def prompt_label_remove(*, actor: Actor, prompt: Prompt, name: str) -> None:
     """Remove a label; recorded as an event. ``latest`` cannot be removed."""
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     if name == LATEST:
         raise ValidationError({"label": ["'latest' always names the newest version."]})
     prompt = lock_prompt(prompt)
@@ -419,7 +420,7 @@ def prompt_label_remove(*, actor: Actor, prompt: Prompt, name: str) -> None:
 def prompt_version_delete(*, actor: Actor, version: PromptVersion) -> None:
     """Delete a version no label points at, ``latest`` included: the newest version
     stays, or ``latest`` would move back to an older one without any label event."""
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     prompt = lock_prompt(version.prompt)
     names = sorted(version.labels.values_list("name", flat=True))
     problems = []
