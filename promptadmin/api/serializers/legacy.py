@@ -84,7 +84,7 @@ class ImportReportSerializer(serializers.Serializer):
 
 class DeprecatedFilterSerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=DEPRECATED_SCOPES, required=False)
-    status = serializers.ChoiceField(choices=Status.ALL, required=False)
+    status = serializers.ChoiceField(choices=Status.values, required=False)
     search = serializers.CharField(
         required=False, max_length=200, help_text="Words the content contains (any case)."
     )
@@ -159,7 +159,7 @@ class DismissInputSerializer(StrictSerializer):
 
 
 class BulkInputSerializer(StrictSerializer):
-    action = serializers.ChoiceField(choices=Action.ALL)
+    action = serializers.ChoiceField(choices=Action.values)
     ids = serializers.ListField(
         child=f.Integer(min_value=1, max_value=2**63 - 1),
         min_length=1,

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history, bulk_update_with_history
@@ -36,18 +36,20 @@ from promptadmin.core.cache import content_changed
 from promptadmin.core.roles import Role, require
 
 
-class Status:
+class Status(models.TextChoices):
+    """Where a deprecated row's review stands (kept in its metadata, ReviewKey.STATUS)."""
+
     PENDING = "pending"
     COPIED = "copied"
     DISMISSED = "dismissed"
-    ALL = (PENDING, COPIED, DISMISSED)
 
 
-class Action:
+class Action(models.TextChoices):
+    """What a review does to a deprecated row."""
+
     COPY = "copy"
     DISMISS = "dismiss"
     UNDO = "undo"
-    ALL = (COPY, DISMISS, UNDO)
 
 
 MAX_REASON = 500
@@ -72,7 +74,7 @@ NO_TARGET = "has no obvious target: choose a scope and object to copy it to"
 
 def status_of(segment: Segment) -> str:
     value = _meta(segment).get(ReviewKey.STATUS)
-    return value if value in Status.ALL else Status.PENDING
+    return value if value in Status.values else Status.PENDING
 
 
 def status_q(status: str) -> Q:
@@ -100,8 +102,8 @@ def deprecated_segments(
 def deprecated_counts() -> dict[str, int]:
     """Deprecated rows per review status, in one query."""
     base = Segment.objects.filter(scope__in=DEPRECATED_SCOPES)
-    counts = base.aggregate(**{s: Count("id", filter=status_q(s)) for s in Status.ALL})
-    return {status: counts[status] for status in Status.ALL}
+    counts = base.aggregate(**{s: Count("id", filter=status_q(s)) for s in Status.values})
+    return {status: counts[status] for status in Status.values}
 
 
 @dataclass(frozen=True)
@@ -346,8 +348,8 @@ def deprecated_bulk(
     queries per batch, however many rows it holds.
     """
     require(actor, role=Role.ADMIN, action=MIGRATING)
-    if action not in Action.ALL:
-        raise ValidationError({"action": f"Use one of {', '.join(Action.ALL)}."})
+    if action not in Action.values:
+        raise ValidationError({"action": f"Use one of {', '.join(Action.values)}."})
     wanted = sorted(set(ids))
     if not wanted:
         raise ValidationError({"ids": "Choose at least one segment."})
