@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
@@ -245,9 +246,12 @@ def prompt_version_create(
 ) -> PromptVersion:
     """Create the next version of ``prompt`` and set ``labels`` on it at once.
 
-    ``variables`` None declares exactly the variables the templates use.
+    ``variables`` None declares exactly the variables the templates use. A protected label
+    among ``labels`` needs an admin (see :func:`_require_protected`).
     """
     require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
+    if isinstance(labels, list | tuple):
+        _require_protected(actor, labels, "Setting")
     prompt = lock_prompt(prompt)
     templates = dict(user_templates) if isinstance(user_templates, Mapping) else user_templates
     if variables is None and isinstance(templates, dict):
@@ -330,6 +334,22 @@ def _label_name_problems(labels: Any) -> list[str]:
     return problems
 
 
+def protected_labels() -> frozenset[str]:
+    """The labels only admins and admin keys may set, move or remove
+    (``PROTECTED_PROMPT_LABELS``, default ``production``): what a game fetches by default."""
+    return frozenset(settings.PROTECTED_PROMPT_LABELS)
+
+
+def _require_protected(actor: Actor, names: Any, doing: str) -> None:
+    """Refuse anyone but admins, admin keys and scripts a change to a protected label among
+    ``names`` (``doing`` the change: ``"Setting"``, ``"Moving"``, ``"Removing"``)."""
+    protected = sorted(protected_labels().intersection(n for n in names if isinstance(n, str)))
+    if protected:
+        listed = ", ".join(f"'{name}'" for name in protected)
+        which = "label" if len(protected) == 1 else "labels"
+        require(actor, role=Role.ADMIN, action=f"{doing} the protected {which} {listed}")
+
+
 def label_name_problem(name: Any) -> str | None:
     if not isinstance(name, str) or not LABEL_RE.fullmatch(name):
         return f"{name!r} is not a label name: {LABEL_HELP}"
@@ -376,11 +396,13 @@ def _version(prompt: Prompt, number: Any) -> PromptVersion:
 @transaction.atomic
 def prompt_label_set(*, actor: Actor, prompt: Prompt, name: str, version: int) -> Label:
     """Set ``name`` on version number ``version``, or move it there; recorded as an event.
-    Setting a label where it already points changes nothing and records nothing."""
+    Setting a label where it already points changes nothing and records nothing. A
+    protected label needs an admin (see :func:`_require_protected`)."""
     require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     problem = label_name_problem(name)
     if problem:
         raise ValidationError({"label": [problem]})
+    _require_protected(actor, [name], "Moving")
     prompt = lock_prompt(prompt)
     target = _version(prompt, version)
     if _set_label(actor, prompt, name, target):
@@ -394,10 +416,12 @@ prompt_label_move = prompt_label_set
 
 @transaction.atomic
 def prompt_label_remove(*, actor: Actor, prompt: Prompt, name: str) -> None:
-    """Remove a label; recorded as an event. ``latest`` cannot be removed."""
+    """Remove a label; recorded as an event. ``latest`` cannot be removed; a protected
+    label needs an admin (see :func:`_require_protected`)."""
     require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     if name == LATEST:
         raise ValidationError({"label": ["'latest' always names the newest version."]})
+    _require_protected(actor, [name], "Removing")
     prompt = lock_prompt(prompt)
     label = Label.objects.select_related("version").filter(prompt=prompt, name=name).first()
     if label is None:

@@ -212,3 +212,45 @@ def test_a_labelled_version_is_protected_from_a_plain_orm_delete() -> None:
     with pytest.raises(ProtectedError):
         first.delete()
     assert prompt.versions.filter(number=1).exists()
+
+
+@pytest.mark.django_db
+def test_only_admins_and_admin_keys_set_move_or_remove_a_protected_label() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 2)
+    prompt_label_set(actor=None, prompt=prompt, name="production", version=1)
+    author = UserFactory(role="author")
+    write_key, _ = api_key_create(actor=None, name="pipeline", scope="write")
+    for actor in (author, write_key):
+        with pytest.raises(PermissionDenied, match=r"(?i)moving the protected label 'production'"):
+            prompt_label_set(actor=actor, prompt=prompt, name="production", version=2)
+        with pytest.raises(PermissionDenied, match=r"(?i)removing the protected label"):
+            prompt_label_remove(actor=actor, prompt=prompt, name="production")
+        with pytest.raises(PermissionDenied, match=r"(?i)setting the protected label"):
+            prompt_version_create(
+                actor=actor, prompt=prompt, user_templates={"default": "x"}, labels=["production"]
+            )
+        # Other labels stay theirs.
+        prompt_label_set(actor=actor, prompt=prompt, name="staging", version=2)
+    assert Label.objects.get(prompt=prompt, name="production").version.number == 1
+    assert prompt.versions.count() == 2
+    admin_key, _ = api_key_create(actor=None, name="ops", scope="admin")
+    for actor in (UserFactory(role="admin"), admin_key):
+        prompt_label_set(actor=actor, prompt=prompt, name="production", version=2)
+        prompt_label_remove(actor=actor, prompt=prompt, name="production")
+        prompt_label_set(actor=actor, prompt=prompt, name="production", version=1)
+
+
+@pytest.mark.django_db
+def test_the_protected_labels_are_a_setting(settings: Any) -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 1)
+    author = UserFactory(role="author")
+    settings.PROTECTED_PROMPT_LABELS = ["staging", "qa"]
+    prompt_label_set(actor=author, prompt=prompt, name="production", version=1)
+    with pytest.raises(PermissionDenied, match=r"(?i)setting the protected labels 'qa', 'staging'"):
+        prompt_version_create(
+            actor=author, prompt=prompt, user_templates={"default": "x"}, labels=["staging", "qa"]
+        )
+    settings.PROTECTED_PROMPT_LABELS = []
+    prompt_label_set(actor=author, prompt=prompt, name="staging", version=1)
