@@ -12,7 +12,14 @@ from django.db.models import ProtectedError
 
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.core.errors import InUseError
-from promptadmin.prompts.models import Label, LabelEvent, Prompt, PromptVersion
+from promptadmin.prompts.models import (
+    AdapterInstruction,
+    Interface,
+    Label,
+    LabelEvent,
+    Prompt,
+    PromptVersion,
+)
 from promptadmin.prompts.services.prompts import (
     prompt_create,
     prompt_label_move,
@@ -254,3 +261,33 @@ def test_the_protected_labels_are_a_setting(settings: Any) -> None:
         )
     settings.PROTECTED_PROMPT_LABELS = []
     prompt_label_set(actor=author, prompt=prompt, name="staging", version=1)
+
+
+@pytest.mark.django_db
+def test_an_interface_or_adapter_change_from_a_stale_read_is_refused_under_the_lock() -> None:
+    from promptadmin.core.errors import StaleStateError
+    from promptadmin.prompts.services import interfaces
+
+    interface = interfaces.interface_create(actor=None, name="langchain")
+    seen = interface.updated_at
+    interfaces.interface_update(actor=None, interface=interface, supports_system_prompt=False)
+    with pytest.raises(StaleStateError, match="The interface changed since you read it"):
+        interfaces.interface_update(
+            actor=None, interface=interface, expected_updated_at=seen, name="langchain2"
+        )
+    with pytest.raises(StaleStateError):
+        interfaces.interface_delete(actor=None, interface=interface, expected_updated_at=seen)
+    current = Interface.objects.get(pk=interface.pk)
+    adapter = interfaces.adapter_instruction_create(actor=None, interface=current, task="parsing")
+    seen = adapter.updated_at
+    interfaces.adapter_instruction_update(actor=None, instruction=adapter, order=2)
+    with pytest.raises(StaleStateError, match="The adapter instruction changed"):
+        interfaces.adapter_instruction_delete(
+            actor=None, instruction=adapter, expected_updated_at=seen
+        )
+    interfaces.adapter_instruction_delete(
+        actor=None,
+        instruction=adapter,
+        expected_updated_at=AdapterInstruction.objects.get(pk=adapter.pk).updated_at,
+    )
+    assert current.name == "langchain" and not AdapterInstruction.objects.exists()
