@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint format bench-assembler bench bench-import bench-releases clean
+.PHONY: install run test lint format bench-assembler bench bench-import bench-releases bench-conversations clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ bench-import: install
 ## (needs PostgreSQL; recreates its own database, BENCH_RELEASES_DATABASE_URL)
 bench-releases: install
 	$(BIN)/python scripts/bench_releases.py $(ARGS)
+
+## bench-conversations: time appending and reading history at 100 and 100,000 messages
+## (needs PostgreSQL; recreates its own database, BENCH_CONVERSATIONS_DATABASE_URL)
+bench-conversations: install
+	$(BIN)/python scripts/bench_conversations.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache .mypy_cache .hypothesis

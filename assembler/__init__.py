@@ -19,6 +19,7 @@ Nothing here imports Django: callers pass plain dataclasses in and get plain dat
 from __future__ import annotations
 
 from assembler.assembly import DROP_ORDER, TRIM_ORDER, assemble
+from assembler.findings import Lint
 from assembler.format_lint import FormatFinding, lint_prompt
 from assembler.history import (
     HistoryFit,
@@ -34,7 +35,7 @@ from assembler.history import (
     render_message,
     render_summary,
 )
-from assembler.lint import Lint, lint_request, lint_segment
+from assembler.lint import lint_request, lint_segment
 from assembler.request import (
     BLOCK_FORMATS,
     DEFAULT_NPC_BUDGET,

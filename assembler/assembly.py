@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from assembler import explain
 from assembler import lint as lint_rules
+from assembler.findings import Lint
 from assembler.layers import (
     HistoryLayer,
     Layer,
@@ -31,7 +32,6 @@ from assembler.layers import (
     declared_count,
     priced,
 )
-from assembler.lint import Lint
 from assembler.render import (
     BLOCK_SEPARATOR,
     block_close,

@@ -14,13 +14,10 @@ the 300-token budget after the input was shortened
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from assembler.render import LAYER_TITLES
 from assembler.request import DYNAMIC_SCOPES, HISTORY_SCOPE
-
-if TYPE_CHECKING:  # result imports lint, which names segments with this module
-    from assembler.result import LayerReport, LayerStatus, Meta
+from assembler.result import LayerReport, LayerStatus, Meta
 
 _INCLUDED = "included"
 _LEFT_OUT = "left out to fit the budget"

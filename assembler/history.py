@@ -485,6 +485,29 @@ def needs_summary(
     return unsummarized_tokens > max(budget * threshold, keep_recent_tokens)
 
 
+def summary_targets(
+    history_budget: int, max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS
+) -> tuple[int, int]:
+    """(tokens kept verbatim, summary target) for a conversation's history budget.
+
+    The messages kept after a summary take half of the budget and the summary a quarter,
+    leaving a quarter to grow into before the next summary is due. The target is also at
+    most a quarter of what one summarization reads (``max_input_tokens``), as
+    :func:`plan_summary` requires, and at least one token.
+
+    >>> summary_targets(2000)
+    (1000, 500)
+    >>> summary_targets(200_000, max_input_tokens=16000)
+    (100000, 4000)
+    >>> summary_targets(3)
+    (1, 1)
+    """
+    if history_budget <= 0:
+        raise ValueError(f"history_budget must be > 0, got {history_budget}")
+    target = max(1, min(history_budget // 4, max_input_tokens // 4))
+    return history_budget // 2, target
+
+
 # Below this, one summarization could not read a summary and a message beside it.
 MIN_MAX_INPUT_TOKENS = 64
 

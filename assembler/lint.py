@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
-from typing import Literal, TypeAlias
 
 from assembler import explain
+from assembler.findings import Lint
 from assembler.render import block_close, block_open
 from assembler.request import (
     SCOPES,
@@ -21,21 +20,6 @@ from assembler.request import (
     BlockFormat,
     Segment,
 )
-
-LintLevel: TypeAlias = Literal["error", "warning"]
-
-
-@dataclass(slots=True)
-class Lint:
-    """One finding."""
-
-    code: str
-    level: LintLevel
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        """JSON-safe form: ``{"code": ..., "level": ..., "message": ...}``."""
-        return {"code": self.code, "level": self.level, "message": self.message}
 
 
 def lint_request(request: AssemblyRequest) -> list[Lint]:

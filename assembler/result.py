@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, TypeAlias
 
-from assembler.lint import Lint
+from assembler.findings import Lint
 
 StepAction: TypeAlias = Literal["trimmed", "dropped", "tier_lowered", "npc_dropped", "restored"]
 LayerStatus: TypeAlias = Literal["included", "trimmed", "dropped", "empty", "skipped"]

@@ -3,7 +3,9 @@
 Two implementations of the :class:`Summarizer` protocol:
 
 - :class:`ExtractiveSummarizer` needs no network and always gives the same summary for
-  the same plan: it keeps the sentences that carry decisions, errors, names and numbers;
+  the same plan: it keeps sentences from across the whole range, those that carry
+  decisions, errors, names, numbers and the conversation's recurring words, and says
+  which messages it drew them from;
 - :class:`OpenAISummarizer` asks an OpenAI-compatible chat-completions endpoint, through
   the official ``openai`` package (imported only when one is made: it is slow to import
   and assembly never needs it).
@@ -27,8 +29,8 @@ back to a second summarizer.
 >>> print(outcome.text)
 User: We need a bridge over the river Tarn.
 Assistant: A stone bridge takes 40 masons.
->>> outcome.backend, outcome.tokens
-('extractive', 23)
+>>> outcome.backend, outcome.tokens, outcome.drawn_from
+('extractive', 23, (1, 2))
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ ECHO_INSTRUCTIONS_SHARE = 0.5
 ECHO_SHARE = 0.8
 ECHO_LENGTH = 0.9
 
-EXTRACTIVE_MODEL = "extractive-1"
+EXTRACTIVE_MODEL = "extractive-2"
 """The version of the extractive algorithm, recorded as the model of its summaries."""
 
 RejectionReason: TypeAlias = Literal["empty", "oversized", "echoes_instructions", "echoes_input"]
@@ -118,12 +120,18 @@ def worth_retrying(status: int) -> bool:
 @dataclass(frozen=True, slots=True)
 class SummaryOutcome:
     """A summary that passed validation: its text and exact token count, and what made
-    it (``backend``: ``extractive`` or ``openai``; ``model``: the model that answered)."""
+    it (``backend``: ``extractive`` or ``openai``; ``model``: the model that answered).
+
+    ``drawn_from``: the positions of the messages the summary's sentences were taken
+    from, ascending (lines kept from the previous summary are not listed); None when the
+    summarizer cannot say (an endpoint writes its own sentences).
+    """
 
     text: str
     tokens: int
     backend: str
     model: str
+    drawn_from: tuple[int, ...] | None = None
 
 
 class Summarizer(Protocol):
@@ -270,24 +278,97 @@ def sentence_score(sentence: str) -> int:
     return score
 
 
+# Words too common to tell what a conversation is about.
+_STOPWORDS = frozenset(
+    word
+    for line in (
+        "about after again also always another because been before being between both",
+        "could didn does doing done down each even every from have having here into just",
+        "know like made make many more most much must need never only other over same",
+        "should some such than that their them then there these they thing think this",
+        "those though through very want well were what when where which while will with",
+        "would your yours yeah okay sure thanks thank please hello",
+    )
+    for word in line.split()
+)
+# A word is a topic of the conversation when it recurs in this many messages or more.
+TOPIC_MESSAGES = 2
+SCORE_TOPIC = 1
+"""Per recurring word a sentence holds, up to :data:`MAX_TOPIC_SCORE`."""
+MAX_TOPIC_SCORE = 2
+
+
+def _content_words(text: str) -> frozenset[str]:
+    """The words of ``text`` that say what it is about: numbers, words in other scripts
+    than Latin letters, and words of four letters or more that are not among the most
+    common."""
+    words = _WORD.findall(text.casefold())
+    return frozenset(
+        word
+        for word in words
+        if not word.isascii()
+        or any(c.isdigit() for c in word)
+        or (len(word) >= 4 and word not in _STOPWORDS)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Sentence:
-    index: int
-    line: str
-    score: int
+    index: int  # in reading order
+    line: str  # as written in the summary
+    score: int  # what it carries: cue words and the conversation's topics
     tokens: int
+    source: int | None  # the message's position; None for a previous summary's line
+    words: frozenset[str]
+
+
+def _spread(count: int) -> list[int]:
+    """``0 .. count - 1`` in an order that covers the range early: the ends, then the
+    middle, then the quarters, and so on.
+
+    >>> _spread(5)
+    [0, 4, 2, 1, 3]
+    >>> _spread(1)
+    [0]
+    """
+    if count <= 2:
+        return list(range(count))
+    order = [0, count - 1]
+    seen = set(order)
+    denominator = 2
+    while len(order) < count:
+        for numerator in range(1, denominator, 2):
+            index = round(numerator * (count - 1) / denominator)
+            if index not in seen:
+                seen.add(index)
+                order.append(index)
+        denominator *= 2
+    return order
 
 
 class ExtractiveSummarizer:
-    """Keeps the input's most telling sentences, within the plan's target; no network.
+    """Keeps telling sentences from across the whole range, within the plan's target; no
+    network.
 
     The input is split into sentences (at ``. ! ? …`` followed by space, CJK full stops
     and line breaks): each line of the previous summary, and each sentence of a message,
-    written ``Role: sentence``. Each sentence is scored by :func:`sentence_score`;
-    repeated sentences count once. Sentences are taken best score first (among equal
-    scores the newer first) while they fit the limit, skipping any that does not;
-    sentences that score nothing are taken only when none scores. The kept sentences are
-    written one per line in their original order.
+    written ``Role: sentence``; repeated sentences count once. A sentence is worth
+    keeping for what it carries (:func:`sentence_score`), plus a point per topic of the
+    conversation it mentions (a word recurring in several messages; at most two);
+    sentences worth nothing are taken only when none is worth anything.
+
+    So that the summary stands for the whole range, not its most eventful stretch, the
+    messages are cut into as many consecutive stretches as the summary could hold
+    sentences, and the sentences are chosen in rounds: each round takes one from the
+    previous summary (which stands for everything before), then one from each stretch,
+    visiting the stretches ends first, then the middle, then between (so that a budget
+    that runs out mid-round still leaves the summary spread out). Within a stretch the
+    sentence taken is the best by its worth times its novelty (the share of its words the
+    summary does not hold yet, so a repetition in other words loses to a new fact; one
+    whose words are all held already adds nothing and is left), newer first among equals,
+    among those that still fit. Rounds go on until nothing more fits. The kept sentences
+    are written one per line in their original order, and ``drawn_from`` lists the
+    messages they come from.
 
     The limit is the plan's target, and at most ``max_ratio`` (default three quarters) of
     the input's tokens: a summary that keeps everything is a copy. When no whole sentence
@@ -306,47 +387,106 @@ class ExtractiveSummarizer:
         """The extractive summary of ``plan`` (see the class)."""
         limit = min(plan.target_tokens, math.floor(plan.input_tokens * self.max_ratio))
         sentences = self._sentences(plan)
-        scored = [sentence for sentence in sentences if sentence.score > 0] or sentences
-        ranked = sorted(scored, key=lambda s: (-s.score, -s.index))
-        text = self._select(ranked, limit)
+        pool = [sentence for sentence in sentences if sentence.score > 0] or sentences
+        chosen = self._choose(pool, plan, limit)
+        text, kept = self._write(chosen, pool, limit)
         tokens = validate_summary(text, plan=plan, tokenizer=self.tokenizer)
-        return SummaryOutcome(text, tokens, self.backend, EXTRACTIVE_MODEL)
+        drawn_from = tuple(sorted({s.source for s in kept if s.source is not None}))
+        return SummaryOutcome(text, tokens, self.backend, EXTRACTIVE_MODEL, drawn_from)
 
     def _sentences(self, plan: SummaryPlan) -> list[_Sentence]:
-        # (text scored, line written): a message's sentences are written with its role;
-        # the previous summary's lines as they are, scored without a role label.
-        units: list[tuple[str, str]] = []
+        # (text scored, line written, source): a message's sentences are written with its
+        # role; the previous summary's lines as they are, scored without a role label.
+        units: list[tuple[str, str, int | None]] = []
         if plan.previous is not None:
-            units += [(_LABEL.sub("", line), line) for line in _split(plan.previous.content)]
+            units += [(_LABEL.sub("", line), line, None) for line in _split(plan.previous.content)]
         for message in plan.messages:
             label = ROLE_LABELS[message.role] + ": "
-            units += [(sentence, label + sentence) for sentence in _split(message.content)]
+            units += [
+                (sentence, label + sentence, message.position)
+                for sentence in _split(message.content)
+            ]
+        # The conversation's topics: words that recur in several messages.
+        sources: dict[str, set[int | None]] = {}
+        for text, _, source in units:
+            for word in _content_words(text):
+                sources.setdefault(word, set()).add(source)
+        topics = {word for word, where in sources.items() if len(where) >= TOPIC_MESSAGES}
         seen: set[str] = set()
         sentences: list[_Sentence] = []
-        for text, line in units:
+        for text, line, source in units:
             key = " ".join(line.casefold().split())
             if key in seen:
                 continue
             seen.add(key)
+            words = _content_words(text)
+            topical = min(MAX_TOPIC_SCORE, SCORE_TOPIC * len(words & topics))
+            score = sentence_score(text) + topical
             count = self.tokenizer.count(line)
-            sentences.append(_Sentence(len(sentences), line, sentence_score(text), count))
+            sentences.append(_Sentence(len(sentences), line, score, count, source, words))
         return sentences
 
-    def _select(self, ranked: Sequence[_Sentence], limit: int) -> str:
+    def _choose(self, pool: Sequence[_Sentence], plan: SummaryPlan, limit: int) -> list[_Sentence]:
+        """The sentences to keep, in the order chosen (see the class)."""
+        if not pool or limit <= 0:
+            return []
+        positions = [message.position for message in plan.messages]
+        typical = sorted(sentence.tokens for sentence in pool)[len(pool) // 2]
+        stretches = max(1, min(len(positions), limit // max(1, typical + 1)))
+        groups: list[list[_Sentence]] = [[] for _ in range(stretches + 1)]  # 0: previous
+        where = {position: index for index, position in enumerate(positions)}
+        for sentence in pool:
+            group = 0
+            if sentence.source is not None:
+                group = 1 + where[sentence.source] * stretches // len(positions)
+            groups[group].append(sentence)
+        order = [0, *(1 + index for index in _spread(stretches))]
         chosen: list[_Sentence] = []
+        held: set[str] = set()
         total = 0
-        for sentence in ranked:
-            # A line break between two lines costs at most one token.
-            cost = sentence.tokens + (1 if chosen else 0)
-            if total + cost <= limit:
-                chosen.append(sentence)
-                total += cost
+        while True:
+            added = False
+            for group in order:
+                room = limit - total - (1 if chosen else 0)  # a line break between lines
+                fitting = [
+                    s
+                    for s in groups[group]
+                    if s.tokens <= room and not (s.words and s.words <= held)
+                ]
+                if not fitting:
+                    continue
+                best = max(fitting, key=lambda s: (self._worth(s, held), s.index))
+                groups[group].remove(best)
+                chosen.append(best)
+                held |= best.words
+                total += best.tokens + (1 if len(chosen) > 1 else 0)
+                added = True
+            if not added:
+                return chosen
+
+    @staticmethod
+    def _worth(sentence: _Sentence, held: set[str]) -> float:
+        """What ``sentence`` carries, in the share that is new beside ``held``."""
+        if not sentence.words:
+            return float(sentence.score)
+        return sentence.score * len(sentence.words - held) / len(sentence.words)
+
+    def _write(
+        self, chosen: list[_Sentence], pool: Sequence[_Sentence], limit: int
+    ) -> tuple[str, list[_Sentence]]:
+        """The chosen sentences in their original order, one per line, and those kept:
+        dropped last chosen first should the joined text count over ``limit``."""
+        chosen = list(chosen)
         while chosen:
-            text = "\n".join(s.line for s in sorted(chosen, key=lambda s: s.index))
+            kept = sorted(chosen, key=lambda s: s.index)
+            text = "\n".join(s.line for s in kept)
             if self.tokenizer.count(text) <= limit:
-                return text
-            chosen.pop()  # the lowest ranked
-        return self.tokenizer.truncate(ranked[0].line, limit) if ranked and limit > 0 else ""
+                return text, kept
+            chosen.pop()
+        if not pool or limit <= 0:
+            return "", []
+        best = max(pool, key=lambda s: (s.score, s.index))
+        return self.tokenizer.truncate(best.line, limit), [best]
 
 
 def _split(text: str) -> list[str]:

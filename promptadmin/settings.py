@@ -286,6 +286,20 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1 if CELERY_VISIBILITY_TIMEOUT < 600 else 10,
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker running a summary renews its lease every third of SUMMARIZER_LEASE_SECONDS; a
+# summary whose lease ran out belongs to a worker that is gone. Celery beat sends its task
+# again every SUMMARIZER_SWEEP_SECONDS (promptadmin.conversations.tasks), so another worker
+# takes it over within about the sum of the two, whatever the visibility timeout.
+SUMMARIZER_LEASE_SECONDS = env_int("SUMMARIZER_LEASE_SECONDS", 30, minimum=3)
+SUMMARIZER_SWEEP_SECONDS = env_int("SUMMARIZER_SWEEP_SECONDS", 15, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stuck-summaries": {
+        "task": "promptadmin.conversations.tasks.sweep_stuck_summaries",
+        "schedule": SUMMARIZER_SWEEP_SECONDS,
+        # A sweep that no worker took in time is dropped: the next one does its work.
+        "options": {"expires": SUMMARIZER_SWEEP_SECONDS},
+    }
+}
 
 # Conversation summaries (promptadmin.conversations): an OpenAI-compatible endpoint when
 # SUMMARIZER_BASE_URL is set, else the built-in extractive summarizer (also the fallback).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -79,6 +80,11 @@ class Conversation(models.Model):
         "Summary", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who started it: a person, or the API key named in ``created_via`` (then no user).
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_via = models.CharField(max_length=100, blank=True, help_text="The API key, if any.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -110,6 +116,11 @@ class Message(models.Model):
     token_count = models.PositiveIntegerField()
     token_encoding = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who appended it: a person, or the API key named in ``created_via`` (then no user).
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_via = models.CharField(max_length=100, blank=True, help_text="The API key, if any.")
 
     class Meta:
         ordering = ["conversation", "position"]
@@ -118,6 +129,15 @@ class Message(models.Model):
                 fields=["conversation", "position"], name="message_position_unique"
             ),
             models.CheckConstraint(condition=Q(role__in=ROLES), name="message_role_valid"),
+        ]
+        indexes = [
+            # The newest user message before a position, found at once however long the
+            # conversation (the history block always shows it: see the selectors).
+            models.Index(
+                fields=["conversation", "position"],
+                condition=Q(role="user"),
+                name="message_user_position",
+            )
         ]
 
     def __str__(self) -> str:
@@ -164,6 +184,13 @@ class Summary(models.Model):
     previous_cut = models.BooleanField(
         default=False, help_text="Whether the summary built on was read cut short."
     )
+    # Which messages an extractive summary took its sentences from (null when the
+    # summarizer cannot say: an endpoint writes its own).
+    drawn_from = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The positions of the messages the summary's sentences were taken from.",
+    )
     token_count = models.PositiveIntegerField(null=True, blank=True)
     token_encoding = models.CharField(max_length=64, blank=True)
     backend = models.CharField(max_length=32, blank=True)
@@ -183,9 +210,20 @@ class Summary(models.Model):
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # When an append last sent the task of this summary again, found stuck: at most once
-    # per stale window, so that a backlog on the broker does not grow with every append.
+    # Until when the worker holding it is presumed alive: set when a worker claims it and
+    # renewed while that worker runs it; for a summary given back to be retried, when the
+    # retry is due and a lease more. Past it, the summary is stuck and taken over.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    # When its task was last sent again, found stuck: at most once per lease (or per stale
+    # window, for one never claimed), so that a backlog on the broker does not grow with
+    # every append or sweep.
     resent_at = models.DateTimeField(null=True, blank=True)
+    # Who asked for it (see :meth:`requester`): nobody when the history passing its
+    # threshold did.
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_via = models.CharField(max_length=100, blank=True, help_text="The API key, if any.")
 
     class Meta:
         ordering = ["conversation", "-id"]
@@ -209,11 +247,21 @@ class Summary(models.Model):
                 fields=["conversation", "-covers_through"],
                 condition=Q(status=SummaryStatus.DONE),
                 name="summary_done_newest",
-            )
+            ),
+            # A page of a conversation's summaries, newest first.
+            models.Index(fields=["conversation", "-id"], name="summary_conversation_newest"),
         ]
 
     def __str__(self) -> str:
         return f"summary {self.pk} of {self.conversation_id} ({self.status})"
+
+    @property
+    def requester(self) -> str | None:
+        """Who asked for it: a username or an API key; None when it was asked for because
+        the history passed its threshold."""
+        if self.requested_by is not None:
+            return str(self.requested_by.get_username())
+        return self.requested_via or None
 
     @property
     def duration(self) -> float | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,31 +170,67 @@ LIMIT %s
 _MESSAGE_FIELDS = ("position", "role", "content", "token_count", "token_encoding")
 
 
+def _history_messages(rows: Iterable[Sequence[Any]], encoding: str) -> list[HistoryMessage]:
+    """Message rows (:data:`_MESSAGE_FIELDS`, in that order) as the assembler takes them:
+    a token count made with another encoding than ``encoding`` is left to be counted
+    afresh."""
+    return [
+        HistoryMessage(position, role, content, count if enc == encoding else None)
+        for position, role, content, count, enc in rows
+    ]
+
+
+def history_messages(conversation_id: int, *, after: int, through: int) -> list[HistoryMessage]:
+    """The messages after position ``after`` up to ``through``, oldest first, as the
+    assembler takes them (what a summarization plans from). One query."""
+    rows = (
+        Message.objects.filter(
+            conversation_id=conversation_id, position__gt=after, position__lte=through
+        )
+        .order_by("position")
+        .values_list(*_MESSAGE_FIELDS)
+    )
+    return _history_messages(rows, tokenizer().name)
+
+
 def _recent_messages(
     conversation_id: int, after: int, through: int, budget: int, encoding: str
 ) -> list[HistoryMessage]:
     """The messages after position ``after``, up to ``through`` (the newest when the
     conversation was read, so that what is loaded is what its state names), that could
-    be shown within ``budget``: the newest ``budget // 3 + 1`` and, when none of those is
-    a user message, everything from the newest user message on. Oldest first. One query;
-    two in that last case."""
+    be shown within ``budget``, oldest first. One query; two when none of the newest
+    ``budget // 3 + 1`` is a user message. Bounded by the budget, never by the
+    conversation's length.
+
+    Each message's part costs at least three tokens, so the newest ``budget // 3 + 1``
+    hold every message the block could show besides the current exchange (the newest user
+    message and what follows it, always shown first). When none of them is a user message,
+    that exchange is more than the budget holds: the block then shows it from its start
+    while it fits, so what is loaded is the newest user message and the ``budget // 3``
+    after it (found by the index of user messages), and the newest too when those reach
+    them."""
+    window = budget // _MIN_MESSAGE_TOKENS + 1
     with connection.cursor() as cursor:
-        cursor.execute(
-            _RECENT_SQL, [conversation_id, after, through, budget // _MIN_MESSAGE_TOKENS + 1]
-        )
+        cursor.execute(_RECENT_SQL, [conversation_id, after, through, window])
         newest = list(cursor.fetchall())
     if newest and all(row[1] != Role.USER for row in newest):
         oldest_loaded = newest[-1][0]
-        rows = Message.objects.filter(
+        earlier = Message.objects.filter(
             conversation_id=conversation_id, position__gt=after, position__lt=oldest_loaded
-        ).order_by("-position")
-        anchor = rows.filter(role=Role.USER).values("position")[:1]
-        newest += rows.filter(position__gte=Subquery(anchor)).values_list(*_MESSAGE_FIELDS)
+        )
+        anchor = earlier.filter(role=Role.USER).order_by("-position").values("position")[:1]
+        exchange = list(
+            earlier.filter(position__gte=Subquery(anchor))
+            .order_by("position")
+            .values_list(*_MESSAGE_FIELDS)[:window]
+        )
+        newest.reverse()
+        # Short of the window, the exchange runs on into the newest loaded: all of it.
+        return _history_messages(
+            exchange + newest if len(exchange) < window else exchange, encoding
+        )
     newest.reverse()
-    return [
-        HistoryMessage(position, role, content, count if enc == encoding else None)
-        for position, role, content, count, enc in newest
-    ]
+    return _history_messages(newest, encoding)
 
 
 def _load(state: _State, budget: int) -> HistoryInput:
@@ -303,7 +339,12 @@ def conversation_history(
 
 
 def conversation_summaries(conversation: Conversation) -> QuerySet[Summary]:
-    return Summary.objects.filter(conversation=conversation).order_by("-id")
+    """The conversation's summaries, newest first, with who asked for each."""
+    return (
+        Summary.objects.filter(conversation=conversation)
+        .select_related("requested_by")
+        .order_by("-id")
+    )
 
 
 def conversation_list() -> QuerySet[Conversation]:
@@ -312,3 +353,49 @@ def conversation_list() -> QuerySet[Conversation]:
 
 def conversation_messages(conversation: Conversation) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation).order_by("position")
+
+
+def message_range(conversation: Conversation, *, first: int, last: int) -> QuerySet[Message]:
+    """The messages at positions ``first`` to ``last``, oldest first, with who appended
+    them: read by the (conversation, position) index, bounded by the range whatever the
+    conversation's length."""
+    return (
+        Message.objects.filter(conversation=conversation, position__range=(first, last))
+        .select_related("created_by")
+        .order_by("position")
+    )
+
+
+MESSAGE_PAGE_SIZE = 200
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    """Page ``number`` of ``pages`` of a conversation's messages (1: the newest), its
+    messages oldest first (``first`` to ``last``; an empty range past the last page)."""
+
+    messages: list[Message]
+    number: int
+    pages: int
+    first: int
+    last: int
+
+
+def message_page(
+    conversation: Conversation, *, page: int = 1, size: int = MESSAGE_PAGE_SIZE
+) -> MessagePage:
+    """Page ``page`` of ``size`` messages of ``conversation``, counting from the newest.
+
+    One query, by position range (:func:`message_range`), and no count: positions run
+    from 1 to the conversation's ``last_position`` without a gap (appends number them
+    under a lock, and messages are never deleted). So a page costs the same at 100 and
+    at 100,000 messages.
+    """
+    if page < 1 or size < 1:
+        raise ValueError(f"page and size must be >= 1, got {page} and {size}")
+    total = conversation.last_position
+    pages = max(1, -(-total // size))
+    last = total - (page - 1) * size
+    first = max(1, last - size + 1)
+    messages = list(message_range(conversation, first=first, last=last)) if last >= 1 else []
+    return MessagePage(messages, page, pages, first, max(last, first - 1))

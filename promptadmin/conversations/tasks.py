@@ -1,12 +1,17 @@
-"""The summarization task: takes a summary id, owns only retries and time limits.
+"""The summarization tasks: making a summary (takes a summary id, owns only retries and
+time limits) and the periodic sweep that sends the task of a stuck summary again.
 
 Delivery guarantees come from the settings (``acks_late``, ``reject_on_worker_lost``,
 prefetch 1, a hard time limit below the broker's visibility timeout) and idempotency from
-the services: a repeated delivery finds the summary done and does nothing, or finds it
-running and retries once that run has had its time, by when it is done (nothing to do) or
-its worker is presumed gone (the delivery takes it over). Dropping such a delivery would
-leave the summary running for ever when that worker died (a pool process killed: its task
-is requeued at once, while the run still looks alive).
+the summary queue (:mod:`promptadmin.conversations.queue`): a repeated delivery finds the
+summary done, or running under another worker's live lease, and does nothing.
+
+A worker that dies mid-summary (killed, or its machine gone) leaves its delivery
+unacknowledged, and Redis hands it out again only after the visibility timeout (an hour
+by default). That is not waited for: the worker's lease on the summary runs out within
+``SUMMARIZER_LEASE_SECONDS``, and :func:`sweep_stuck_summaries`, run by Celery beat every
+``SUMMARIZER_SWEEP_SECONDS``, sends its task again; another worker takes it over. When
+the old delivery comes back at last, it finds the summary done.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from celery import Task, current_app, shared_task
 from django.conf import settings
-from django.db import connections
+from django.db import connections, transaction
 
-from promptadmin.conversations import services
+from promptadmin.conversations import queue
+from promptadmin.conversations.summarizer import RetryLater, summary_make
 
 logger = logging.getLogger(__name__)
 
@@ -49,30 +55,46 @@ def retry_countdown(retries: int) -> float:
 def summarize_conversation(self: Task, summary_id: int) -> str:
     retries = self.request.retries or 0
     while True:
-        claim = services.summary_claim(summary_id=summary_id, task_id=self.request.id or "")
+        claim = queue.summary_claim(summary_id=summary_id, task_id=self.request.id or "")
         if claim is None:
             return "nothing_to_do"
-        if isinstance(claim, services.Busy):
-            if self.request.is_eager:
-                # In-process (no broker to come back through); a stuck run is re-sent
-                # when the summary is asked for again.
-                return "busy"
-            # Counted as a retry: the run waited for was an attempt that may not finish.
-            # Should it be too long to wait at once, the delivery finds it busy again.
-            raise self.retry(countdown=min(claim.retry_in, longest_countdown()))
+        if isinstance(claim, queue.Busy):
+            # Another worker runs it: should that one die, the sweep sends the task again
+            # once its lease runs out.
+            logger.info("summary %s: running elsewhere until %s", summary_id, claim.lease_until)
+            return "busy"
+        # In-process there is no broker to come back through: a retry runs at once.
+        countdown = 0.0 if self.request.is_eager else retry_countdown(retries)
         try:
-            return services.summary_make(
-                claim=claim, allow_fallback=retries >= settings.SUMMARIZER_TASK_RETRIES
-            )
-        except services.RetryLater as error:
+            with queue.lease_kept(claim):
+                made = summary_make(
+                    claim=claim,
+                    allow_fallback=retries >= settings.SUMMARIZER_TASK_RETRIES,
+                    retry_in=countdown,
+                )
+        except RetryLater as error:
             logger.info("summary %s: %s; retry %s", summary_id, error.reason, retries + 1)
             if not self.request.is_eager:
-                raise self.retry(countdown=retry_countdown(retries)) from error
-            # In-process (no broker to come back through): retry at once.
+                raise self.retry(countdown=countdown) from error
             retries += 1
+            continue
         except Exception as error:
-            services.summary_fail(claim=claim, error=f"{type(error).__name__}: {error}"[:2000])
+            queue.summary_fail(claim=claim, error=f"{type(error).__name__}: {error}"[:2000])
             raise
+        if (next_summary := made.next_summary) is not None:
+            transaction.on_commit(lambda: enqueue_summary(next_summary))
+        return made.outcome
+
+
+@shared_task(ignore_result=True)
+def sweep_stuck_summaries() -> int:
+    """Send again the task of every stuck summary (see
+    :func:`promptadmin.conversations.queue.stuck_summaries`); run by Celery beat. Returns
+    how many were sent."""
+    stuck = queue.stuck_summaries()
+    for summary_id in stuck:
+        enqueue_summary(summary_id)
+    return len(stuck)
 
 
 def enqueue_summary(summary_id: int) -> None:

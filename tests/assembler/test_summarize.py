@@ -4,6 +4,7 @@ the checks every summary passes, and falling back from one to the other."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -118,6 +119,63 @@ def test_extractive_summary_is_never_a_copy_of_a_short_input() -> None:
     assert outcome.tokens <= plan.input_tokens * 0.75
 
 
+PLACES = ["the mill", "Harrow Ford", "the salt road", "Greyhaven", "the bell tower", "Vell's farm"]
+PEOPLE = ["Orsolya", "Brom", "Captain Idris", "Marta", "the ferryman", "Old Kess"]
+
+
+def long_quest(turns: int) -> list[tuple[str, str]]:
+    """A conversation of ``turns`` messages, each naming its turn, so that a summary's
+    lines say where they come from; then the newest user message, kept verbatim."""
+    chat = []
+    for turn in range(1, turns + 1):
+        place, person = PLACES[turn % len(PLACES)], PEOPLE[turn * 5 % len(PEOPLE)]
+        if turn % 2:
+            chat.append(("user", f"On turn {turn} we head for {place}. Is it far?"))
+        else:
+            chat.append(
+                (
+                    "assistant",
+                    f"On turn {turn} {person} meets you at {place} and asks for {turn * 7} "
+                    "silver. The wind is cold. Nothing else stirs.",
+                )
+            )
+    return [*chat, ("user", "What now?")]
+
+
+def test_a_summary_of_54_messages_draws_from_their_beginning_middle_and_end() -> None:
+    plan = plan_for(long_quest(54), target_tokens=150)
+    assert plan.covers_through == 54 and plan.complete
+    outcome = ExtractiveSummarizer(TOKENIZER).summarize(plan)
+    turns = [int(re.search(r"turn (\d+)", line)[1]) for line in outcome.text.splitlines()]
+    assert any(turn <= 18 for turn in turns), turns
+    assert any(19 <= turn <= 36 for turn in turns), turns
+    assert any(turn >= 37 for turn in turns), turns
+    # It says where its sentences come from: the messages of the turns it names.
+    assert outcome.drawn_from == tuple(sorted(set(turns)))
+    assert outcome.tokens <= 150
+
+
+def test_a_summary_keeps_lines_of_the_previous_summary_and_draws_from_the_new_messages() -> None:
+    previous = SummaryText("User: The bridge must be of stone.", 4)
+    plan = plan_for(long_quest(30)[4:], previous=previous, target_tokens=80)
+    outcome = ExtractiveSummarizer(TOKENIZER).summarize(plan)
+    assert outcome.text.splitlines()[0] == "User: The bridge must be of stone."
+    assert outcome.drawn_from and min(outcome.drawn_from) > 4
+
+
+def test_a_repetition_in_other_words_loses_to_a_new_fact() -> None:
+    told = (
+        "Orsolya agreed to build the bridge for 300 silver. "
+        "Orsolya agreed: the bridge for 300 silver, built by her. "
+        "The Tarn flooded the mill on Monday."
+    )
+    chat = [("user", told), ("assistant", "Ok."), ("user", "Next?")]
+    outcome = ExtractiveSummarizer(TOKENIZER).summarize(plan_for(chat, target_tokens=40))
+    # Room for two of the three: the second is the same fact in other words.
+    assert outcome.text.count("Orsolya agreed") == 1
+    assert "User: The Tarn flooded the mill on Monday." in outcome.text.splitlines()
+
+
 def test_sentence_scores_add_up_what_a_sentence_carries() -> None:
     assert sentence_score("Thanks, that sounds lovely.") == 0
     assert sentence_score("We agreed on it.") == 3
@@ -174,6 +232,8 @@ def test_extractive_summary_is_within_its_target_and_passes_validation(
     assert outcome.tokens == TOKENIZER.count(outcome.text)
     assert outcome.tokens <= min(target, plan.input_tokens * 0.75)
     assert summarizer.summarize(plan) == outcome
+    assert outcome.drawn_from is not None
+    assert set(outcome.drawn_from) <= {message.position for message in plan.messages}
 
 
 # Validation

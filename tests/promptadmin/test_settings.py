@@ -212,7 +212,7 @@ def test_compose_forwards_every_summarizer_variable_to_web_and_worker() -> None:
     wanted = read | {f"{name}_FILE" for name in secrets}
     assert {"SUMMARIZER_BASE_URL", "SUMMARIZER_PROMPT", "SUMMARIZER_API_KEY_FILE"} <= wanted
     compose = yaml.safe_load((Path(__file__).parents[2] / "docker-compose.yml").read_text())
-    for service in ("web", "worker"):
+    for service in ("web", "worker", "beat"):
         environment = compose["services"][service]["environment"]
         assert wanted <= set(environment), (service, sorted(wanted - set(environment)))
 

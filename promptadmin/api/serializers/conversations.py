@@ -89,12 +89,25 @@ class SummaryOutputSerializer(serializers.Serializer):
     attempts = serializers.IntegerField()
     error = serializers.CharField()
     created = serializers.DateTimeField(source="created_at")
+    requested_by = serializers.CharField(
+        allow_null=True,
+        source="requester",
+        help_text="Who asked for it: a username or an API key; null when the history passing "
+        "its threshold asked for it.",
+    )
     finished = serializers.DateTimeField(allow_null=True, source="finished_at")
     message_cut = serializers.IntegerField(
         allow_null=True,
         help_text="The position of a message longer than one summarization reads "
         "(SUMMARIZER_MAX_INPUT_TOKENS), summarized from its beginning only; null when every "
         "message was read whole.",
+    )
+    drawn_from = serializers.ListField(
+        child=serializers.IntegerField(),
+        allow_null=True,
+        help_text="The positions of the messages the summary's sentences were taken from "
+        "(the extractive summarizer; lines kept from the summary it builds on are not "
+        "listed); null when the summarizer cannot say (an endpoint writes its own).",
     )
     previous_cut = serializers.BooleanField(
         help_text="Whether the summary this one builds on was read cut short (made under a "

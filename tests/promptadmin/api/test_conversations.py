@@ -193,14 +193,20 @@ def test_summaries_list_and_summarize_now(
         "attempts",
         "error",
         "created",
+        "requested_by",
         "finished",
         "message_cut",
+        "drawn_from",
         "previous_cut",
         "prompt",
     }
     assert body[0]["status"] == "done" and body[0]["covers_through"] == summary.covers_through
     assert body[0]["message_cut"] is None and body[0]["previous_cut"] is False
     assert body[0]["prompt"] is None  # made without an endpoint, so told no prompt
+    assert body[0]["requested_by"].startswith("API key 'content-pipeline' (")
+    # Made by the extractive summarizer (through the counting one), which says where from.
+    assert body[0]["drawn_from"] == Summary.objects.get().drawn_from
+    assert body[0]["drawn_from"] and max(body[0]["drawn_from"]) <= summary.covers_through
 
 
 def test_summaries_name_the_prompt_version_the_endpoint_was_told(

@@ -13,7 +13,7 @@ import pytest
 from django.test import override_settings
 
 from assembler.summarize import ExtractiveSummarizer, SummaryOutcome
-from promptadmin.conversations import services
+from promptadmin.conversations import summarizer
 from promptadmin.core.tokens import tokenizer
 
 
@@ -50,14 +50,16 @@ class CountingSummarizer:
     def summarize(self, plan: Any) -> SummaryOutcome:
         self.calls.append(plan.covers_through)
         outcome = self.inner.summarize(plan)
-        return SummaryOutcome(outcome.text, outcome.tokens, "counting", "counting-1")
+        return SummaryOutcome(
+            outcome.text, outcome.tokens, "counting", "counting-1", outcome.drawn_from
+        )
 
 
 @pytest.fixture
 def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingSummarizer]:
-    summarizer = CountingSummarizer()
-    monkeypatch.setattr(services, "primary_summarizer", lambda instructions: summarizer)
-    yield summarizer
+    counted = CountingSummarizer()
+    monkeypatch.setattr(summarizer, "primary_summarizer", lambda instructions: counted)
+    yield counted
 
 
 @pytest.fixture

@@ -10,14 +10,16 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from django.core.exceptions import ValidationError
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models.functions import Now
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from promptadmin.conversations import services
+from promptadmin.content.services.api_keys import api_key_create
+from promptadmin.conversations import queue, services, summarizer
 from promptadmin.conversations.models import (
     ACTIVE_STATUSES,
     Conversation,
@@ -25,6 +27,7 @@ from promptadmin.conversations.models import (
     Summary,
     SummaryStatus,
 )
+from tests.factories import UserFactory
 from tests.promptadmin.conversations.fixtures import talk
 
 pytestmark = pytest.mark.django_db
@@ -145,18 +148,18 @@ def test_no_request_is_made_while_a_summary_is_running(
     assert delay.call_count == 1
 
 
-@override_settings(CELERY_TASK_TIME_LIMIT=30)
-def test_a_summary_stuck_running_past_the_time_limit_is_sent_again_when_asked_for(
+def test_a_summary_whose_workers_lease_ran_out_is_sent_again_by_an_append_and_a_request(
     django_capture_on_commit_callbacks: Any, delay: mock.MagicMock
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         append("c-13", talk(4), history_budget=200)
     summary = Summary.objects.get()
-    # Its worker was killed at the time limit, and its task is gone with it.
+    # Its worker was killed, and its task is gone with it (or held by the broker).
     Summary.objects.update(
         status=SummaryStatus.RUNNING,
         attempts=1,
-        started_at=timezone.now() - timedelta(seconds=31),
+        started_at=Now() - timedelta(seconds=40),
+        lease_until=Now() - timedelta(seconds=1),
     )
     delay.reset_mock()
     with django_capture_on_commit_callbacks() as callbacks:
@@ -202,10 +205,10 @@ def test_storing_a_result_locks_the_conversation_before_the_summary(
     with django_capture_on_commit_callbacks(execute=True):
         append("c-15", talk(4), history_budget=200)
     summary = Summary.objects.get()
-    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
-    assert isinstance(claim, services.Claim)
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
     with CaptureQueriesContext(connection) as queries:
-        services.summary_fail(claim=claim, error="boom")
+        queue.summary_fail(claim=claim, error="boom")
     locks = [q["sql"] for q in queries.captured_queries if "FOR UPDATE" in q["sql"]]
     assert [("conversations_conversation" in sql) for sql in locks] == [True, False], locks
 
@@ -270,9 +273,11 @@ def test_while_nothing_can_be_summarized_replies_stay_on_the_cheap_path(
     # One user message over the threshold by itself: a summary asked for finds nothing.
     huge = [{"role": "user", "content": "word " * 400}]
     append("c-19", huge, history_budget=100)
-    claim = services.summary_claim(summary_id=Summary.objects.get().pk, task_id="t")
-    assert isinstance(claim, services.Claim)
-    assert services.summary_make(claim=claim, allow_fallback=True) == "nothing_to_summarize"
+    claim = queue.summary_claim(summary_id=Summary.objects.get().pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
+    assert (
+        summarizer.summary_make(claim=claim, allow_fallback=True).outcome == "nothing_to_summarize"
+    )
     # Replies cannot change that: they ask for nothing, and cost no query more.
     for n in range(3):
         with django_assert_num_queries(5):
@@ -342,7 +347,7 @@ def test_appends_at_once_to_one_conversation_get_contiguous_positions_and_one_su
     # has read it too, which the row lock prevents (the wait then runs out, harmlessly).
     # Without the lock both would read the same last position here.
     read = threading.Barrier(2)
-    locked = services._get_or_create_locked
+    locked = queue.get_or_create_locked
 
     def lingering(*args: Any) -> Any:
         located = locked(*args)
@@ -350,7 +355,7 @@ def test_appends_at_once_to_one_conversation_get_contiguous_positions_and_one_su
             read.wait(timeout=0.5)
         return located
 
-    monkeypatch.setattr(services, "_get_or_create_locked", lingering)
+    monkeypatch.setattr(queue, "get_or_create_locked", lingering)
     results: list[services.AppendResult] = []
     failures: list[BaseException] = []
 
@@ -453,18 +458,18 @@ def test_a_message_longer_than_one_summarization_reads_is_recorded_as_read_in_pa
         history_budget=200,
     )
     summary = Summary.objects.get()
-    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
-    assert isinstance(claim, services.Claim)
-    assert services.summary_make(claim=claim, allow_fallback=True) == "done"
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
+    assert summarizer.summary_make(claim=claim, allow_fallback=True).outcome == "done"
     summary.refresh_from_db()
     assert summary.status == SummaryStatus.DONE and summary.covers_through == 1
     assert summary.message_cut == 1 and summary.previous_cut is False
     # A message that fits is read whole, and says so.
     append("c-19", talk(8), history_budget=200)
     other = Summary.objects.get(conversation__key="c-19")
-    claim = services.summary_claim(summary_id=other.pk, task_id="t")
-    assert isinstance(claim, services.Claim)
-    services.summary_make(claim=claim, allow_fallback=True)
+    claim = queue.summary_claim(summary_id=other.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
+    summarizer.summary_make(claim=claim, allow_fallback=True)
     other.refresh_from_db()
     assert other.status == SummaryStatus.DONE and other.message_cut is None
 
@@ -493,3 +498,65 @@ def test_conversation_metadata_is_checked_like_every_stored_json_value(metadata:
     with pytest.raises(ValidationError) as error:
         conversation.full_clean()
     assert "metadata" in error.value.message_dict
+
+
+def person(role: str) -> Any:
+    user = UserFactory(username=f"{role}-person")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def key(scope: str) -> Any:
+    return api_key_create(actor=None, name=f"{scope}-service", scope=scope)[0]
+
+
+@pytest.mark.parametrize("who", ["viewer", "read key"])
+def test_viewers_and_read_keys_may_neither_append_nor_ask_for_a_summary(
+    who: str, delay: mock.MagicMock
+) -> None:
+    append("c-21", talk(6), history_budget=500)
+    actor = person("viewer") if who == "viewer" else key("read")
+    with pytest.raises(PermissionDenied):
+        services.conversation_append(actor=actor, key="c-21", messages=talk(1, start=6))
+    with pytest.raises(PermissionDenied):
+        services.conversation_append(actor=actor, key="c-22", messages=talk(1))
+    with pytest.raises(PermissionDenied):
+        services.summary_request(actor=actor, key="c-21")
+    assert Message.objects.count() == 6
+    assert not Conversation.objects.filter(key="c-22").exists()
+    assert not Summary.objects.exists()
+
+
+def test_appends_and_summary_requests_record_who_made_them(delay: mock.MagicMock) -> None:
+    pipeline = key("write")
+    author = person("author")
+    services.conversation_append(actor=pipeline, key="c-23", messages=talk(4), history_budget=500)
+    services.conversation_append(actor=author, key="c-23", messages=talk(2, start=4))
+    conversation = Conversation.objects.get(key="c-23")
+    label = "API key 'write-service' (" + pipeline.prefix + ")"
+    assert (conversation.created_by, conversation.created_via) == (None, label)
+    by_position = {m.position: (m.created_by, m.created_via) for m in Message.objects.all()}
+    assert by_position == {
+        **{position: (None, label) for position in range(1, 5)},
+        5: (author, ""),
+        6: (author, ""),
+    }
+    services.summary_request(actor=author, key="c-23")
+    summary = Summary.objects.get()
+    assert (summary.requested_by, summary.requested_via, summary.requester) == (
+        author,
+        "",
+        "author-person",
+    )
+    # A newer request supersedes the pending one, and is who asked.
+    services.summary_request(actor=pipeline, key="c-23")
+    summary.refresh_from_db()
+    assert (summary.requested_by, summary.requester) == (None, label)
+
+
+def test_a_summary_the_threshold_asked_for_records_nobody(delay: mock.MagicMock) -> None:
+    services.conversation_append(
+        actor=person("author"), key="c-24", messages=talk(8), history_budget=200
+    )
+    summary = Summary.objects.get()
+    assert summary.requester is None and summary.requested_by is None

@@ -6,6 +6,7 @@ the endpoint keeps failing, saying so."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -13,16 +14,23 @@ from unittest import mock
 
 import pytest
 from celery.exceptions import Retry
+from django.conf import settings
 from django.db import connection
 from django.db.models.functions import Now
 from django.test import override_settings
 from django.utils import timezone
 
 from assembler.summarize import DEFAULT_INSTRUCTIONS
-from promptadmin.conversations import services
+from promptadmin.celery import app as celery_app
+from promptadmin.conversations import queue, services, summarizer
 from promptadmin.conversations.models import Conversation, Summary, SummaryStatus
+from promptadmin.conversations.queue import stale_after
 from promptadmin.conversations.selectors import conversation_history
-from promptadmin.conversations.tasks import retry_countdown, summarize_conversation
+from promptadmin.conversations.tasks import (
+    retry_countdown,
+    summarize_conversation,
+    sweep_stuck_summaries,
+)
 from tests.promptadmin.conversations.fake_llm import Reply, fake_llm
 from tests.promptadmin.conversations.fixtures import CountingSummarizer, talk, wait_for
 
@@ -69,26 +77,28 @@ def test_a_repeated_delivery_finds_the_summary_done_and_does_nothing(
     assert Summary.objects.filter(status=SummaryStatus.DONE).count() == 1
 
 
-def running_since(summary: Summary, seconds: float) -> None:
-    """As if a worker claimed ``summary`` ``seconds`` ago (and may be gone since)."""
+def running(summary: Summary, lease_left: float) -> None:
+    """As if a worker claimed ``summary`` and last renewed its lease to run out in
+    ``lease_left`` seconds (in the past when negative: that worker is gone)."""
     Summary.objects.filter(pk=summary.pk).update(
         status=SummaryStatus.RUNNING,
         attempts=1,
         task_id="first",
-        started_at=timezone.now() - timedelta(seconds=seconds),
+        started_at=Now() - timedelta(seconds=60),
+        lease_until=Now() + timedelta(seconds=lease_left),
     )
 
 
-@override_settings(CELERY_TASK_TIME_LIMIT=30)
-@pytest.mark.parametrize("age", [0, 10, 29])
-def test_a_claim_on_a_summary_running_elsewhere_says_when_to_come_back(age: int) -> None:
+@pytest.mark.parametrize("lease_left", [1, 29])
+def test_a_claim_on_a_summary_whose_workers_lease_is_alive_is_busy_and_touches_nothing(
+    lease_left: int,
+) -> None:
     summary = pending_summary()
-    running_since(summary, age)
-    claim = services.summary_claim(summary_id=summary.pk, task_id="second")
-    assert isinstance(claim, services.Busy)
-    # Once the run turns stale (it is then done, or taken over), never past the window.
-    assert 30 - age <= claim.retry_in <= 30
+    running(summary, lease_left)
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="second")
+    assert isinstance(claim, queue.Busy)
     summary.refresh_from_db()
+    assert claim.lease_until == summary.lease_until
     assert summary.status == SummaryStatus.RUNNING
     assert summary.attempts == 1 and summary.task_id == "first"
 
@@ -105,17 +115,15 @@ def from_a_broker() -> Iterator[mock.MagicMock]:
         summarize_conversation.pop_request()
 
 
-@override_settings(CELERY_TASK_TIME_LIMIT=30)
-def test_a_delivery_while_another_worker_runs_it_comes_back_when_that_run_turns_stale(
+def test_a_delivery_while_another_worker_holds_it_ends_without_waiting_for_it(
     counting: CountingSummarizer, from_a_broker: mock.MagicMock
 ) -> None:
-    # Not dropped: that worker may be dead (its pool process killed, the task requeued).
+    # Nothing to wait for: should that worker die, its lease runs out and the sweep
+    # sends the task again.
     summary = pending_summary()
-    running_since(summary, 10)
-    with pytest.raises(Retry):
-        summarize_conversation.run(summary.pk)
-    from_a_broker.assert_called_once()
-    assert 20 <= from_a_broker.call_args.kwargs["countdown"] <= 30
+    running(summary, 20)
+    assert summarize_conversation.run(summary.pk) == "busy"
+    from_a_broker.assert_not_called()
     assert counting.calls == []
     summary.refresh_from_db()
     assert summary.status == SummaryStatus.RUNNING and summary.attempts == 1
@@ -125,7 +133,7 @@ def test_a_delivery_in_process_while_another_worker_runs_it_does_nothing(
     counting: CountingSummarizer,
 ) -> None:
     summary = pending_summary()
-    running_since(summary, 0)
+    running(summary, 20)
     assert run(summary) == "busy"
     assert counting.calls == []
     summary.refresh_from_db()
@@ -133,15 +141,19 @@ def test_a_delivery_in_process_while_another_worker_runs_it_does_nothing(
 
 
 @override_settings(CELERY_TASK_TIME_LIMIT=30)
-def test_a_summary_stuck_running_past_the_time_limit_is_taken_over(
-    counting: CountingSummarizer,
+@pytest.mark.parametrize("how", ["lease ran out", "claimed before leases, past the time limit"])
+def test_a_summary_whose_worker_is_gone_is_taken_over(
+    counting: CountingSummarizer, how: str
 ) -> None:
     summary = pending_summary()
-    Summary.objects.filter(pk=summary.pk).update(
-        status=SummaryStatus.RUNNING,
-        attempts=1,
-        started_at=timezone.now() - timedelta(seconds=31),
-    )
+    if how == "lease ran out":
+        running(summary, -1)
+    else:
+        Summary.objects.filter(pk=summary.pk).update(
+            status=SummaryStatus.RUNNING,
+            attempts=1,
+            started_at=timezone.now() - timedelta(seconds=31),
+        )
     assert run(summary) == "done"
     summary.refresh_from_db()
     assert summary.status == SummaryStatus.DONE and summary.attempts == 2
@@ -154,7 +166,7 @@ def test_a_summary_stuck_running_whose_task_was_lost_is_made_when_asked_again(
 ) -> None:
     # Killed at the hard time limit, its delivery acknowledged: no task will come.
     summary = pending_summary()
-    running_since(summary, 31)
+    running(summary, -1)
     with django_capture_on_commit_callbacks(execute=True):
         services.summary_request(actor=None, key="talk")
     summary.refresh_from_db()
@@ -165,12 +177,12 @@ def test_a_summary_stuck_running_whose_task_was_lost_is_made_when_asked_again(
 
 def test_a_worker_that_lost_its_claim_stores_nothing(counting: CountingSummarizer) -> None:
     summary = pending_summary()
-    claim = services.summary_claim(summary_id=summary.pk, task_id="old")
-    assert isinstance(claim, services.Claim)
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="old")
+    assert isinstance(claim, queue.Claim)
     # Another worker takes over (the first looked gone) and finishes first.
-    Summary.objects.filter(pk=summary.pk).update(started_at=timezone.now() - timedelta(hours=1))
+    Summary.objects.filter(pk=summary.pk).update(lease_until=Now() - timedelta(seconds=1))
     assert run(summary, task_id="new") == "done"
-    stored = services.summary_complete(
+    stored = queue.summary_complete(
         claim=claim,
         covers_through=1,
         builds_on_id=None,
@@ -179,7 +191,7 @@ def test_a_worker_that_lost_its_claim_stores_nothing(counting: CountingSummarize
         backend="x",
         model="x",
     )
-    assert stored is False
+    assert not stored.stored
     assert Summary.objects.get().content != "late"
 
 
@@ -192,7 +204,7 @@ def test_two_workers_at_once_claim_the_summary_once(delay: Any) -> None:
     def worker(name: str) -> None:
         try:
             barrier.wait()
-            claims.append(services.summary_claim(summary_id=summary.pk, task_id=name))
+            claims.append(queue.summary_claim(summary_id=summary.pk, task_id=name))
         finally:
             connection.close()
 
@@ -273,22 +285,22 @@ def test_replies_to_a_huge_user_message_ask_for_no_summary_until_the_user_speaks
 
 
 def test_a_user_message_sent_while_nothing_was_found_to_summarize_asks_again_at_once(
-    delay: mock.MagicMock, django_capture_on_commit_callbacks: Any
+    delay: mock.MagicMock,
 ) -> None:
     huge_user_message()
     summary = Summary.objects.get()
-    claim = services.summary_claim(summary_id=summary.pk, task_id="t")
-    assert isinstance(claim, services.Claim)
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
     # The user speaks while the summary, asked for through message 1 only, is made: the
     # append asks for nothing (one is running), so finding nothing must not be the end.
     services.conversation_append(
         actor=None, key="solo", messages=[{"role": "user", "content": "Go on."}]
     )
-    with django_capture_on_commit_callbacks(execute=True):
-        assert services.summary_make(claim=claim, allow_fallback=True) == "nothing_to_summarize"
+    made = summarizer.summary_make(claim=claim, allow_fallback=True)
+    assert made.outcome == "nothing_to_summarize"
     again = Summary.objects.get()
     assert again.status == SummaryStatus.PENDING and again.requested_through == 2
-    delay.assert_called_once_with(again.pk)
+    assert made.next_summary == again.pk  # for the task to send
     conversation = Conversation.objects.get()
     assert conversation.summary_pending
     assert conversation.nothing_to_summarize_through is None
@@ -352,6 +364,27 @@ def test_the_endpoint_makes_the_summary_when_it_answers() -> None:
     sent = llm.requests[0]["messages"]
     assert sent[0]["role"] == "system" and sent[1]["role"] == "user"
     assert "Message 0" in sent[1]["content"]
+    assert summary.drawn_from is None  # the endpoint writes its own sentences
+
+
+def test_an_extractive_summary_records_the_messages_it_drew_from_across_its_range(
+    extractive_only: None, delay: mock.MagicMock
+) -> None:
+    services.conversation_append(actor=None, key="long", messages=talk(60), history_budget=2000)
+    summary = Summary.objects.get()
+    assert run(summary) == "done"
+    summary.refresh_from_db()
+    covers = summary.covers_through
+    assert summary.backend == "extractive" and covers >= 30
+    drawn = summary.drawn_from
+    assert drawn == sorted(set(drawn)) and drawn[0] >= 1 and drawn[-1] <= covers
+    assert drawn[0] <= covers // 3 and drawn[-1] > 2 * covers // 3
+    assert any(covers // 3 < position <= 2 * covers // 3 for position in drawn)
+    # Each line names its message (talk() counts from 0: message n is at position n + 1).
+    named = [
+        int(line.split("Message ")[1].split(":")[0]) + 1 for line in summary.content.splitlines()
+    ]
+    assert sorted(set(named)) == drawn
 
 
 @pytest.mark.parametrize(
@@ -446,35 +479,30 @@ def test_a_request_the_endpoint_refuses_falls_back_at_once_saying_why(status: in
     assert summary.attempts == 1 and len(llm.requests) == 1
 
 
-@override_settings(CELERY_TASK_TIME_LIMIT=30)
 @pytest.mark.parametrize(
-    ("age", "skew", "outcome"),
-    [(10, 3600, "Busy"), (31, -3600, "Claim")],
-    ids=["young-clock-ahead", "stale-clock-behind"],
+    ("lease_left", "skew", "outcome"),
+    [(10, 3600, "Busy"), (-1, -3600, "Claim")],
+    ids=["alive-clock-ahead", "gone-clock-behind"],
 )
-def test_a_worker_judges_whether_a_run_is_stale_by_the_databases_clock(
-    age: int, skew: int, outcome: str
+def test_a_worker_judges_whether_a_lease_ran_out_by_the_databases_clock(
+    lease_left: int, skew: int, outcome: str
 ) -> None:
-    # A worker whose clock runs ahead must not take over a run another worker started
-    # moments ago; one whose clock runs behind must still take over a stale one.
+    # A worker whose clock runs ahead must not take over a run whose worker is alive; one
+    # whose clock runs behind must still take over one whose worker is gone.
     summary = pending_summary()
-    Summary.objects.filter(pk=summary.pk).update(
-        status=SummaryStatus.RUNNING,
-        attempts=1,
-        task_id="first",
-        started_at=Now() - timedelta(seconds=age),
-    )
+    running(summary, lease_left)
     skewed = timezone.now() + timedelta(seconds=skew)
     with mock.patch.object(timezone, "now", return_value=skewed):
-        claim = services.summary_claim(summary_id=summary.pk, task_id="second")
+        claim = queue.summary_claim(summary_id=summary.pk, task_id="second")
     assert type(claim).__name__ == outcome
-    if isinstance(claim, services.Busy):
-        assert 30 - age <= claim.retry_in <= 30
-    else:
+    if isinstance(claim, queue.Claim):
         summary.refresh_from_db()
-        # The new start is the database's time too, not this worker's.
-        assert summary.started_at is not None
+        # The new start and lease are the database's time too, not this worker's.
+        assert summary.started_at is not None and summary.lease_until is not None
         assert abs((summary.started_at - (skewed - timedelta(seconds=skew))).total_seconds()) < 60
+        assert summary.lease_until - summary.started_at == timedelta(
+            seconds=settings.SUMMARIZER_LEASE_SECONDS
+        )
 
 
 @override_settings(
@@ -488,17 +516,6 @@ def test_a_retry_never_waits_so_long_that_the_broker_hands_the_task_out_again() 
         waits = [retry_countdown(retries) for _ in range(100)]
         assert all(0 <= wait <= 900 - 600 for wait in waits)
         assert max(waits) > 150  # still spread out, up to the ceiling
-
-
-@override_settings(CELERY_TASK_TIME_LIMIT=30, CELERY_VISIBILITY_TIMEOUT=40)
-def test_a_delivery_coming_back_to_a_busy_summary_waits_within_the_visibility_timeout(
-    counting: CountingSummarizer, from_a_broker: mock.MagicMock
-) -> None:
-    summary = pending_summary()
-    running_since(summary, 0)
-    with pytest.raises(Retry):
-        summarize_conversation.run(summary.pk)
-    assert 0 < from_a_broker.call_args.kwargs["countdown"] <= 40 - 30
 
 
 @pytest.mark.postgres  # the summary runs on another thread, with its own connection
@@ -626,3 +643,103 @@ def test_a_summary_the_extractive_summarizer_made_names_no_prompt(
     summary.refresh_from_db()
     assert summary.backend == "extractive"
     assert (summary.prompt_name, summary.prompt_version) == ("", None)
+
+
+# A worker that dies: its lease runs out, and the sweep sends the task again.
+
+
+@pytest.mark.postgres  # the lease is renewed from another thread, with its own connection
+@pytest.mark.django_db(transaction=True)
+@override_settings(SUMMARIZER_LEASE_SECONDS=3)
+def test_a_worker_renews_its_lease_while_it_runs_and_stops_when_done(
+    delay: mock.MagicMock,
+) -> None:
+    summary = pending_summary()
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
+    leases = []
+    with queue.lease_kept(claim):
+        for _ in range(3):
+            time.sleep(1.2)  # renewed every second
+            summary.refresh_from_db()
+            leases.append(summary.lease_until)
+    assert leases == sorted(set(leases))  # renewed each time, never back
+    assert queue.summary_claim(summary_id=summary.pk, task_id="second") == queue.Busy(leases[-1])
+    time.sleep(1.2)
+    summary.refresh_from_db()
+    assert summary.lease_until == leases[-1]  # no longer renewed once the block ended
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@override_settings(SUMMARIZER_LEASE_SECONDS=3)
+def test_a_lease_is_not_renewed_for_a_claim_another_worker_took_over(
+    delay: mock.MagicMock,
+) -> None:
+    summary = pending_summary()
+    old = queue.summary_claim(summary_id=summary.pk, task_id="old")
+    assert isinstance(old, queue.Claim)
+    Summary.objects.filter(pk=summary.pk).update(lease_until=Now() - timedelta(seconds=1))
+    new = queue.summary_claim(summary_id=summary.pk, task_id="new")
+    assert isinstance(new, queue.Claim) and new.took_over
+    taken = Summary.objects.get().lease_until
+    with queue.lease_kept(old):
+        time.sleep(1.2)
+    assert Summary.objects.get().lease_until == taken
+
+
+def test_the_sweep_sends_again_the_task_of_each_stuck_summary_once_per_lease(
+    delay: mock.MagicMock, django_assert_num_queries: Any
+) -> None:
+    gone, alive, waiting, young, lost = (pending_summary(key) for key in "abcde")
+    running(gone, -1)  # its worker died
+    running(alive, 20)
+    # Given back to be retried by a worker that never came back to it.
+    Summary.objects.filter(pk=waiting.pk).update(lease_until=Now() - timedelta(seconds=1))
+    # Never claimed: its task waits on the broker, or was lost with it.
+    Summary.objects.filter(pk=lost.pk).update(created_at=Now() - stale_after() * 2)
+    with django_assert_num_queries(4):  # the select, the update, and a savepoint around
+        assert sweep_stuck_summaries() == 3
+    assert sorted(delay.call_args_list) == sorted(
+        mock.call(summary.pk) for summary in (gone, waiting, lost)
+    )
+    # Sent again: not again within a lease (nor the stale window, for the one unclaimed).
+    delay.reset_mock()
+    assert sweep_stuck_summaries() == 0
+    Summary.objects.update(resent_at=Now() - queue.lease() - timedelta(seconds=1))
+    assert sweep_stuck_summaries() == 2
+    assert sorted(delay.call_args_list) == sorted(
+        mock.call(summary.pk) for summary in (gone, waiting)
+    )
+    assert young.pk not in [call.args[0] for call in delay.call_args_list]
+
+
+def test_the_sweep_costs_the_same_whatever_the_number_of_stuck_summaries(
+    delay: mock.MagicMock, django_assert_num_queries: Any
+) -> None:
+    for key in range(20):
+        running(pending_summary(f"k{key}"), -1)
+    with django_assert_num_queries(4):
+        assert sweep_stuck_summaries() == 20
+
+
+def test_a_summary_given_back_for_a_retry_holds_a_lease_until_the_retry_and_one_more(
+    delay: mock.MagicMock,
+) -> None:
+    summary = pending_summary()
+    claim = queue.summary_claim(summary_id=summary.pk, task_id="t")
+    assert isinstance(claim, queue.Claim)
+    queue.summary_release(claim=claim, error="openai: timeout", retry_in=40)
+    released = Summary.objects.annotate(now=Now()).get()
+    assert released.status == SummaryStatus.PENDING
+    expected = released.now + timedelta(seconds=40) + queue.lease()
+    assert abs((released.lease_until - expected).total_seconds()) < 5
+    assert sweep_stuck_summaries() == 0
+
+
+def test_celery_beat_runs_the_sweep_more_often_than_once_a_minute() -> None:
+    (entry,) = settings.CELERY_BEAT_SCHEDULE.values()
+    assert entry["task"] == sweep_stuck_summaries.name
+    assert entry["task"] in celery_app.tasks
+    # A summary whose worker died is taken over within a lease and a sweep.
+    assert settings.SUMMARIZER_LEASE_SECONDS + entry["schedule"] < 60

@@ -66,6 +66,8 @@ def test_authors_ask_for_a_summary_now(author: Client) -> None:
     assert summary.status == SummaryStatus.PENDING
     assert f"Summary #{summary.pk} asked for" in response.content.decode()
     assert b"pending" in response.content
+    assert summary.requester == "author-person"
+    assert b" by author-person" in response.content
 
 
 def test_asking_for_a_summary_with_nothing_to_summarize_says_so_and_records_nothing(
@@ -111,6 +113,8 @@ def test_summaries_show_status_backend_tokens_and_errors(viewer: Client) -> None
     done = Summary.objects.get(status=SummaryStatus.DONE)
     assert "extractive" in page and f">{done.token_count}<" in page
     assert "failed" in page and "RuntimeError: the worker broke" in page
+    assert done.drawn_from
+    assert "Sentences taken from messages #" + ", #".join(map(str, done.drawn_from)) in page
 
 
 @override_settings(SUMMARIZER_MAX_INPUT_TOKENS=64, SUMMARIZER_BASE_URL="")
