@@ -385,7 +385,9 @@ def _alias(holder: Release, label: str, move: ReleaseLabelMove) -> ReleaseAlias:
 def _locked_label(label: str, expected: Collection[str | None] | None) -> ReleaseLabel | None:
     """The label's row, locked until the transaction ends, after checking it is where the
     caller last saw it (``expected``, see release_label_set): StaleStateError if not."""
-    current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
+    # Only the label's row is locked, not its release's.
+    labels = ReleaseLabel.objects.select_for_update(of=("self",)).select_related("release")
+    current = labels.filter(name=label).first()
     if expected is None:
         return current
     state = None if current is None else current.release.name
