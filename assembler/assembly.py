@@ -18,12 +18,13 @@ import operator
 from bisect import bisect_right
 from collections.abc import Callable
 
-from assembler import explain
+from assembler import explain, lore
 from assembler import lint as lint_rules
 from assembler.findings import Lint
 from assembler.layers import (
     HistoryLayer,
     Layer,
+    LoreLayer,
     NpcLayer,
     NpcState,
     SegmentLayer,
@@ -42,6 +43,7 @@ from assembler.render import (
 from assembler.request import (
     DYNAMIC_SCOPES,
     HISTORY_SCOPE,
+    LORE_SCOPE,
     PROTECTED_SCOPES,
     SCOPES,
     AssemblyRequest,
@@ -53,6 +55,8 @@ from assembler.result import (
     HistoryReport,
     LayerReport,
     LayerStatus,
+    LoreReport,
+    LoreStatus,
     Meta,
     NpcReport,
     NpcStatus,
@@ -67,6 +71,10 @@ from assembler.tokens import Tokenizer
 # their floors (the history never below its newest exchange), and at the very end below
 # them.
 TRIM_ORDER: tuple[str, ...] = ("input", "rng", "player", "game_state", "history")
+# The policy's first phase: the dynamic layers trimmed to their floors, then lore entries
+# left out whole (the last of the block, the lowest priority, first), then the history
+# trimmed to its floor.
+FIRST_PHASE: tuple[str, ...] = ("input", "rng", "player", "game_state", LORE_SCOPE, "history")
 # Segment layers that lose whole segments (each layer's last segment first), in order.
 DROP_ORDER: tuple[str, ...] = ("entry_start", "entry", "world")
 # How many tokens a join may cost less at one place than at another: a put-back whose own
@@ -83,8 +91,16 @@ def assemble(request: AssemblyRequest, tokenizer: Tokenizer) -> AssemblyResult:
     can go lower, the lowest-priority NPC is dropped (``npc_dropped``), even when it is the
     only one. An NPC with no segments at its tier emits nothing, not even its heading.
 
+    With ``request.lore_book``, the lore entries the turn activates (see
+    :mod:`assembler.lore`) fill the ``lore`` block within its own budget
+    (``request.lore``): constant entries first, then those matched in the turn's text,
+    then those matched in other entries' content, each by priority, then id; an entry that
+    does not fit is left out and the next tried. ``meta.lore`` reports every entry
+    triggered.
+
     Then the whole prompt is fitted to ``token_budget``, stopping as soon as it fits:
-    trim ``input``, ``rng``, ``player``, ``game_state``, ``history`` towards their floors
+    trim ``input``, ``rng``, ``player``, ``game_state`` towards their floors, leave out
+    lore entries (lowest priority first), trim ``history`` towards its floor
     (the history gives way oldest messages first, never below its newest user message and
     what follows it, before the last phase); lower NPC
     tiers as for the NPC budget, then drop NPCs (lowest priority first), then
@@ -165,9 +181,17 @@ class _Assembly:
             scope: TextLayer(scope, _state_text(request, scope), block_format, tokenizer, changed)
             for scope in DYNAMIC_SCOPES
         }
+        self.lore_budget = request.lore.budget_for(request.token_budget)
+        self.lore_activations = self._activate_lore()
+        self.lore_layer = self._lore_layer()
+        # Why each entry activated but not emitted was left out, by entry id.
+        self.lore_left_out: dict[int, str] = {}
+        self.lore_put_back = False
+        self._fill_lore_budget()
         self.layers: list[Layer] = [
             *self.segment_layers.values(),
             self.npc_layer,
+            self.lore_layer,
             self.history_layer,
             *self.text_layers.values(),
         ]
@@ -283,6 +307,91 @@ class _Assembly:
         return tuple(
             Block(layer.scope, layer.render()) for layer in self.layers if not layer.empty()
         )
+
+    # Lore
+
+    def _activate_lore(self) -> list[lore.LoreActivation]:
+        request = self.request
+        book = request.lore_book
+        if book is None or not request.lore.enabled or not book.entries:
+            return []
+        texts = lore.scanned_texts(
+            input=self.text_layers["input"].original,
+            game_state=self.text_layers["game_state"].original,
+            player=self.text_layers["player"].original,
+            history=() if request.history is None else request.history.messages,
+            scan_depth=request.lore.scan_depth,
+        )
+        return lore.activate(book, texts, recursion=request.lore.recursion)
+
+    def _lore_layer(self) -> LoreLayer:
+        """The lore block, empty, able to hold every entry activated and not grouped out."""
+        entries = sorted(
+            (
+                activation.entry
+                for activation in self.lore_activations
+                if activation.grouped_out_by is None and activation.entry.content.strip()
+            ),
+            key=lore.block_order,
+        )
+        book = self.request.lore_book
+        counts = [] if book is None else [book.tokens(entry, self.tokenizer) for entry in entries]
+        return LoreLayer(
+            entries,
+            counts,
+            self.request.policy.block_format,
+            self.tokenizer,
+            self._layer_changed,
+        )
+
+    def _fill_lore_budget(self) -> None:
+        """Let activated entries into the lore block, in the order activation listed them,
+        each only if the block still fits the lore budget; then check the block exactly,
+        leaving out the last let in while it is over."""
+        layer, budget = self.lore_layer, self.lore_budget
+        # What an empty block takes besides its entries' text (the joins aside).
+        frame = layer.open_tokens + layer.close_tokens
+        let_in: list[int] = []
+        for activation in self.lore_activations:
+            entry = activation.entry
+            if activation.grouped_out_by is not None:
+                continue
+            if entry.id not in layer.index:
+                self.lore_left_out[entry.id] = lore.NO_TEXT
+                continue
+            index = layer.index[entry.id]
+            before = layer.tokens()
+            room = budget - (before or frame)
+            if layer.counts[index] > room + 2 * _JOIN_SLACK:
+                self.lore_left_out[entry.id] = (
+                    lore.lore_budget_full(budget, room, layer.counts[index])
+                    if before
+                    else lore.larger_than_lore_budget(budget)
+                )
+                continue
+            layer.add(index)
+            if layer.tokens() <= budget:
+                let_in.append(index)
+                continue
+            needs = layer.tokens() - before
+            layer.drop(index)
+            self.lore_left_out[entry.id] = (
+                lore.lore_budget_full(budget, room, needs)
+                if before
+                else lore.larger_than_lore_budget(budget)
+            )
+        self._check_lore_block(let_in)
+
+    def _check_lore_block(self, let_in: list[int]) -> None:
+        """Leave out the last of ``let_in`` while the lore block is over its budget,
+        counted exactly."""
+        layer = self.lore_layer
+        while let_in and self.tokenizer.count_block(layer.render()) > self.lore_budget:
+            entry = layer.drop(let_in.pop())
+            self.lore_left_out[entry.id] = lore.lore_budget_full(self.lore_budget)
+
+    def _lore_block_fits(self) -> bool:
+        return self.lore_layer.tokens() <= self.lore_budget
 
     # NPC budget
 
@@ -411,10 +520,12 @@ class _Assembly:
         while (over := self.total() - budget) > 0 and self._shrink_prompt(over):
             pass
         if over <= 0:
-            self.npcs_put_back = False
+            self.npcs_put_back = self.lore_put_back = False
             self._put_back(self._prompt_fits, npc=False)
             if self.npcs_put_back:
                 self._check_npc_block()
+            if self.lore_put_back:
+                self._check_lore_block(list(self.lore_layer.emitted))
         while True:
             blocks = self.blocks()
             prompt = BLOCK_SEPARATOR.join(block.text for block in blocks)
@@ -446,7 +557,8 @@ class _Assembly:
         """Apply the policy's next step to remove ``over`` tokens; False if none is left.
 
         The next step follows from the layers' state, since every step only shrinks:
-        1. trim a dynamic layer still above its floor (in TRIM_ORDER) towards the floor;
+        1. trim a dynamic layer still above its floor (in FIRST_PHASE) towards the floor,
+           or leave out the last lore entry (when FIRST_PHASE comes to lore);
         2. lower the lowest-priority NPC that can go a tier lower; once none can, drop the
            lowest-priority NPC; then drop the last segment of a DROP_ORDER layer;
         3. trim a dynamic layer that still has text (in TRIM_ORDER) towards nothing.
@@ -461,8 +573,12 @@ class _Assembly:
         return False
 
     def _trim_to_floor(self, over: int) -> bool:
-        for scope in TRIM_ORDER:
-            if self.text_layers[scope].count > self.floor(scope):
+        for scope in FIRST_PHASE:
+            if scope == LORE_SCOPE:
+                if not self.lore_layer.empty():
+                    self._drop_lore_entry(self.lore_layer.last_emitted(), over)
+                    return True
+            elif self.text_layers[scope].count > self.floor(scope):
                 self._trim(scope, self.floor(scope), over, below_floor=False)
                 return True
         return False
@@ -563,6 +679,47 @@ class _Assembly:
         self.put_backs.append(functools.partial(self._restore_npc, state))
         self.previous_step = f"dropping NPC '{state.npc.name}'"
         self.previous_done = explain.was_left_out(name)
+
+    def _drop_lore_entry(self, index: int, over: int) -> None:
+        layer = self.lore_layer
+        before = layer.tokens()
+        entry = layer.drop(index)
+        why = self._prompt_over(over)
+        self._record(
+            LORE_SCOPE,
+            "dropped",
+            before,
+            layer.tokens(),
+            f"lore entry #{entry.id} '{entry.label}' dropped: prompt {over} tokens over budget"
+            f"{self._after()}",
+            explain.left_out(entry.name, layer.counts[index], why),
+        )
+        self.lore_left_out[entry.id] = f"left out: {why}"
+        self.put_backs.append(functools.partial(self._restore_lore_entry, index))
+        self.previous_step = f"dropping lore entry #{entry.id}"
+        self.previous_done = explain.was_left_out(explain.layer_in_sentence(entry.name))
+
+    def _restore_lore_entry(self, index: int, fits: Callable[[], bool], npc: bool) -> None:
+        layer = self.lore_layer
+        if layer.counts[index] > self._room(npc) + 2 * _JOIN_SLACK:
+            return
+        before = layer.tokens()
+        layer.add(index)
+        if not fits() or not self._lore_block_fits():
+            layer.drop(index)
+            return
+        entry = layer.entries[index]
+        del self.lore_left_out[entry.id]
+        self.lore_put_back = True
+        self._record(
+            LORE_SCOPE,
+            "restored",
+            before,
+            layer.tokens(),
+            f"lore entry #{entry.id} '{entry.label}' restored: "
+            f"it fits the {self._budget_words(npc)} again",
+            explain.put_back(entry.name, layer.counts[index], self.request.token_budget),
+        )
 
     def _drop_segment(self, layer: SegmentLayer, index: int, over: int) -> None:
         before = layer.tokens()
@@ -811,6 +968,7 @@ class _Assembly:
             lints=lints,
             content_hash=_content_hash(blocks, prompt),
             history=self._history_report(),
+            lore=self._lore_reports(),
         )
         return AssemblyResult(prompt=prompt, meta=meta, blocks=blocks, explain=self._fates)
 
@@ -826,6 +984,33 @@ class _Assembly:
             covers_through=fit.covers_through,
             trimmed=None if fit.trimmed is None else fit.trimmed.position,
         )
+
+    def _lore_reports(self) -> list[LoreReport]:
+        """Every entry activated, in the order activation listed them, and its fate."""
+        reports = []
+        book, layer = self.request.lore_book, self.lore_layer
+        emitted = {layer.entries[index].id for index in layer.emitted}
+        for activation in self.lore_activations:
+            entry = activation.entry
+            status: LoreStatus
+            if activation.grouped_out_by is not None:
+                status, reason = "grouped_out", activation.reason
+            elif entry.id in emitted:
+                status, reason = "included", f"included: {activation.how}"
+            else:
+                status, reason = "left_out", self.lore_left_out[entry.id]
+            reports.append(
+                LoreReport(
+                    id=entry.id,
+                    title=entry.title,
+                    status=status,
+                    trigger=activation.trigger,
+                    by=None if activation.by is None else activation.by.id,
+                    tokens=0 if book is None else book.tokens(entry, self.tokenizer),
+                    reason=reason,
+                )
+            )
+        return reports
 
     def _fates(self) -> list[SegmentFate]:
         fates: list[SegmentFate] = []
@@ -895,6 +1080,13 @@ class _Assembly:
                 return "dropped"
             changed = any(state.lowered or state.dropped for state in self.npc_layer.npcs)
             return "trimmed" if changed else "included"
+        if scope == LORE_SCOPE:
+            if not self.lore_layer.entries:
+                return "empty"
+            emitted, entries = self.lore_layer.emitted, self.lore_layer.entries
+            if not emitted:
+                return "dropped"
+            return "trimmed" if len(emitted) < len(entries) else "included"
         if scope in self.text_layers:
             text = self.text_layers[scope]
             if not text.original:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from assembler.render import LAYER_TITLES
-from assembler.request import DYNAMIC_SCOPES, HISTORY_SCOPE
+from assembler.request import DYNAMIC_SCOPES, HISTORY_SCOPE, LORE_SCOPE
 from assembler.result import LayerReport, LayerStatus, Meta
 
 _INCLUDED = "included"
@@ -36,6 +36,14 @@ LAYER_STATUS_WORDS: Mapping[str, Mapping[LayerStatus, str]] = {
         "trimmed": "some NPCs shown at a lower tier or left out",
         "dropped": "every NPC left out to fit the budgets",
         "empty": "empty (no NPC segments to show)",
+    },
+    # Lore entries the turn activated, left out whole (by the lore budget or the token
+    # budget); entries their group left out do not count.
+    "lore": {
+        "included": _INCLUDED,
+        "trimmed": "some entries left out",
+        "dropped": "every entry left out to fit the budgets",
+        "empty": "empty (no entry triggered)",
     },
     # The caller's text, cut at a token boundary.
     "text": {
@@ -238,8 +246,8 @@ def layer_status_words(scope: str, status: LayerStatus) -> str:
     >>> layer_status_words("world", "trimmed"), layer_status_words("input", "trimmed")
     ('some segments left out', 'shortened')
     """
-    if scope == "npc":
-        kind = "npc"
+    if scope in ("npc", LORE_SCOPE):
+        kind = scope
     elif scope == HISTORY_SCOPE:
         kind = "history"
     else:

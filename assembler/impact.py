@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, cast
 
 from assembler.explain import npc_name, segment_name, text_name
+from assembler.lore import NO_TEXT
 from assembler.request import DYNAMIC_SCOPES, MAX_BUDGET
 from assembler.result import AssemblyResult
 
@@ -129,9 +130,11 @@ def parse_expectation(data: Any) -> Expectation:
 def cuts(result: AssemblyResult) -> dict[str, str]:
     """What the final prompt lost, by a stable key, each in the assembler's plain words.
 
-    Keys (``segment:12``, ``npc:marta``, ``layer:input``) let two assemblies be compared:
-    a cut with the same key in both is the same cut, whatever its numbers. Steps undone
-    by a put-back are not cuts; a cut's words are those of the last step that made it.
+    Keys (``segment:12``, ``npc:marta``, ``lore:7``, ``layer:input``) let two assemblies
+    be compared: a cut with the same key in both is the same cut, whatever its numbers.
+    Steps undone by a put-back are not cuts; a cut's words are those of the last step that
+    made it. A lore entry triggered and left out (by the lore budget or the token budget)
+    is a cut; one its group left out, or one without text, is not.
     """
     said: dict[str, str] = {}
     for step in result.meta.truncated:
@@ -155,6 +158,9 @@ def cuts(result: AssemblyResult) -> dict[str, str]:
         if npc.status != "included":
             key = f"npc:{npc.npc}"
             found[key] = said.get(key) or f"{npc_name(npc.npc)} {npc.status}"
+    for report in result.meta.lore:
+        if report.status == "left_out" and report.reason != NO_TEXT:
+            found[f"lore:{report.id}"] = f"Lore entry #{report.id} '{report.title}' {report.reason}"
     for scope in DYNAMIC_SCOPES:
         layer = result.meta.layers.get(scope)
         if layer is not None and layer.status in ("trimmed", "dropped"):

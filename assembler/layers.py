@@ -20,6 +20,7 @@ from typing import TypeAlias
 
 from assembler import explain
 from assembler.history import HistoryFit, fit_history
+from assembler.lore import LoreEntry
 from assembler.render import (
     ITEM_SEPARATOR,
     LINE_SEPARATOR,
@@ -27,7 +28,7 @@ from assembler.render import (
     block_open,
     npc_heading,
 )
-from assembler.request import HISTORY_SCOPE, BlockFormat, History, Npc, Segment
+from assembler.request import HISTORY_SCOPE, LORE_SCOPE, BlockFormat, History, Npc, Segment
 from assembler.tokens import TextCuts, Tokenizer
 
 # Called by a layer after its body changed, with the layer and its tokens before the change.
@@ -788,6 +789,82 @@ class HistoryLayer(TextLayer):
             else:
                 low = middle + 1
         return low
+
+
+class LoreLayer(Layer):
+    """The lore entries a turn activated, in the block's order: priority (highest first),
+    then id. Any can be left out and put back.
+
+    It starts empty: entries come in as the lore budget is filled, and are left out (the
+    last of the block first) to fit the token budget. Priced like a layer of segments: an
+    entry's count plus its joins to the entries emitted either side of it.
+    """
+
+    def __init__(
+        self,
+        entries: Sequence[LoreEntry],
+        counts: Sequence[int],
+        block_format: BlockFormat,
+        tokenizer: Tokenizer,
+        on_change: OnChange,
+    ) -> None:
+        super().__init__(LORE_SCOPE, block_format, tokenizer, on_change)
+        self.entries = list(entries)
+        self.texts = [entry.content for entry in entries]
+        self.counts = list(counts)
+        self.index = {entry.id: index for index, entry in enumerate(entries)}
+        # The indices of the entries emitted, in order.
+        self.emitted: list[int] = []
+        self._body_tokens = 0
+
+    def add(self, index: int) -> None:
+        """Emit entry ``index``, in its place."""
+        where = bisect_left(self.emitted, index)
+        self._body_tokens += self._cost_at(where, index)
+        self.emitted.insert(where, index)
+        self.changed()
+
+    def drop(self, index: int) -> LoreEntry:
+        """Leave entry ``index`` out."""
+        where = bisect_left(self.emitted, index)
+        del self.emitted[where]
+        self._body_tokens -= self._cost_at(where, index)
+        self.changed()
+        return self.entries[index]
+
+    def _cost_at(self, where: int, index: int) -> int:
+        """What entry ``index`` adds to the body at ``where`` among the entries emitted
+        (which do not include it)."""
+        emitted, texts, join_cost = self.emitted, self.texts, self.tokenizer.join_cost
+        before = texts[emitted[where - 1]] if where else None
+        after = texts[emitted[where]] if where < len(emitted) else None
+        cost = self.counts[index]
+        if before is not None:
+            cost += join_cost(before, ITEM_SEPARATOR, texts[index])
+        if after is not None:
+            cost += join_cost(texts[index], ITEM_SEPARATOR, after)
+        if before is not None and after is not None:
+            cost -= join_cost(before, ITEM_SEPARATOR, after)
+        return cost
+
+    def last_emitted(self) -> int:
+        """The index of the last entry emitted (the layer must not be empty)."""
+        return self.emitted[-1]
+
+    def empty(self) -> bool:
+        return not self.emitted
+
+    def first(self) -> str:
+        return self.texts[self.emitted[0]]
+
+    def last(self) -> str:
+        return self.texts[self.emitted[-1]]
+
+    def body_tokens(self) -> int:
+        return self._body_tokens
+
+    def body(self) -> str:
+        return ITEM_SEPARATOR.join(self.texts[index] for index in self.emitted)
 
 
 def declared_count(segment: Segment, tokenizer: Tokenizer) -> int:

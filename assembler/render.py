@@ -44,6 +44,7 @@ LAYER_TITLES = {
     "entry": "Entry",
     "entry_start": "Entry start",
     "npc": "NPCs",
+    "lore": "Lore",
     "history": "Conversation history",
     "game_state": "Game state",
     "player": "Player",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 from assembler.history import HistoryMessage, SummaryText
+from assembler.lore import DEFAULT_LORE_RECURSION, DEFAULT_LORE_SCAN_DEPTH, LoreBook
 
 SCOPES: tuple[str, ...] = (
     "core",
@@ -19,6 +20,7 @@ SCOPES: tuple[str, ...] = (
     "entry",
     "entry_start",
     "npc",
+    "lore",
     "history",
     "game_state",
     "player",
@@ -30,10 +32,13 @@ SCOPES: tuple[str, ...] = (
 SEGMENT_SCOPES: tuple[str, ...] = SCOPES[:6]
 """Layers made of stored segments."""
 
+LORE_SCOPE = "lore"
+"""The lore layer: the lore entries the turn activates (see :mod:`assembler.lore`)."""
+
 HISTORY_SCOPE = "history"
 """The conversation history layer (a conversation's summary and recent messages)."""
 
-DYNAMIC_SCOPES: tuple[str, ...] = SCOPES[7:]
+DYNAMIC_SCOPES: tuple[str, ...] = SCOPES[SCOPES.index("game_state") :]
 """Layers the caller supplies with each request (as ``state``)."""
 
 TRIMMABLE_SCOPES: tuple[str, ...] = (*DYNAMIC_SCOPES, HISTORY_SCOPE)
@@ -52,6 +57,12 @@ DEFAULT_NPC_BUDGET = 600
 
 MAX_BUDGET = 1_000_000
 """The largest token or NPC budget a request may ask for."""
+
+DEFAULT_LORE_SHARE = 0.10
+"""The lore block's budget, as a share of the token budget, when the caller names none."""
+
+MAX_LORE_SCAN_DEPTH = 100
+MAX_LORE_RECURSION = 10
 
 
 class RequestError(ValueError):
@@ -220,6 +231,41 @@ class History:
 
 
 @dataclass(frozen=True, slots=True)
+class LoreOptions:
+    """How lore enters one assembly: activation scans the newest ``scan_depth`` history
+    messages (besides the input, game state and player), then ``recursion`` rounds of
+    activated entries' content; the lore block (frame included) gets ``budget`` tokens
+    (``None``: :data:`DEFAULT_LORE_SHARE` of the token budget). ``enabled`` false: no lore.
+
+    >>> LoreOptions().budget_for(8000), LoreOptions(budget=300).budget_for(8000)
+    (800, 300)
+    """
+
+    scan_depth: int = DEFAULT_LORE_SCAN_DEPTH
+    budget: int | None = None
+    recursion: int = DEFAULT_LORE_RECURSION
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        for name, high in (("scan_depth", MAX_LORE_SCAN_DEPTH), ("recursion", MAX_LORE_RECURSION)):
+            value = getattr(self, name)
+            if not 0 <= value <= high:
+                raise RequestError(
+                    f"lore.{name}", f"lore.{name} must be between 0 and {high}, got {value}"
+                )
+        if self.budget is not None and not 0 <= self.budget <= MAX_BUDGET:
+            raise RequestError(
+                "lore.budget", f"lore.budget must be between 0 and {MAX_BUDGET}, got {self.budget}"
+            )
+
+    def budget_for(self, token_budget: int) -> int:
+        """The lore block's budget in an assembly with ``token_budget``."""
+        if self.budget is not None:
+            return self.budget
+        return int(DEFAULT_LORE_SHARE * token_budget)
+
+
+@dataclass(frozen=True, slots=True)
 class AssemblyRequest:
     """Everything one assembly needs.
 
@@ -228,7 +274,8 @@ class AssemblyRequest:
     priority order (first is most important). ``state`` supplies the dynamic layers
     (``game_state``, ``player``, ``rng``, ``input``); missing keys are empty layers.
     ``history``, when given, fills the ``history`` layer (between ``npc`` and
-    ``game_state``).
+    ``game_state``). ``lore_book``, when given, holds the lore entries that may fill the
+    ``lore`` layer (between ``npc`` and ``history``), as ``lore`` says.
     """
 
     core: Sequence[Segment]
@@ -244,6 +291,8 @@ class AssemblyRequest:
     policy: Policy = field(default_factory=Policy)
     strict: bool = False
     history: History | None = None
+    lore: LoreOptions = field(default_factory=LoreOptions)
+    lore_book: LoreBook | None = None
 
     def __post_init__(self) -> None:
         for name in ("token_budget", "npc_budget"):

@@ -8,10 +8,12 @@ from functools import cached_property
 from typing import Any, Literal, TypeAlias
 
 from assembler.findings import Lint
+from assembler.lore import LoreTrigger
 
 StepAction: TypeAlias = Literal["trimmed", "dropped", "tier_lowered", "npc_dropped", "restored"]
 LayerStatus: TypeAlias = Literal["included", "trimmed", "dropped", "empty", "skipped"]
 NpcStatus: TypeAlias = Literal["included", "lowered", "dropped"]
+LoreStatus: TypeAlias = Literal["included", "left_out", "grouped_out"]
 # Segments are only ever dropped whole: trimming applies to the dynamic layers.
 Fate: TypeAlias = Literal["included", "dropped", "skipped"]
 
@@ -111,6 +113,38 @@ class NpcReport:
 
 
 @dataclass(slots=True)
+class LoreReport:
+    """What became of one entry triggered on a turn (an item of ``meta.lore``).
+
+    ``status``: ``included`` in the prompt, ``left_out`` (the lore budget was full, the
+    prompt was over its budget, or the entry has no text) or ``grouped_out``. ``tokens``
+    is the entry's content count; ``reason`` says it all in plain words. ``trigger`` is
+    the entry's :class:`assembler.lore.LoreTrigger` (``source`` ``constant`` for a constant
+    entry); ``by`` the id of the entry whose content triggered it.
+    """
+
+    id: int
+    title: str
+    status: LoreStatus
+    trigger: LoreTrigger
+    by: int | None
+    tokens: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"id", "title", "status", "trigger", "by", "tokens", "reason"}``."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "status": self.status,
+            "trigger": self.trigger.to_dict(),
+            "by": self.by,
+            "tokens": self.tokens,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
 class SegmentFate:
     """What became of one segment, for the author preview.
 
@@ -141,7 +175,10 @@ class Meta:
     """The report on one assembly.
 
     ``tokens`` is the exact count of the prompt; ``tokens_estimated`` is the size of the
-    untruncated assembly, summed from the parts' counts.
+    untruncated assembly, summed from the parts' counts (with the lore entries the lore
+    budget let in). ``lore`` reports every lore entry triggered (see
+    :class:`LoreReport`); lore entries are not segments, so the ``lore``
+    layer lists no ids in ``segment_ids_by_scope`` and ``layers``.
     """
 
     order: tuple[str, ...]
@@ -158,10 +195,11 @@ class Meta:
     lints: list[Lint]
     content_hash: str
     history: HistoryReport | None = None
+    lore: list[LoreReport] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form, as served by the API (``history`` only when a conversation's
-        history was assembled)."""
+        history was assembled; ``lore`` always, empty without lore)."""
         data = {
             "order": list(self.order),
             "segment_ids_by_scope": {
@@ -181,6 +219,7 @@ class Meta:
         }
         if self.history is not None:
             data["history"] = self.history.to_dict()
+        data["lore"] = [report.to_dict() for report in self.lore]
         return data
 
 

@@ -4,6 +4,8 @@
 rulesets, six NPCs with tiers, dynamic state; about 8,000 tokens untruncated), with token
 counts precomputed as the database caches them. :func:`prose` is shared with the API
 benchmark (``scripts/bench_api.py``), which seeds a database with the same kind of text.
+:func:`lore_entries` makes a world's lore (10,000 entries, 30,000 keys) and
+:func:`lore_request` a turn that scans 4 KB of text against it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from assembler.request import AssemblyRequest, Npc, Ruleset, Segment
+from assembler.history import HistoryMessage
+from assembler.lore import LoreBook, LoreEntry
+from assembler.render import render_state
+from assembler.request import AssemblyRequest, History, Npc, Ruleset, Segment
 from assembler.tokens import Tokenizer
 
 _PEOPLE = [
@@ -185,3 +190,101 @@ def new_turns(request: AssemblyRequest, count: int) -> list[AssemblyRequest]:
         dataclasses.replace(request, state={**state, "input": f"{text} (turn {turn})"})
         for turn in range(count)
     ]
+
+
+LORE_ENTRIES = 10_000
+LORE_KEYS = 30_000
+LORE_SCANNED = 4096
+"""The lore case: entries and keys in the world, characters of text scanned per turn."""
+
+_SYLLABLES = [
+    *("ka", "ro", "mi", "ve", "tal", "dun", "sha", "bel", "or", "im", "gre", "tho", "wyn"),
+    *("ast", "el", "mar", "quen", "dra", "los", "fen", "hal", "ith", "cor", "ul", "zan"),
+]
+_KINDS = ["Keep", "Ford", "Hollow", "Order", "Pact", "Crown", "Well", "Gate", "Reach", "Vow"]
+# Words of the benchmark prose that some entries are keyed on, so a turn's text triggers a
+# few entries directly, as a game's does.
+_STORY_KEYS = [
+    "bell",
+    "lighthouse",
+    "harbour master",
+    "salt archive",
+    "customs house",
+    "Rope Street",
+    "black wax",
+    "night watch",
+    "drowned god",
+    "Highfold",
+]
+
+
+def _name(rng: random.Random) -> str:
+    return "".join(rng.choice(_SYLLABLES) for _ in range(rng.randrange(2, 4))).title()
+
+
+def lore_entries(
+    tokenizer: Tokenizer, entries: int = LORE_ENTRIES, seed: int = 11
+) -> list[LoreEntry]:
+    """A world's lore: ``entries`` entries of three keys each (a name of its own, the name
+    with a kind, a variant; one entry in 200 keyed on a word of the benchmark prose instead), 2 to
+    5 sentences each, a third naming another entry (for recursion), one in ten in one of
+    40 groups, three constant. Token counts are cached, as the database caches them."""
+    rng = random.Random(seed)
+    names: list[str] = []
+    taken: set[str] = set()
+    made = []
+    for number in range(entries):
+        name = _name(rng)
+        while name in taken:
+            name = _name(rng)
+        names.append(name)
+        taken.add(name)
+        keys = [name, f"{name} {rng.choice(_KINDS)}", f"{name}'s {rng.choice(_KINDS).lower()}"]
+        if number % 200 == 7:
+            keys[2] = _STORY_KEYS[(number // 200) % len(_STORY_KEYS)]
+        content = " ".join(_sentence(rng) for _ in range(rng.randrange(2, 6)))
+        if names[:-1] and rng.random() < 0.3:
+            content += f" It is bound to {rng.choice(names[:-1])}."
+        made.append(
+            LoreEntry(
+                id=number + 1,
+                title=f"{name} {rng.choice(_KINDS)}",
+                content=f"{name}: {content}",
+                keys=tuple(keys),
+                priority=rng.randrange(10),
+                group=f"faction-{rng.randrange(40)}" if rng.random() < 0.1 else None,
+                constant=number < 3,
+                token_count=tokenizer.count(f"{name}: {content}"),
+            )
+        )
+    return made
+
+
+def lore_request(
+    tokenizer: Tokenizer, token_budget: int, npc_budget: int, book: LoreBook
+) -> AssemblyRequest:
+    """The benchmark entry (:func:`build_request`) with the lore ``book``, four history
+    messages and an input that together with the game state and player make
+    :data:`LORE_SCANNED` characters of text to scan; the input names six entries."""
+    request = build_request(tokenizer, token_budget, npc_budget)
+    rng = random.Random(5)
+    texts = [prose(rng, tokenizer, 90) for _ in range(4)]
+    messages = [
+        HistoryMessage(
+            position, "user" if position % 2 else "assistant", text, tokenizer.count(text)
+        )
+        for position, text in enumerate(texts, start=1)
+    ]
+    named = [book.entries[index].keys[0] for index in (40, 400, 1200, 3000, 6000, 9000)]
+    asked = f" You ask about {', '.join(named[:-1])} and {named[-1]}."
+    state = dict(request.state)
+    scanned = sum(len(m.content) for m in messages) + len(asked)
+    scanned += sum(len(render_state(state.get(key))) for key in ("game_state", "player"))
+    rest = prose(rng, tokenizer, LORE_SCANNED // 3)
+    state["input"] = rest[: max(0, LORE_SCANNED - scanned)].rstrip() + asked
+    return dataclasses.replace(
+        request,
+        state=state,
+        history=History(messages, None, budget=2_000, conversation="bench"),
+        lore_book=book,
+    )

@@ -9,6 +9,9 @@ from assembler import (
     AssemblyRequest,
     History,
     HistoryMessage,
+    LoreBook,
+    LoreEntry,
+    LoreOptions,
     Npc,
     Policy,
     Ruleset,
@@ -53,6 +56,8 @@ def request(
     policy: Policy | None = None,
     strict: bool = False,
     history: History | None = None,
+    lore_book: LoreBook | None = None,
+    lore: LoreOptions | None = None,
 ) -> AssemblyRequest:
     return AssemblyRequest(
         core=list(core),
@@ -68,6 +73,8 @@ def request(
         policy=policy or Policy(),
         strict=strict,
         history=history,
+        lore_book=lore_book,
+        lore=lore or LoreOptions(),
     )
 
 
@@ -95,8 +102,8 @@ def conversation(
 
 
 def full_request(**overrides: Any) -> AssemblyRequest:
-    """Every layer filled: one or more segments each, two NPCs, a conversation's history,
-    all four dynamic layers."""
+    """Every layer filled: one or more segments each, two NPCs, a constant lore entry, a
+    conversation's history, all four dynamic layers."""
     fields: dict[str, Any] = {
         "core": [seg(1, "core"), seg(2, "core")],
         "rulesets": [
@@ -107,6 +114,7 @@ def full_request(**overrides: Any) -> AssemblyRequest:
         "entry": [seg(30, "entry")],
         "entry_start": [seg(40, "entry_start")],
         "npcs": [npc("ida", first_id=50), npc("bo", first_id=60)],
+        "lore_book": LoreBook([LoreEntry(70, "Lore", "lore text 70.", constant=True)]),
         "history": conversation(2),
         "state": {
             "game_state": "game_state text.",

@@ -16,6 +16,7 @@ from assembler import (
     SCOPES,
     AssemblyRequest,
     AssemblyResult,
+    LoreOptions,
     Npc,
     OverBudgetError,
     Policy,
@@ -278,6 +279,8 @@ def budget_request(token_budget: int) -> AssemblyRequest:
         # The history keeps its newest exchange in the first phase: a fixed size, so the
         # steps taken grow with every smaller budget (a floor would keep whole messages).
         policy=Policy(floors={"history": 0.0}),
+        # A lore budget of its own, so the lore entry is in whatever the token budget.
+        lore=LoreOptions(budget=100),
         token_budget=token_budget,
     )
 
@@ -302,6 +305,7 @@ def test_truncation_steps_fire_in_the_documented_order_as_the_budget_shrinks(
             npcs=[],
             state={},
             history=None,
+            lore_book=None,
         ),
         tokenizer,
     ).meta.tokens
@@ -310,6 +314,7 @@ def test_truncation_steps_fire_in_the_documented_order_as_the_budget_shrinks(
         ("rng", "trimmed", None),
         ("player", "trimmed", None),
         ("game_state", "trimmed", None),
+        ("lore", "dropped", None),
         ("history", "trimmed", None),
         ("npc", "npc_dropped", "bo"),
         ("npc", "npc_dropped", "ida"),
@@ -355,11 +360,12 @@ def test_dynamic_layers_are_first_trimmed_only_down_to_their_floor(
     tokenizer: Tokenizer,
 ) -> None:
     result = assemble(budget_request(600), tokenizer)
-    assert [step.scope for step in result.meta.truncated[:6]] == [
+    assert [step.scope for step in result.meta.truncated[:7]] == [
         "input",
         "rng",
         "player",
         "game_state",
+        "lore",
         "history",
         "npc",
     ]
@@ -473,6 +479,7 @@ def test_meta_has_exactly_the_documented_keys_and_is_json_safe(tokenizer: Tokeni
         "lints",
         "content_hash",
         "history",
+        "lore",
     ]
     assert json.loads(json.dumps(meta)) == meta
     assert meta["order"] == list(SCOPES)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from assembler import AssemblyRequest, Npc, Segment, assemble, get_tokenizer
+from assembler import (
+    AssemblyRequest,
+    LoreBook,
+    LoreEntry,
+    LoreOptions,
+    Npc,
+    Segment,
+    assemble,
+    get_tokenizer,
+)
 from assembler.impact import Expectation, ExpectationError, cuts, failure, parse_expectation
 
 TOKENIZER = get_tokenizer()
@@ -43,6 +52,37 @@ def test_a_dropped_segment_is_a_cut_in_plain_words() -> None:
     assert "segment:2" in found
     assert found["segment:2"].startswith("World segment #2 'Sea'")
     assert "left out" in found["segment:2"]
+
+
+def test_a_lore_entry_left_out_is_a_cut_and_one_grouped_out_is_not() -> None:
+    book = LoreBook(
+        [
+            LoreEntry(7, "Bell", "The bell of the chapel. " * 30, keys=("bell",), group="g"),
+            LoreEntry(8, "Small bell", "A small bell.", keys=("bell",), group="g", priority=-1),
+            LoreEntry(9, "Draft", " ", keys=("bell",)),
+        ]
+    )
+    request = AssemblyRequest(
+        core=[Segment(1, "core", "You narrate.")],
+        rulesets=[],
+        world=[Segment(2, "world", "The sea is old.")],
+        entry=[],
+        entry_start=[],
+        npcs=[],
+        state={"input": "I ring the bell."},
+        first_turn=False,
+        token_budget=2000,
+        lore=LoreOptions(budget=40),
+        lore_book=book,
+    )
+    lost = cuts(assemble(request, TOKENIZER))
+    assert lost == {
+        "lore:7": "Lore entry #7 'Bell' left out: even alone it takes more than the lore "
+        "budget (40 tokens)"
+    }
+    assert failure(parse_expectation({"kind": "fits"}), assemble(request, TOKENIZER)) == (
+        "1 cut: " + lost["lore:7"]
+    )
 
 
 def test_a_cut_put_back_is_not_a_cut() -> None:

@@ -20,6 +20,9 @@ from assembler import (
     TRIM_ORDER,
     AssemblyRequest,
     AssemblyResult,
+    LoreBook,
+    LoreEntry,
+    LoreOptions,
     Npc,
     Policy,
     Ruleset,
@@ -27,6 +30,8 @@ from assembler import (
     assemble,
     get_tokenizer,
 )
+from assembler.assembly import FIRST_PHASE
+from assembler.lore import block_order
 from assembler.render import (
     BLOCK_SEPARATOR,
     ITEM_SEPARATOR,
@@ -39,7 +44,8 @@ from assembler.render import (
 )
 
 # Content is random text around a marker "Q<id>Z". Neither Q nor Z nor a digit occurs in the
-# random text, the frames or the NPC names, so a marker is found exactly where its segment is.
+# random text, the frames or the NPC names, so a marker is found exactly where its segment
+# (or lore entry) is. Lore keys are words of the chunks, so texts trigger lore.
 CHUNKS = [
     *"abc .,!?;:'\"()-\n\t",
     " the gate",
@@ -56,7 +62,9 @@ CHUNKS = [
     "👩‍👧",
     "<|endoftext|>",
     "====",
+    " Bell",
 ]
+LORE_KEYS = ["gate", "Fog", "open", "bell", "é", "龍", "the gate", "..."]
 text = st.lists(st.sampled_from(CHUNKS), max_size=5).map("".join)
 names = st.text(alphabet="abcdefghijklmnoprstuvwxy", min_size=1, max_size=8)
 
@@ -66,6 +74,8 @@ def marker(segment_id: int) -> str:
 
 
 SMALL_NPC_BUDGETS = st.integers(0, 200)
+# Lore entry ids are apart from segment ids, so that markers never clash.
+LORE_IDS = 1000
 
 
 @st.composite
@@ -115,6 +125,27 @@ def requests(
             max_size=4,
         ),
     )
+    lore_entries = [
+        LoreEntry(
+            LORE_IDS + number,
+            draw(names),
+            draw(text) + marker(LORE_IDS + number) + draw(text),
+            keys=draw(st.lists(st.sampled_from(LORE_KEYS), max_size=2)) or ["gate"],
+            whole_words=draw(st.booleans()),
+            case_sensitive=draw(st.booleans()),
+            priority=draw(st.integers(0, 3)),
+            group=draw(st.sampled_from([None, "a", "b"])),
+            constant=draw(st.integers(0, 4)) == 0,
+            recursive=draw(st.booleans()),
+        )
+        for number in range(draw(st.integers(0, 5)))
+    ]
+    lore_options = LoreOptions(
+        scan_depth=draw(st.integers(0, 4)),
+        budget=draw(st.one_of(st.none(), st.integers(0, 200))),
+        recursion=draw(st.integers(0, 2)),
+        enabled=draw(st.integers(0, 5)) > 0,
+    )
     return AssemblyRequest(
         core=segments("core", 2),
         rulesets=rulesets,
@@ -127,6 +158,8 @@ def requests(
         token_budget=draw(st.integers(0, 400)),
         npc_budget=draw(npc_budget),
         policy=Policy(block_format=draw(st.sampled_from(["delimited", "xml", "markdown"]))),
+        lore_book=LoreBook(lore_entries) if draw(st.booleans()) else None,
+        lore=lore_options,
     )
 
 
@@ -216,8 +249,11 @@ def test_npc_block_fits_the_npc_budget_exactly(request: AssemblyRequest) -> None
 def step_rank(step: Any, request: AssemblyRequest) -> tuple[int, int]:
     """Where a global-budget step sits in the documented policy order."""
     if step.action == "trimmed":
-        below = "below its floor" in step.reason
-        return (3 if below else 1, TRIM_ORDER.index(step.scope))
+        if "below its floor" in step.reason:
+            return (3, TRIM_ORDER.index(step.scope))
+        return (1, FIRST_PHASE.index(step.scope))
+    if step.scope == "lore":
+        return (1, FIRST_PHASE.index("lore"))
     if step.action == "tier_lowered":
         return (2, 0)
     if step.action == "npc_dropped":
@@ -244,6 +280,52 @@ def test_truncation_follows_the_documented_order(request: AssemblyRequest) -> No
     npc_drops = [step.npc or "" for step in removals if step.action == "npc_dropped"]
     priority = [npc.slug for npc in request.npcs]
     assert npc_drops == sorted(npc_drops, key=priority.index, reverse=True)
+    # Lore entries give way lowest priority (then highest id) first.
+    entries = {entry.id: entry for entry in lore_entries(request)}
+    lore_drops = [
+        entries[int(step.reason.split("#")[1].split(" ")[0])]
+        for step in removals
+        if step.scope == "lore"
+    ]
+    assert lore_drops == sorted(lore_drops, key=block_order, reverse=True)
+
+
+def lore_entries(request: AssemblyRequest) -> list[LoreEntry]:
+    return [] if request.lore_book is None else list(request.lore_book.entries)
+
+
+def lore_kept(result: AssemblyResult) -> set[int]:
+    return {report.id for report in result.meta.lore if report.status == "included"}
+
+
+@PROPERTY
+@given(requests())
+def test_lore_entries_reported_included_are_in_the_prompt_and_no_others(
+    request: AssemblyRequest,
+) -> None:
+    result = assemble(request, TOKENIZER)
+    kept = lore_kept(result)
+    for entry in lore_entries(request):
+        if entry.id in kept:
+            assert entry.content in result.prompt
+        else:
+            assert marker(entry.id) not in result.prompt
+    reported = [report.id for report in result.meta.lore]
+    assert len(reported) == len(set(reported))
+    if not request.lore.enabled or request.lore_book is None:
+        assert result.meta.lore == []
+    # Of each group, at most one entry goes in.
+    groups = [entry.group for entry in lore_entries(request) if entry.id in kept and entry.group]
+    assert len(groups) == len(set(groups))
+
+
+@PROPERTY
+@given(requests())
+def test_lore_block_fits_the_lore_budget_exactly(request: AssemblyRequest) -> None:
+    result = assemble(request, TOKENIZER)
+    [lore_block] = [b.text for b in result.blocks if b.scope == "lore"] or [""]
+    if lore_block:
+        assert TOKENIZER.count(lore_block) <= request.lore.budget_for(request.token_budget)
 
 
 @settings(max_examples=max(1, EXAMPLES * 2 // 5), deadline=None)
@@ -312,8 +394,11 @@ def npc_segments(npc: Npc) -> list[Segment]:
     ]
 
 
-def rebuild(request: AssemblyRequest, kept: set[int], texts: Mapping[str, str]) -> tuple[str, str]:
-    """The prompt, and its NPC block, holding the segments ``kept`` and the ``texts``."""
+def rebuild(
+    request: AssemblyRequest, kept: set[int], texts: Mapping[str, str]
+) -> tuple[str, str, str]:
+    """The prompt, its NPC block and its lore block, holding the segments and lore entries
+    ``kept`` and the ``texts``."""
     block_format = request.policy.block_format
     bodies = {
         scope: ITEM_SEPARATOR.join(s.content for s in segments if s.id in kept)
@@ -325,9 +410,12 @@ def rebuild(request: AssemblyRequest, kept: set[int], texts: Mapping[str, str]) 
         if contents:
             npcs.append(npc_heading(npc.name) + LINE_SEPARATOR + ITEM_SEPARATOR.join(contents))
     bodies["npc"] = ITEM_SEPARATOR.join(npcs)
+    entries = sorted(lore_entries(request), key=block_order)
+    bodies["lore"] = ITEM_SEPARATOR.join(e.content for e in entries if e.id in kept)
     bodies.update(texts)
     blocks = {scope: block(scope, bodies[scope], block_format) for scope in SCOPES if bodies[scope]}
-    return BLOCK_SEPARATOR.join(blocks.values()), blocks.get("npc", "")
+    prompt = BLOCK_SEPARATOR.join(blocks.values())
+    return prompt, blocks.get("npc", ""), blocks.get("lore", "")
 
 
 def emitted_texts(result: AssemblyResult, request: AssemblyRequest) -> dict[str, str]:
@@ -343,10 +431,11 @@ def emitted_texts(result: AssemblyResult, request: AssemblyRequest) -> dict[str,
 
 
 def fits(request: AssemblyRequest, kept: set[int], texts: Mapping[str, str]) -> bool:
-    prompt, npc_block = rebuild(request, kept, texts)
+    prompt, npc_block, lore_block = rebuild(request, kept, texts)
     return (
         TOKENIZER.count(prompt) <= request.token_budget
         and TOKENIZER.count(npc_block) <= request.npc_budget
+        and TOKENIZER.count(lore_block) <= request.lore.budget_for(request.token_budget)
     )
 
 
@@ -389,10 +478,18 @@ NON_MONOTONIC_CUT = AssemblyRequest(
 def test_nothing_left_out_or_cut_could_have_stayed(request: AssemblyRequest) -> None:
     result = assemble(request, TOKENIZER)
     kept = {i for ids in result.meta.segment_ids_by_scope.values() for i in ids}
+    kept |= lore_kept(result)
     texts = emitted_texts(result, request)
     assert rebuild(request, kept, texts)[0] == result.prompt
     if result.meta.over_budget:
         return
+    # No lore entry left out to fit the token budget fits back in; while none is, no
+    # entry left out by the lore budget fits the lore block.
+    left_out = [report for report in result.meta.lore if report.status == "left_out"]
+    by_prompt = [report for report in left_out if report.reason.startswith("left out: the prompt")]
+    for report in by_prompt or left_out:
+        if report.reason != "left out: it has no text":
+            assert not fits(request, kept | {report.id}, texts), report
     # No segment left out fits back in.
     for scope in DROP_ORDER:
         for segment in layer_segments(request)[scope]:

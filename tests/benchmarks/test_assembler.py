@@ -8,9 +8,18 @@ import json
 
 import pytest
 
-from assembler import AssemblyResult, History, Tokenizer, assemble, get_tokenizer
+from assembler import AssemblyResult, History, LoreBook, Tokenizer, assemble, get_tokenizer
+from assembler.render import render_state
 from benchmarks.assembler import CASES, main
-from benchmarks.data import build_request, new_turns
+from benchmarks.data import (
+    LORE_ENTRIES,
+    LORE_KEYS,
+    LORE_SCANNED,
+    build_request,
+    lore_entries,
+    lore_request,
+    new_turns,
+)
 from benchmarks.history import build_conversation
 
 
@@ -49,6 +58,29 @@ def test_benchmark_prints_a_row_per_case(capsys: pytest.CaptureFixture[str]) -> 
     for name, _, _ in CASES:
         assert name in output
     assert "ratio" in output
+    assert "book built" in output
+    assert "activation alone" in output
+
+
+def test_lore_benchmark_world_and_turn_are_the_size_announced(tokenizer: Tokenizer) -> None:
+    entries = lore_entries(tokenizer)
+    assert len(entries) == LORE_ENTRIES
+    assert sum(len(entry.keys) for entry in entries) == LORE_KEYS
+    assert all(entry.token_count is not None for entry in entries)
+    request = lore_request(tokenizer, 12_000, 3_000, LoreBook(entries))
+    assert request.history is not None
+    scanned = [
+        *(render_state(request.state.get(scope)) for scope in ("input", "game_state", "player")),
+        *(message.content for message in request.history.messages),
+    ]
+    assert sum(map(len, scanned)) == LORE_SCANNED
+    # The turn triggers entries from every source and by recursion, and the lore layer
+    # is filled to its budget.
+    result = assemble(request, tokenizer)
+    sources = {report.trigger.source for report in result.meta.lore}
+    assert sources == {"constant", "input", "game_state", "history", "lore"}
+    included = sum(report.status == "included" for report in result.meta.lore)
+    assert 10 <= included < len(result.meta.lore)
 
 
 # What the assembler returned for each benchmark case on its first two turns, with and
@@ -56,38 +88,38 @@ def test_benchmark_prints_a_row_per_case(capsys: pytest.CaptureFixture[str]) -> 
 # between: a hash of the prompt, the meta and every segment's fate. Work on the assembler's
 # speed must leave every one of them unchanged.
 PINNED_OUTPUTS: dict[str, str] = {
-    "no truncation, turn 0, history None": "df996029bb3a3f55",
-    "no truncation, turn 0, history 300": "2d4f25b950fe91e0",
-    "no truncation, turn 0, history 1500": "2277f7552fef6bd6",
-    "no truncation, turn 1, history None": "908e1204b13ad8b4",
-    "no truncation, turn 1, history 300": "72d54d3598bbc501",
-    "no truncation, turn 1, history 1500": "b15045f42649c27f",
-    "some truncation, turn 0, history None": "0d559ffdd5a97938",
-    "some truncation, turn 0, history 300": "d4e47f6316cfbcf9",
-    "some truncation, turn 0, history 1500": "07685c4bcf3f3f29",
-    "some truncation, turn 1, history None": "60169db32a90ae76",
-    "some truncation, turn 1, history 300": "8d6c089db11040be",
-    "some truncation, turn 1, history 1500": "b3716a64928f9ce4",
-    "heavy truncation, turn 0, history None": "99063cb23fa1aab5",
-    "heavy truncation, turn 0, history 300": "3fe0bd9b3c0b0fa7",
-    "heavy truncation, turn 0, history 1500": "6c6a8e29c7cbd304",
-    "heavy truncation, turn 1, history None": "5655ded85d0bd773",
-    "heavy truncation, turn 1, history 300": "06d88a67d24872d0",
-    "heavy truncation, turn 1, history 1500": "dbcbb28c94db5f99",
-    "budget 1500": "0233c87aee6501bd",
-    "budget 2000": "181ee9cace9b2b5f",
-    "budget 2500": "4c70858095910d45",
-    "budget 3000": "ef7fcc5709abe488",
-    "budget 3500": "c5ed3284a02182e8",
-    "budget 4000": "2fbb67a37a72ccb8",
-    "budget 4500": "265e0af64ea531f9",
-    "budget 5000": "755cc2ca3b0661cf",
-    "budget 5500": "774285c45aa34894",
-    "budget 6000": "0d559ffdd5a97938",
-    "budget 6500": "ee428fc6385e4464",
-    "budget 7000": "ecdf4ba2f6e837d1",
-    "budget 7500": "1b45caf873c62e2f",
-    "budget 8000": "75a87ab37e7fd529",
+    "no truncation, turn 0, history None": "4be3fcfbecefb367",
+    "no truncation, turn 0, history 300": "7f9456735943835a",
+    "no truncation, turn 0, history 1500": "526789aca59cb579",
+    "no truncation, turn 1, history None": "e6ffb8b5c7231502",
+    "no truncation, turn 1, history 300": "b65ffdc1293bfe84",
+    "no truncation, turn 1, history 1500": "681588ef86926504",
+    "some truncation, turn 0, history None": "1df6ba74bba2abf2",
+    "some truncation, turn 0, history 300": "a0b5aadaea6a1b12",
+    "some truncation, turn 0, history 1500": "a1f19161bb11d269",
+    "some truncation, turn 1, history None": "9a2290703cc5849a",
+    "some truncation, turn 1, history 300": "1067510025b83f2d",
+    "some truncation, turn 1, history 1500": "93ce7032ce849b16",
+    "heavy truncation, turn 0, history None": "db30b1c3f0b8fd76",
+    "heavy truncation, turn 0, history 300": "80206ee15e0e2328",
+    "heavy truncation, turn 0, history 1500": "79fb035e76a2b077",
+    "heavy truncation, turn 1, history None": "3ccd0688d06dfaf8",
+    "heavy truncation, turn 1, history 300": "3bbaa66f1ec4eb96",
+    "heavy truncation, turn 1, history 1500": "2c4a0f1863010c8c",
+    "budget 1500": "27fb02425caa321f",
+    "budget 2000": "274dc05b876c72c6",
+    "budget 2500": "74fbb6350b1c675b",
+    "budget 3000": "87d53b6980252236",
+    "budget 3500": "e121852d094f7fa1",
+    "budget 4000": "ebf4dcd5bb8670d1",
+    "budget 4500": "8ec8b2431820035c",
+    "budget 5000": "ba81dd4c99632d26",
+    "budget 5500": "07f0036006a98392",
+    "budget 6000": "1df6ba74bba2abf2",
+    "budget 6500": "73af98f4dac1b9d7",
+    "budget 7000": "415a3d5a9347e714",
+    "budget 7500": "4942e000e313a3d8",
+    "budget 8000": "7c85aebf2c5713cb",
 }
 
 

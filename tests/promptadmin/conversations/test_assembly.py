@@ -43,7 +43,9 @@ def test_assemble_with_a_conversation_adds_the_history_layer(
     assert prompt.index("=== NPC_END ===") < prompt.index("=== HISTORY_BEGIN ===")
     assert prompt.index("=== HISTORY_END ===") < prompt.index("=== GAME_STATE_BEGIN ===")
     assert "User: Message 0" in prompt
-    assert meta["order"].index("history") == meta["order"].index("npc") + 1
+    # Between them comes only the lore layer (empty here).
+    assert meta["order"].index("history") == meta["order"].index("npc") + 2
+    assert meta["order"].index("lore") == meta["order"].index("npc") + 1
     assert meta["layers"]["history"]["status"] == "included"
     assert meta["history"] == {
         "conversation": "run-1",
