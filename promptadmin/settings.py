@@ -328,12 +328,11 @@ SUMMARIZER_MAX_INPUT_TOKENS = env_int("SUMMARIZER_MAX_INPUT_TOKENS", 16000, mini
 # The registered prompt whose `production` version gives the endpoint its instructions
 # (component/agent[/task_type], as the Langfuse-compatible API names it); without one, the
 # built-in instructions (assembler.summarize.DEFAULT_INSTRUCTIONS).
+# Checked once the apps are loaded, by the one parser of prompt names (prompts.apps).
 SUMMARIZER_PROMPT = env_str("SUMMARIZER_PROMPT", "conversations/summarizer").strip()
-if not re.fullmatch(r"[^/\s]+/[^/\s]+(/[^/\s]+)?", SUMMARIZER_PROMPT):
-    raise ImproperlyConfigured(
-        f"SUMMARIZER_PROMPT={SUMMARIZER_PROMPT!r} must name a registered prompt as "
-        "component/agent or component/agent/task_type (default: conversations/summarizer)."
-    )
+# Registered prompts' labels that only admins and admin keys set, move or remove (what a
+# game fetches by default); comma-separated, empty for none. Checked like SUMMARIZER_PROMPT.
+PROTECTED_PROMPT_LABELS = env_list("PROTECTED_PROMPT_LABELS", ["production"])
 
 # Legacy imports (POST /api/v1/imports/, the studio's import page): the largest upload
 # taken, refused with a 413 before it is read when its size is announced.
@@ -392,7 +391,7 @@ SPECTACULAR_SETTINGS = {
             name: f"drf_standardized_errors.openapi_serializers.{name}.choices"
             for name in ("ValidationErrorEnum", "ClientErrorEnum", "ServerErrorEnum")
         },
-        # Keeps the name the schema gave the six scopes before other inputs used them.
+        # One name for the six scopes, whichever input names them first (a stable schema).
         "SegmentInputScopeEnum": "promptadmin.content.models.SEGMENT_SCOPES",
         "DeprecatedScopeEnum": "promptadmin.content.models.DEPRECATED_SCOPES",
         "SummaryStatusEnum": "promptadmin.conversations.models.SummaryStatus",

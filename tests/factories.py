@@ -6,6 +6,7 @@ from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from promptadmin.content.models import NPC, Entry, Ruleset, Segment, World
 from promptadmin.content.services import segments
@@ -15,9 +16,16 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True  # the role hook saves what it changes
 
     username = factory.Sequence(lambda n: f"user{n}")
     password = factory.django.Password("pw-for-tests-only")
+
+    @factory.post_generation
+    def role(self, create: bool, extracted: str | None, **kwargs: Any) -> None:
+        """``UserFactory(role="author")``: in that role's group (none: a viewer)."""
+        if create and extracted:
+            self.groups.add(Group.objects.get(name=extracted))
 
 
 class WorldFactory(factory.django.DjangoModelFactory):

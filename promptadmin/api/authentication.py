@@ -24,6 +24,7 @@ from rest_framework.request import Request
 
 from promptadmin.content.keys import find_key
 from promptadmin.content.models import ApiKey
+from promptadmin.core.actors import Actor
 
 KEYWORD = "Api-Key"
 # Query parameters under which clients commonly send credentials.
@@ -63,6 +64,14 @@ def verified_key(key: str) -> ApiKey:
             f"API key '{api_key.name}' expired at {api_key.expiry_date:%Y-%m-%d %H:%M} UTC."
         )
     return api_key
+
+
+def actor_of(request: Request) -> Actor:
+    """Who the services see acting: the API key the request came with, or the signed-in
+    person (None for nobody: permissions refuse that before any service is called)."""
+    if isinstance(request.auth, ApiKey):
+        return request.auth
+    return request.user if request.user.is_authenticated else None
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

@@ -10,7 +10,6 @@ from typing import Any, ClassVar
 
 from django.db.models import Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -23,17 +22,25 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from promptadmin.api.authentication import actor_of
 from promptadmin.api.errors import ClientErrorResponseSerializer
 from promptadmin.api.pagination import MAX_PAGE_SIZE
 from promptadmin.api.permissions import ReadOrWrite
-from promptadmin.api.preconditions import etag, expected_revision
+from promptadmin.api.preconditions import (
+    ETAG,
+    IF_MATCH,
+    IF_MATCH_OPTIONAL,
+    PRECONDITION_ERRORS,
+    etag,
+    expected_revision,
+    with_etag,
+)
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import content as s
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import (
     NPC,
     SCOPE_REF_FIELD,
-    ApiKey,
     Entry,
     EntryNpc,
     EntryRuleset,
@@ -42,33 +49,10 @@ from promptadmin.content.models import (
     World,
 )
 from promptadmin.content.services import catalog, segments
-from promptadmin.core.actors import Actor
 
 SLUG_IN_PATH = r"[a-z0-9]+(?:[-_][a-z0-9]+)*"
 # Ids beyond a 64-bit integer cannot exist; matching them would only reach the database.
 ID_IN_PATH = r"[0-9]{1,18}"
-
-IF_MATCH = OpenApiParameter(
-    "If-Match",
-    OpenApiTypes.STR,
-    OpenApiParameter.HEADER,
-    required=True,
-    description="The ETag from your last read of the object.",
-)
-IF_MATCH_OPTIONAL = OpenApiParameter(
-    "If-Match",
-    OpenApiTypes.STR,
-    OpenApiParameter.HEADER,
-    description="Optional: the ETag from your last read; 412 if the segment changed since.",
-)
-ETAG = OpenApiParameter(
-    "ETag",
-    OpenApiTypes.STR,
-    OpenApiParameter.HEADER,
-    response=True,
-    description="Strong entity tag of the object, for If-Match.",
-)
-
 
 # What a list's pagination documents by itself, spelt out for a paginated action.
 PAGE_PARAMETERS = [
@@ -87,22 +71,7 @@ def _error(description: str) -> OpenApiResponse:
     return OpenApiResponse(ClientErrorResponseSerializer, description=description)
 
 
-PRECONDITION_ERRORS = {
-    412: _error("If-Match does not name the current version: someone changed the object."),
-    428: _error("If-Match is missing, or `*` (which would overwrite any version)."),
-}
 IN_USE = {409: _error("Content still points at the object; the error says what.")}
-
-
-def actor_of(request: Request) -> Actor:
-    """The signed-in person, or the API key the request came with."""
-    if isinstance(request.auth, ApiKey):
-        return request.auth
-    return request.user if request.user.is_authenticated else None
-
-
-def with_etag(data: Any, etag: str, status_code: int = status.HTTP_200_OK) -> Response:
-    return Response(data, status=status_code, headers={"ETag": etag})
 
 
 def _by_slug(model: type[Any], slug: str, field: str) -> Any:

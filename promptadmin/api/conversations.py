@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from promptadmin.api.content import actor_of
+from promptadmin.api.authentication import actor_of
 from promptadmin.api.errors import ClientErrorResponseSerializer, Conflict
 from promptadmin.api.permissions import CanRead, CanWrite
 from promptadmin.api.responses import RenderBeforeCommit

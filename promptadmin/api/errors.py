@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import SuspiciousOperation
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from drf_standardized_errors.handler import ExceptionHandler
@@ -20,7 +20,7 @@ from rest_framework.settings import api_settings
 import assembler
 from promptadmin.content.assembly import AssemblyInputError
 from promptadmin.content.models import REF_FIELDS
-from promptadmin.core.errors import InUseError, StaleRevisionError
+from promptadmin.core.errors import InUseError, StaleRevisionError, StaleStateError
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.releases.services import ExpectationsFailing
 
@@ -69,6 +69,10 @@ def api_error(exc: Exception) -> Exception:
     """The HTTP error for a domain error, or ``exc`` itself when it is not one."""
     if isinstance(exc, DjangoValidationError):
         return exceptions.ValidationError(_field_errors(exc))
+    if isinstance(exc, PermissionDenied):
+        # A service's refusal says what was refused and what it needs: kept, not DRF's
+        # generic sentence.
+        return exceptions.PermissionDenied(str(exc) or None)
     if isinstance(exc, AssemblyInputError):
         return exceptions.ValidationError({name: [msg] for name, msg in exc.errors.items()})
     if isinstance(exc, RenderInputError):
@@ -81,6 +85,8 @@ def api_error(exc: Exception) -> Exception:
         return PreconditionFailed(
             f"{exc} Read it again (its ETag names the current revision) and reapply your change."
         )
+    if isinstance(exc, StaleStateError):
+        return PreconditionFailed(str(exc))
     if isinstance(exc, ExpectationsFailing):
         return Conflict(str(exc), code="expectations_failing")
     if isinstance(exc, InUseError):

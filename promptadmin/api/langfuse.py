@@ -38,8 +38,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from assembler.templates import TemplateConversionError, to_curly
-from promptadmin.api.authentication import verified_key
-from promptadmin.api.content import actor_of
+from promptadmin.api.authentication import actor_of, verified_key
 from promptadmin.api.errors import Conflict
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
@@ -146,7 +145,8 @@ def langfuse_prompt(resolved: ResolvedPrompt) -> dict[str, Any]:
             code="not_curly_convertible",
         ) from None
     if CONFIG_RESERVED in resolved.config:
-        # Made before such a key was refused: serving it would silently hide it.
+        # The services refuse such a key, but a stored version may hold one: serving it
+        # would silently hide it behind the templates.
         raise Conflict(
             f"Version {resolved.version} of {resolved.langfuse_name} has a config key "
             f"'{CONFIG_RESERVED}', where Langfuse's form puts the user templates. Use the "

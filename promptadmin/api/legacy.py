@@ -21,11 +21,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from promptadmin.api.content import SegmentViewSet, actor_of, with_etag
+from promptadmin.api.authentication import actor_of
+from promptadmin.api.content import SegmentViewSet
 from promptadmin.api.errors import ClientErrorResponseSerializer, ValidationErrorResponseSerializer
 from promptadmin.api.pagination import PageNumberPagination
 from promptadmin.api.permissions import CanMigrate
-from promptadmin.api.preconditions import etag
+from promptadmin.api.preconditions import etag, with_etag
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import legacy as s
 from promptadmin.api.serializers.content import SegmentOutputSerializer

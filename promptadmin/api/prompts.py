@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Max, Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -22,12 +22,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from assembler.format_lint import lint_prompt
-from promptadmin.api.content import ETAG, IF_MATCH, PRECONDITION_ERRORS, actor_of
-from promptadmin.api.errors import ClientErrorResponseSerializer, PreconditionFailed
+from promptadmin.api.authentication import actor_of
+from promptadmin.api.errors import ClientErrorResponseSerializer
 from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
-from promptadmin.api.preconditions import if_match, none_match, updated_at_etag
+from promptadmin.api.preconditions import (
+    ETAG,
+    IF_MATCH,
+    PRECONDITION_ERRORS,
+    expected_updated_at,
+    none_match,
+    updated_at_etag,
+    with_etag,
+)
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import prompts as s
 from promptadmin.prompts.models import (
@@ -38,7 +46,6 @@ from promptadmin.prompts.models import (
     NAME_RE,
     AdapterInstruction,
     Interface,
-    Label,
     LabelEvent,
     Prompt,
 )
@@ -47,6 +54,7 @@ from promptadmin.prompts.selectors import (
     fetch_and_render,
     fetch_prompt,
     lint_stored,
+    prompts_with_labels,
 )
 from promptadmin.prompts.services import interfaces as interface_services
 from promptadmin.prompts.services import prompts as prompt_services
@@ -60,6 +68,11 @@ def _error(description: str) -> OpenApiResponse:
 
 
 NOT_FOUND = {404: _error("No such prompt, label, version or object; the error names it.")}
+PROTECTED = (
+    "Setting, moving or removing a protected label (`PROTECTED_PROMPT_LABELS`, by default "
+    "`production`: what a game fetches when it names no label) needs the admin role or an "
+    "admin key; anyone else gets 403 and nothing changes."
+)
 TASK_TYPE = OpenApiParameter(
     "task_type",
     OpenApiTypes.STR,
@@ -134,12 +147,7 @@ class PromptListView(RenderBeforeCommit, generics.GenericAPIView):
     permission_classes = [ReadOrWrite]
 
     def get_queryset(self) -> QuerySet[Prompt]:
-        labels = Label.objects.select_related("version").order_by("name")
-        prompts = (
-            Prompt.objects.annotate(latest_version=Max("versions__number"))
-            .prefetch_related(Prefetch("labels", queryset=labels))
-            .order_by("component", "agent", "task_type")
-        )
+        prompts = prompts_with_labels()
         params = self.request.query_params
         for field in ("component", "agent"):
             value = query_name(self.request, field)
@@ -175,7 +183,7 @@ class PromptListView(RenderBeforeCommit, generics.GenericAPIView):
     )
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response([summary(p) for p in page or []])
+        return self.get_paginated_response([s.PromptSummarySerializer.of(p) for p in page or []])
 
     @extend_schema(
         operation_id="prompts_create",
@@ -190,23 +198,7 @@ class PromptListView(RenderBeforeCommit, generics.GenericAPIView):
         data = dict(serializer.validated_data)
         data["task_type"] = data["task_type"] or None
         prompt = prompt_services.prompt_create(actor=actor_of(request), **data)
-        return Response(summary(prompt, labels={}, latest=None), status=status.HTTP_201_CREATED)
-
-
-def summary(
-    prompt: Prompt, labels: dict[str, int] | None = None, latest: Any = ...
-) -> dict[str, Any]:
-    if labels is None:
-        labels = {label.name: label.version.number for label in prompt.labels.all()}
-    return {
-        "component": prompt.component,
-        "agent": prompt.agent,
-        "task_type": prompt.task_type_or_none,
-        "description": prompt.description,
-        "expected_system": prompt.expected_system,
-        "latest_version": getattr(prompt, "latest_version", None) if latest is ... else latest,
-        "labels": labels,
-    }
+        return Response(s.PromptSummarySerializer.of(prompt), status=status.HTTP_201_CREATED)
 
 
 class PromptFetchView(HotView):
@@ -252,6 +244,7 @@ class VersionCreateView(RenderBeforeCommit, APIView):
         request=s.VersionCreateSerializer,
         responses={201: s.VersionCreatedSerializer, **NOT_FOUND},
         summary="Create the next version (optionally setting labels on it)",
+        description=PROTECTED,
     )
     def post(self, request: Request, component: str, agent: str) -> Response:
         serializer = s.VersionCreateSerializer(data=request.data)
@@ -262,9 +255,11 @@ class VersionCreateView(RenderBeforeCommit, APIView):
             actor=actor_of(request), prompt=prompt, **data
         )
         resolved = fetch_prompt(
-            component=component, agent=agent, task_type=prompt.task_type_or_none,
+            component=component,
+            agent=agent,
+            task_type=prompt.task_type_or_none,
             version=version.number,
-        )  # fmt: skip
+        )
         findings = lint_prompt(
             syntax=version.syntax,
             system=version.system,
@@ -285,6 +280,7 @@ class LabelView(RenderBeforeCommit, APIView):
         request=s.LabelSetSerializer,
         responses={200: s.LabelSerializer, **NOT_FOUND},
         summary="Set a label on a version, or move it there (audited)",
+        description=PROTECTED,
     )
     def put(self, request: Request, component: str, agent: str, label: str) -> Response:
         body = request.data.dict() if hasattr(request.data, "dict") else request.data
@@ -304,7 +300,7 @@ class LabelView(RenderBeforeCommit, APIView):
             name=label,
             version=serializer.validated_data["version"],
         )
-        return Response({"label": row.name, "version": row.version.number})
+        return Response(s.LabelSerializer.of(row))
 
     @extend_schema(
         operation_id="prompts_labels_remove",
@@ -312,6 +308,7 @@ class LabelView(RenderBeforeCommit, APIView):
         parameters=[TASK_TYPE],
         responses={204: None, **NOT_FOUND},
         summary="Remove a label (audited)",
+        description=PROTECTED,
     )
     def delete(self, request: Request, component: str, agent: str, label: str) -> Response:
         data = request.data if isinstance(request.data, dict) else {}
@@ -340,18 +337,9 @@ class LabelHistoryView(generics.GenericAPIView):
         prompt = prompt_at(component, agent, query_task_type(request))
         events = LabelEvent.objects.filter(prompt=prompt).select_related("user")
         page = self.paginate_queryset(events)
-        return self.get_paginated_response([label_event(event) for event in page or []])
-
-
-def label_event(event: LabelEvent) -> dict[str, Any]:
-    return {
-        "label": event.label,
-        "action": event.action,
-        "from_version": event.from_version,
-        "to_version": event.to_version,
-        "actor": event.user.get_username() if event.user else (event.actor_label or "a script"),
-        "created_at": event.created_at,
-    }
+        return self.get_paginated_response(
+            [s.LabelEventSerializer.of(event) for event in page or []]
+        )
 
 
 class RenderView(HotView):
@@ -441,16 +429,16 @@ class LintView(APIView):
 # -- interfaces and adapter instructions ----------------------------------------------------
 
 
-def _checked_etag(request: Request, obj: Any) -> None:
-    if updated_at_etag(obj) not in if_match(request):
-        raise PreconditionFailed(
-            f"The {obj._meta.verbose_name} changed since you read it (its ETag is now "
-            f"{updated_at_etag(obj)}): read it again and reapply your change."
-        )
+def _interface_answer(obj: Interface, status_code: int = status.HTTP_200_OK) -> Response:
+    return with_etag(s.InterfaceOutputSerializer(obj).data, updated_at_etag(obj), status_code)
 
 
-def _with_etag(data: Any, obj: Any, status_code: int = status.HTTP_200_OK) -> Response:
-    return Response(data, status=status_code, headers={"ETag": updated_at_etag(obj)})
+def _adapter_answer(obj: AdapterInstruction, status_code: int = status.HTTP_200_OK) -> Response:
+    data = s.AdapterInstructionOutputSerializer(obj).data
+    return with_etag(data, updated_at_etag(obj), status_code)
+
+
+INTERFACES = ["interfaces"]
 
 
 class InterfaceListView(RenderBeforeCommit, generics.GenericAPIView):
@@ -458,66 +446,79 @@ class InterfaceListView(RenderBeforeCommit, generics.GenericAPIView):
     queryset = Interface.objects.order_by("name")
 
     @extend_schema(
-        operation_id="interfaces_list", tags=["interfaces"],
+        operation_id="interfaces_list",
+        tags=INTERFACES,
         responses=s.InterfaceOutputSerializer(many=True),
-    )  # fmt: skip
+    )
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(s.InterfaceOutputSerializer(page, many=True).data)
 
     @extend_schema(
-        operation_id="interfaces_create", tags=["interfaces"],
-        request=s.InterfaceSerializer, responses={201: s.InterfaceOutputSerializer},
+        operation_id="interfaces_create",
+        tags=INTERFACES,
+        request=s.InterfaceSerializer,
+        responses={201: s.InterfaceOutputSerializer},
         parameters=[ETAG],
-    )  # fmt: skip
+    )
     def post(self, request: Request) -> Response:
         serializer = s.InterfaceSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         obj = interface_services.interface_create(
             actor=actor_of(request), **serializer.validated_data
         )
-        return _with_etag(s.InterfaceOutputSerializer(obj).data, obj, status.HTTP_201_CREATED)
+        return _interface_answer(obj, status.HTTP_201_CREATED)
 
 
 class InterfaceDetailView(RenderBeforeCommit, APIView):
     permission_classes = [ReadOrWrite]
 
     @extend_schema(
-        operation_id="interfaces_retrieve", tags=["interfaces"],
-        responses={200: s.InterfaceOutputSerializer, **NOT_FOUND}, parameters=[ETAG],
-    )  # fmt: skip
+        operation_id="interfaces_retrieve",
+        tags=INTERFACES,
+        responses={200: s.InterfaceOutputSerializer, **NOT_FOUND},
+        parameters=[ETAG],
+    )
     def get(self, request: Request, name: str) -> Response:
-        obj = get_object_or_404(Interface, name=name)
-        return _with_etag(s.InterfaceOutputSerializer(obj).data, obj)
+        return _interface_answer(get_object_or_404(Interface, name=name))
 
     @extend_schema(
-        operation_id="interfaces_update", tags=["interfaces"],
+        operation_id="interfaces_update",
+        tags=INTERFACES,
         request=s.InterfaceSerializer(partial=True),
         responses={200: s.InterfaceOutputSerializer, **NOT_FOUND, **PRECONDITION_ERRORS},
         parameters=[IF_MATCH, ETAG],
-    )  # fmt: skip
+    )
     def patch(self, request: Request, name: str) -> Response:
         serializer = s.InterfaceSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         obj = get_object_or_404(Interface, name=name)
-        _checked_etag(request, obj)
         obj = interface_services.interface_update(
-            actor=actor_of(request), interface=obj, **serializer.validated_data
+            actor=actor_of(request),
+            interface=obj,
+            expected_updated_at=expected_updated_at(request, obj),
+            **serializer.validated_data,
         )
-        return _with_etag(s.InterfaceOutputSerializer(obj).data, obj)
+        return _interface_answer(obj)
 
     @extend_schema(
-        operation_id="interfaces_destroy", tags=["interfaces"],
+        operation_id="interfaces_destroy",
+        tags=INTERFACES,
         responses={
-            204: None, **NOT_FOUND, **PRECONDITION_ERRORS,
+            204: None,
+            **NOT_FOUND,
+            **PRECONDITION_ERRORS,
             409: _error("Adapter instructions still use the interface."),
         },
         parameters=[IF_MATCH],
-    )  # fmt: skip
+    )
     def delete(self, request: Request, name: str) -> Response:
         obj = get_object_or_404(Interface, name=name)
-        _checked_etag(request, obj)
-        interface_services.interface_delete(actor=actor_of(request), interface=obj)
+        interface_services.interface_delete(
+            actor=actor_of(request),
+            interface=obj,
+            expected_updated_at=expected_updated_at(request, obj),
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -547,11 +548,14 @@ class AdapterInstructionListView(RenderBeforeCommit, generics.GenericAPIView):
     queryset = ADAPTERS
 
     @extend_schema(
-        operation_id="adapter_instructions_list", tags=["interfaces"],
-        parameters=[OpenApiParameter("interface", OpenApiTypes.STR),
-                    OpenApiParameter("task", OpenApiTypes.STR)],
+        operation_id="adapter_instructions_list",
+        tags=INTERFACES,
+        parameters=[
+            OpenApiParameter("interface", OpenApiTypes.STR),
+            OpenApiParameter("task", OpenApiTypes.STR),
+        ],
         responses=s.AdapterInstructionOutputSerializer(many=True),
-    )  # fmt: skip
+    )
     def get(self, request: Request) -> Response:
         rows = self.get_queryset()
         interface, task = query_name(request, "interface"), query_name(request, "task")
@@ -564,52 +568,65 @@ class AdapterInstructionListView(RenderBeforeCommit, generics.GenericAPIView):
         return self.get_paginated_response(data)
 
     @extend_schema(
-        operation_id="adapter_instructions_create", tags=["interfaces"],
+        operation_id="adapter_instructions_create",
+        tags=INTERFACES,
         request=s.AdapterInstructionSerializer,
-        responses={201: s.AdapterInstructionOutputSerializer}, parameters=[ETAG],
-    )  # fmt: skip
+        responses={201: s.AdapterInstructionOutputSerializer},
+        parameters=[ETAG],
+    )
     def post(self, request: Request) -> Response:
         obj = interface_services.adapter_instruction_create(
             actor=actor_of(request), **_adapter_input(request, partial=False)
         )
-        data = s.AdapterInstructionOutputSerializer(obj).data
-        return _with_etag(data, obj, status.HTTP_201_CREATED)
+        return _adapter_answer(obj, status.HTTP_201_CREATED)
 
 
 class AdapterInstructionDetailView(RenderBeforeCommit, APIView):
     permission_classes = [ReadOrWrite]
 
     @extend_schema(
-        operation_id="adapter_instructions_retrieve", tags=["interfaces"],
-        responses={200: s.AdapterInstructionOutputSerializer, **NOT_FOUND}, parameters=[ETAG],
-    )  # fmt: skip
+        operation_id="adapter_instructions_retrieve",
+        tags=INTERFACES,
+        responses={200: s.AdapterInstructionOutputSerializer, **NOT_FOUND},
+        parameters=[ETAG],
+    )
     def get(self, request: Request, pk: int) -> Response:
-        obj = get_object_or_404(ADAPTERS, pk=pk)
-        return _with_etag(s.AdapterInstructionOutputSerializer(obj).data, obj)
+        return _adapter_answer(get_object_or_404(ADAPTERS, pk=pk))
 
     @extend_schema(
-        operation_id="adapter_instructions_update", tags=["interfaces"],
+        operation_id="adapter_instructions_update",
+        tags=INTERFACES,
         request=s.AdapterInstructionSerializer(partial=True),
         responses={200: s.AdapterInstructionOutputSerializer, **NOT_FOUND, **PRECONDITION_ERRORS},
         parameters=[IF_MATCH, ETAG],
-    )  # fmt: skip
+    )
     def patch(self, request: Request, pk: int) -> Response:
         data = _adapter_input(request, partial=True)
         obj = get_object_or_404(ADAPTERS, pk=pk)
-        _checked_etag(request, obj)
         obj = interface_services.adapter_instruction_update(
-            actor=actor_of(request), instruction=obj, **data
+            actor=actor_of(request),
+            instruction=obj,
+            expected_updated_at=expected_updated_at(request, obj),
+            **data,
         )
-        return _with_etag(s.AdapterInstructionOutputSerializer(obj).data, obj)
+        return _adapter_answer(obj)
 
     @extend_schema(
-        operation_id="adapter_instructions_destroy", tags=["interfaces"],
-        responses={204: None, **NOT_FOUND, **PRECONDITION_ERRORS,
-                   409: _error("Never: nothing points at an adapter instruction.")},
+        operation_id="adapter_instructions_destroy",
+        tags=INTERFACES,
+        responses={
+            204: None,
+            **NOT_FOUND,
+            **PRECONDITION_ERRORS,
+            409: _error("Never: nothing points at an adapter instruction."),
+        },
         parameters=[IF_MATCH],
-    )  # fmt: skip
+    )
     def delete(self, request: Request, pk: int) -> Response:
         obj = get_object_or_404(ADAPTERS, pk=pk)
-        _checked_etag(request, obj)
-        interface_services.adapter_instruction_delete(actor=actor_of(request), instruction=obj)
+        interface_services.adapter_instruction_delete(
+            actor=actor_of(request),
+            instruction=obj,
+            expected_updated_at=expected_updated_at(request, obj),
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

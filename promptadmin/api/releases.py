@@ -10,7 +10,6 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.utils.cache import parse_etags
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -19,20 +18,23 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from promptadmin.api.content import ETAG, IF_MATCH, PRECONDITION_ERRORS, actor_of
-from promptadmin.api.errors import ClientErrorResponseSerializer, Conflict, PreconditionFailed
+from promptadmin.api.authentication import actor_of
+from promptadmin.api.errors import ClientErrorResponseSerializer, Conflict
 from promptadmin.api.permissions import ReadOrAdmin, ReadOrWrite
-from promptadmin.api.preconditions import if_match
+from promptadmin.api.preconditions import (
+    ETAG,
+    IF_MATCH,
+    PRECONDITION_ERRORS,
+    etag,
+    expected_label,
+    expected_revision,
+    label_etag,
+    with_etag,
+)
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import releases as s
 from promptadmin.releases import selectors, services
-from promptadmin.releases.models import (
-    Release,
-    ReleaseLabel,
-    ReleaseLabelMove,
-    Scenario,
-    label_validator,
-)
+from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
 
 CONFIRM = {
     409: OpenApiResponse(
@@ -78,6 +80,7 @@ RELEASE = {
     "created_by": "marta",
     "content_hash": NEW_HASH,
     "segments": 412,
+    "aliases": [],
 }
 OLDER_RELEASE = {
     **RELEASE,
@@ -194,61 +197,6 @@ COMPARE = {
 def answer(name: str, value: Any, status_code: int = 200) -> OpenApiExample:
     """A response example (of a list: one item, the schema lists it)."""
     return OpenApiExample(name, value=value, response_only=True, status_codes=[str(status_code)])
-
-
-def label_etag(label: str, release: str | None) -> str:
-    """A label's state: the release it points at ("none" while it does not exist)."""
-    return f'"label-{label}-{release or "none"}"'
-
-
-def scenario_etag(scenario: Scenario) -> str:
-    return f'"scenario-{scenario.pk}-r{scenario.revision}"'
-
-
-def _check_label(request: Request, label: str) -> None:
-    """Lock the label (in the request's transaction: RenderBeforeCommit) and check If-Match.
-
-    If-Match is optional here: a move names the label's whole new state, and every move
-    is serialized by the lock and recorded. When sent, it must name where the label
-    points now (``*``: that it exists), else 412.
-    """
-    try:
-        label_validator(label)
-    except DjangoValidationError as exc:
-        raise ValidationError({"label": exc.messages}) from None
-    current = (
-        ReleaseLabel.objects.select_for_update()
-        .filter(name=label)
-        .values_list("release__name", flat=True)
-        .first()
-    )
-    header = request.headers.get("If-Match", "").strip()
-    if not header:
-        return
-    tags = parse_etags(header)
-    etag = label_etag(label, current)
-    if tags == ["*"]:
-        if current is None:
-            raise PreconditionFailed(f"There is no label '{label}' (If-Match: * needs one).")
-        return
-    # The strong comparison: weak tags never match.
-    if etag not in [tag for tag in tags if not tag.startswith("W/")]:
-        raise PreconditionFailed(
-            f"Label '{label}' is not where you last saw it (its ETag is now {etag}): read it "
-            "again and decide."
-        )
-
-
-def _locked_scenario(request: Request, pk: int) -> Scenario:
-    scenario = Scenario.objects.select_for_update().filter(pk=pk).first()
-    if scenario is None:
-        raise NotFound(f"No scenario {pk}.")
-    if scenario_etag(scenario) not in if_match(request):
-        raise PreconditionFailed(
-            f"Scenario {pk} changed since you read it (its ETag is now "
-            f"{scenario_etag(scenario)}): read it again and reapply your change."
-        )
-    return scenario
 
 
 def _valid(serializer_class: type[Any], data: Any) -> dict[str, Any]:
@@ -371,9 +319,7 @@ class LabelListView(APIView):
     )
     def get(self, request: Request) -> Response:
         labels = ReleaseLabel.objects.select_related("release")
-        return Response(
-            [{"label": x.name, "release": x.release.name, "moved_at": x.moved_at} for x in labels]
-        )
+        return Response([s.ReleaseLabelSerializer.of(label) for label in labels])
 
 
 class LabelView(RenderBeforeCommit):
@@ -394,10 +340,7 @@ class LabelView(RenderBeforeCommit):
                 f"No label '{label}'. To create it, PUT a release to it (If-Match: "
                 f"{label_etag(label, None)} to create it only if it still does not exist)."
             )
-        return Response(
-            {"label": found.name, "release": found.release.name, "moved_at": found.moved_at},
-            headers={"ETag": label_etag(label, found.release.name)},
-        )
+        return with_etag(s.ReleaseLabelSerializer.of(found), label_etag(label, found.release.name))
 
     @extend_schema(
         operation_id="release_labels_set",
@@ -417,12 +360,13 @@ class LabelView(RenderBeforeCommit):
         description="Answers the move recorded, or the label's latest move when it already "
         "pointed there (nothing recorded). If-Match is optional: send the label's ETag from "
         'GET (or `"label-<label>-none"` to create it) to move it only from where you last '
-        "saw it.",
+        "saw it. Any label can be set: when a release answers to its name, the name means "
+        "the label from then on, and the release answers to `<label>.r<id>` too (listed in "
+        "its `aliases`).",
     )
     def put(self, request: Request, label: str) -> Response:
         data = _valid(s.LabelInputSerializer, request.data)
-        _check_label(request, label)
-        release = selectors.releases().filter(name=data["release"]).first()
+        release = selectors.release_called(data["release"])
         if release is None:
             raise ValidationError({"release": [f"No release named '{data['release']}'."]})
         move = services.release_label_set(
@@ -431,6 +375,7 @@ class LabelView(RenderBeforeCommit):
             release=release,
             note=data["note"],
             confirm=data["confirm"],
+            expected=expected_label(request, label),
         )
         if move is None:
             move = (
@@ -453,9 +398,11 @@ class LabelView(RenderBeforeCommit):
     )
     def delete(self, request: Request, label: str) -> Response:
         data = _valid(s.LabelRemoveSerializer, request.data or {})
-        _check_label(request, label)
         move = services.release_label_remove(
-            actor=actor_of(request), label=label, note=data["note"]
+            actor=actor_of(request),
+            label=label,
+            note=data["note"],
+            expected=expected_label(request, label),
         )
         return Response(s.LabelMoveSerializer.of(move))
 
@@ -554,9 +501,7 @@ class ScenarioDetailView(RenderBeforeCommit):
     )
     def get(self, request: Request, pk: int) -> Response:
         scenario = _scenario(pk)
-        return Response(
-            s.ScenarioSerializer.of(scenario), headers={"ETag": scenario_etag(scenario)}
-        )
+        return with_etag(s.ScenarioSerializer.of(scenario), etag(scenario))
 
     @extend_schema(
         operation_id="scenarios_update",
@@ -571,16 +516,15 @@ class ScenarioDetailView(RenderBeforeCommit):
         # A malformed body is a 400 whatever the If-Match; then the precondition; then what
         # the names refer to (the services).
         values = _scenario_input(request.data, partial=request.method == "PATCH")
-        _scenario(pk)
+        scenario = _scenario(pk)
         scenario = _scenario_change(
             services.scenario_update,
             actor=actor_of(request),
-            scenario=_locked_scenario(request, pk),
+            scenario=scenario,
+            expected_revision=expected_revision(request, scenario),
             **values,
         )
-        return Response(
-            s.ScenarioSerializer.of(scenario), headers={"ETag": scenario_etag(scenario)}
-        )
+        return with_etag(s.ScenarioSerializer.of(scenario), etag(scenario))
 
     @extend_schema(
         operation_id="scenarios_partial_update",
@@ -605,5 +549,10 @@ class ScenarioDetailView(RenderBeforeCommit):
         summary="Delete a scenario",
     )
     def delete(self, request: Request, pk: int) -> Response:
-        services.scenario_delete(actor=actor_of(request), scenario=_locked_scenario(request, pk))
+        scenario = _scenario(pk)
+        services.scenario_delete(
+            actor=actor_of(request),
+            scenario=scenario,
+            expected_revision=expected_revision(request, scenario),
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -2,8 +2,8 @@
 server error under ``/api/`` is JSON in the documented shape, never Django's HTML page.
 
 DRF renders a response after the view returns, outside any transaction the view opened:
-a body that could not be written (say, a stored value the encoder refuses) used to turn
-a committed create into a 500, and a retrying client into duplicates. Views that write
+a body that cannot be written (say, a stored value the encoder refuses) would turn a
+committed create into a 500, and a retrying client into duplicates. Views that write
 render inside the transaction instead, so a failure to answer undoes the change.
 """
 

@@ -415,7 +415,7 @@ SEGMENTS: list[tuple[str, str, str | None, int, int, str, str]] = [
     ("npc-ivo-1", "npc", "ivo-brand", 10, 1, "Tell", "He never sits with his back to a tree."),
 ]
 
-# Content written for layers that are now supplied at run time; kept inactive.
+# Content for the layers the caller supplies at run time: kept inactive, for the review.
 LEGACY_SEGMENTS: list[tuple[str, str, str]] = [
     (
         "legacy-game-state",

@@ -47,7 +47,7 @@ class Scope(models.TextChoices):
     ENTRY = "entry", "Entry"
     ENTRY_START = "entry_start", "Entry start"
     NPC = "npc", "NPC"
-    # Deprecated: these layers are now supplied by the caller at assembly time. Old rows
+    # Deprecated: the caller supplies these layers at assembly time. Rows of these scopes
     # are kept, inactive, so that no authored word is lost.
     GAME_STATE = "game_state", "Game state (deprecated)"
     PLAYER = "player", "Player (deprecated)"

@@ -138,7 +138,7 @@ def _shared(keys: Iterable[str]) -> bool:
 
 
 # Bundles are pickled dataclasses: change this when their shape or module changes, so that
-# a new release never unpickles what an old one cached (3: moved to promptadmin.content).
+# a new release never unpickles what an old one cached.
 BUNDLE_FORMAT = 3
 
 

@@ -18,5 +18,10 @@ class StaleRevisionError(ConflictError):
         )
 
 
+class StaleStateError(ConflictError):
+    """The object is no longer in the state the caller last saw and said it expected (an
+    object without a revision: a label, an interface); the message says what it is now."""
+
+
 class InUseError(ConflictError):
     """The object cannot be deleted while other content points at it."""

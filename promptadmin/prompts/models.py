@@ -45,7 +45,7 @@ def parse_langfuse_name(name: str) -> tuple[str, str, str | None] | None:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
-#: Label names (the issue's rule).
+#: Label names, wherever one is set or asked for.
 LABEL_REGEX = r"^[a-z0-9_.-]{1,36}$"
 LABEL_RE = re.compile(LABEL_REGEX)
 LABEL_HELP = "1 to 36 of lowercase letters, digits, '_', '.' or '-'."

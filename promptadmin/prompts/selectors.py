@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from django.db.models import Max
+from django.db.models import Max, Prefetch, QuerySet
 
 from assembler.format_lint import FormatFinding, lint_prompt
 from assembler.templates import (
@@ -130,6 +130,18 @@ def _resolve(version: PromptVersion, labels: tuple[str, ...]) -> ResolvedPrompt:
     body = json.dumps(resolved.to_dict(), sort_keys=True, ensure_ascii=False).encode()
     etag = f'"pv-{hashlib.sha256(body).hexdigest()[:32]}"'
     return ResolvedPrompt(**{**_fields(resolved), "etag": etag})
+
+
+def prompts_with_labels() -> QuerySet[Prompt]:
+    """Every prompt, by address, with ``latest_version`` (its newest version's number, None
+    before its first) and its labels and their versions: what a list of prompts shows, in
+    three queries whatever its length."""
+    labels = Label.objects.select_related("version").order_by("name")
+    return (
+        Prompt.objects.annotate(latest_version=Max("versions__number"))
+        .prefetch_related(Prefetch("labels", queryset=labels))
+        .order_by("component", "agent", "task_type")
+    )
 
 
 def _fields(resolved: ResolvedPrompt) -> dict[str, Any]:

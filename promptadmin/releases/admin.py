@@ -1,8 +1,9 @@
-"""Django admin for superusers: releases and label moves, read-only.
+"""Django admin for superusers: releases, label moves and the history of scenarios
+(deleted ones included), read-only.
 
-Releases are made, and labels moved, through the studio or the API (one service each,
-with the permission checks and the confirmation of failing expectations); the admin only
-shows them.
+Releases are made, labels moved and scenarios changed through the studio or the API (one
+service each, with the permission checks and the confirmation of failing expectations);
+the admin only shows them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove
+from promptadmin.releases.models import (
+    Release,
+    ReleaseAlias,
+    ReleaseLabel,
+    ReleaseLabelMove,
+    Scenario,
+)
 
 
 class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -35,7 +42,7 @@ class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
 @admin.register(Release)
 class ReleaseAdmin(ReadOnly):
     list_display = ("name", "created_at", "created_by", "created_via", "segment_count")
-    search_fields = ("name", "notes")
+    search_fields = ("name", "aliases__name", "notes")
     exclude = ("catalog",)
 
 
@@ -44,7 +51,29 @@ class ReleaseLabelAdmin(ReadOnly):
     list_display = ("name", "release", "moved_at")
 
 
+@admin.register(ReleaseAlias)
+class ReleaseAliasAdmin(ReadOnly):
+    list_display = ("name", "release", "move")
+
+
 @admin.register(ReleaseLabelMove)
 class ReleaseLabelMoveAdmin(ReadOnly):
     list_display = ("label", "from_release", "to_release", "at", "by", "via", "note")
     list_filter = ("label",)
+
+
+@admin.register(Scenario.history.model)
+class ScenarioHistoryAdmin(ReadOnly):
+    """Every version of every scenario: who made, changed or deleted it, when, and what it
+    said then (a deleted scenario's last row is its deletion)."""
+
+    list_display = (
+        "name",
+        "history_type",
+        "history_date",
+        "history_user",
+        "history_change_reason",  # the API key, when a key made the change
+        "revision",
+    )
+    list_filter = ("history_type",)
+    search_fields = ("name",)

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
+from simple_history.models import HistoricalRecords
 
 import assembler
 from promptadmin.core.storedjson import validate_stored_json
@@ -22,6 +23,12 @@ WORKING = "working"
 LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"
 RELEASE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 PRODUCTION = "production"
+STAGING = "staging"
+#: Names no release may take: the labels every deployment uses, the label that always
+#: means the newest version of a registered prompt, and the working copy. Release names
+#: and labels share one namespace, so a release holding one of these would stand where a
+#: label is meant.
+RESERVED_NAMES = (PRODUCTION, STAGING, "latest", WORKING)
 
 label_validator = RegexValidator(
     LABEL_PATTERN,
@@ -176,6 +183,28 @@ class ReleaseLabelMove(Immutable):
         return self.via or "system"
 
 
+class ReleaseAlias(Immutable):
+    """Another name a release answers to, made when an admin set a label of a name the
+    release answered to: from then on that name means the label, and the release, which
+    keeps its own name for good, is reached by this one (``<name>.r<id>``)."""
+
+    name = models.CharField(max_length=64, unique=True, validators=[release_name_validator])
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="aliases")
+    move = models.ForeignKey(
+        ReleaseLabelMove,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The label move that took the name the release answered to: who, when.",
+    )
+
+    class Meta:
+        verbose_name_plural = "release aliases"
+        ordering = ("name",)
+
+    def __str__(self) -> str:
+        return f"{self.name} -> {self.release_id}"
+
+
 class Scenario(models.Model):
     """A saved preview configuration, with expectations of its prompt."""
 
@@ -199,6 +228,9 @@ class Scenario(models.Model):
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Who made, changed or deleted it, and what it said: a deleted scenario leaves its
+    # last state and its deleter here.
+    history = HistoricalRecords(excluded_fields=["updated_at", "updated_by"])
 
     class Meta:
         ordering = ("name",)

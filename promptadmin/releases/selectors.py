@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from promptadmin.core import cache as content_cache
 from promptadmin.releases.impact import compare, object_changes, segment_changes
@@ -26,19 +26,28 @@ from promptadmin.releases.snapshot import (
 
 
 def releases() -> QuerySet[Release]:
-    """Releases, newest first, with their labels and authors (three queries in all)."""
-    return Release.objects.select_related("created_by").prefetch_related("labels")
+    """Releases, newest first, with their labels, aliases and authors (four queries in all)."""
+    return Release.objects.select_related("created_by").prefetch_related("labels", "aliases")
+
+
+def release_called(name: str) -> Release | None:
+    """The release whose own name, or one of whose aliases, is ``name`` (never a label's)."""
+    return releases().filter(Q(name=name) | Q(aliases__name=name)).first()
 
 
 def release_named(name: str) -> Release:
-    """The release called ``name``, or the one the label ``name`` points at."""
-    release = releases().filter(name=name).first()
+    """The release the label ``name`` points at, else the one called ``name`` (a label
+    goes first: an admin may set a label a release is named after)."""
+    return _named(name)[0]
+
+
+def _named(name: str) -> tuple[Release, str | None]:
+    """:func:`release_named`, and ``name`` when it is a label (else None)."""
+    label = ReleaseLabel.objects.filter(name=name).values_list("release_id", flat=True).first()
+    release = releases().filter(pk=label).first() if label else release_called(name)
     if release is None:
-        label = ReleaseLabel.objects.select_related("release").filter(name=name).first()
-        if label is None:
-            raise ObjectDoesNotExist(f"No release or label named '{name}'.")
-        release = releases().get(pk=label.release_id)
-    return release
+        raise ObjectDoesNotExist(f"No release or label named '{name}'.")
+    return release, name if label else None
 
 
 NOTHING = ContentSet(catalog={plural: [] for plural in CATALOG_KEYS.values()}, segments={})
@@ -53,8 +62,7 @@ def side(name: str | None) -> tuple[ContentSet, dict[str, Any]]:
     if name == WORKING:
         content = working_content()
         return content, {"name": WORKING, "label": None, "content_hash": content.content_hash()}
-    release = release_named(name)
-    label = name if name != release.name else None
+    release, label = _named(name)
     described = {"name": release.name, "label": label, "content_hash": release.content_hash}
     return release_content(release), described
 

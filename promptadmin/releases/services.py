@@ -8,24 +8,28 @@ admins and admin keys; scripts acting as nobody may do both).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import Q, Value
 from django.utils import timezone
 
 import assembler
 from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectation
 from promptadmin.content.models import NPC, Entry, slug_validator
-from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
-from promptadmin.core.roles import can_edit, is_admin
+from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
+from promptadmin.core.errors import StaleRevisionError, StaleStateError
+from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.releases import serving
 from promptadmin.releases.impact import failing
 from promptadmin.releases.models import (
+    RESERVED_NAMES,
     WORKING,
     Release,
+    ReleaseAlias,
     ReleaseLabel,
     ReleaseLabelMove,
     ReleaseSegment,
@@ -46,6 +50,10 @@ BATCH = 2000
 MAX_NOTES = 10_000
 MAX_NPCS = 50  # as many as one assembly takes
 MAX_TIER = 32767  # what a segment's tier column holds
+MOVING_A_LABEL = "Moving a release label"
+#: In a label move's ``expected`` states: the label exists (If-Match: *).
+ANY_RELEASE = "*"
+CHANGING_SCENARIOS = "Changing scenarios"
 
 
 class ExpectationsFailing(Exception):
@@ -74,26 +82,6 @@ class WorkingCopyChanged(Exception):
         )
 
 
-def _require_edit(actor: Actor) -> None:
-    if actor is None:
-        return
-    if is_key(actor):
-        if not getattr(actor, "can_write", False):
-            raise PermissionDenied("Making a release needs a key with scope 'write' or 'admin'.")
-    elif not can_edit(actor):
-        raise PermissionDenied("Making a release needs the author or admin role.")
-
-
-def _require_admin(actor: Actor) -> None:
-    if actor is None:
-        return
-    if is_key(actor):
-        if not getattr(actor, "can_admin", False):
-            raise PermissionDenied("Moving a release label needs a key with scope 'admin'.")
-    elif not is_admin(actor):
-        raise PermissionDenied("Moving a release label needs the admin role.")
-
-
 def _attribution(actor: Actor) -> dict[str, Any]:
     return {"user": user_or_none(actor), "via": key_label(actor)[:100] if is_key(actor) else ""}
 
@@ -115,10 +103,15 @@ def _lock_names() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [NAMES_LOCK_ID])
 
 
-def _default_name() -> str:
-    base = f"r-{timezone.now():%Y-%m-%d}"
+def _free_name(base: str) -> str:
+    """``base``, or ``base-2``, ``base-3``...: the first that is no release's, no label's
+    and no former label's (whose name needs an admin, see _check_name)."""
     taken = set(Release.objects.filter(name__startswith=base).values_list("name", flat=True))
     taken.update(ReleaseLabel.objects.filter(name__startswith=base).values_list("name", flat=True))
+    taken.update(
+        ReleaseLabelMove.objects.filter(label__startswith=base).values_list("label", flat=True)
+    )
+    taken.update(ReleaseAlias.objects.filter(name__startswith=base).values_list("name", flat=True))
     if base not in taken:
         return base
     number = 2
@@ -127,24 +120,55 @@ def _default_name() -> str:
     return f"{base}-{number}"
 
 
-def _check_name(name: str, labels: Sequence[str] = ()) -> None:
-    """A new release's name: well-formed, and neither a release's, a label's (existing or
-    among ``labels``, moved to it) nor ``working``."""
+def _default_name() -> str:
+    return _free_name(f"r-{timezone.now():%Y-%m-%d}")
+
+
+def _check_name(name: str, labels: Sequence[str] = (), *, actor: Actor = None) -> None:
+    """A new release's name: well-formed, not reserved, and neither a release's nor a
+    label's (existing or among ``labels``, moved to it). A name a label had before needs
+    an admin: it may be meant for that label again, and only admins move labels."""
     try:
         release_name_validator(name)
     except ValidationError as exc:
         raise ValidationError({"name": exc.messages}) from None
     if name == WORKING:
         raise ValidationError({"name": "'working' names the working copy; choose another name."})
+    if name in RESERVED_NAMES:
+        raise ValidationError(
+            {"name": f"'{name}' is reserved for a label; no release takes it. Choose another name."}
+        )
     if name in labels:
         why = "a release name must differ from every label"
         raise ValidationError({"name": f"'{name}' is a label to move to this release; {why}."})
-    if Release.objects.filter(name=name).exists():
+    held = _holders(name)
+    if "release" in held:
         raise ValidationError({"name": f"There is already a release named '{name}'."})
-    if ReleaseLabel.objects.filter(name=name).exists():
+    if "alias" in held:
+        raise ValidationError(
+            {"name": f"'{name}' is another name of a release (an alias); choose another name."}
+        )
+    if "label" in held:
         raise ValidationError(
             {"name": f"'{name}' is a label; a release name must differ from every label."}
         )
+    if "former label" in held:
+        require(actor, role=Role.ADMIN, action=f"Naming a release '{name}', which was a label,")
+
+
+def _holders(name: str) -> set[str]:
+    """What holds ``name`` (one query): ``release``, ``alias``, ``label``, ``former label``
+    (a label once, moved or removed since)."""
+    kinds = [
+        model.objects.filter(**{field: name}).annotate(kind=Value(kind)).values_list("kind")
+        for model, field, kind in (
+            (Release, "name", "release"),
+            (ReleaseAlias, "name", "alias"),
+            (ReleaseLabel, "name", "label"),
+            (ReleaseLabelMove, "label", "former label"),
+        )
+    ]
+    return {kind for (kind,) in kinds[0].union(*kinds[1:])}
 
 
 def _check_notes(notes: str, field: str = "notes") -> None:
@@ -291,10 +315,10 @@ def release_create(
     written in the entry point's own transaction: the snapshot is read in one of its own,
     before it.)
     """
-    _require_edit(actor)
+    require(actor, role=Role.AUTHOR, action="Making a release")
     if labels:
-        _require_admin(actor)
-    _check_names(name or None, labels)
+        require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
+    _check_names(name or None, labels, actor=actor)
     _check_notes(notes)
     # Content writes are not locked out: the snapshot is read in one REPEATABLE READ
     # transaction of its own (see working_content). The release is written in another,
@@ -309,7 +333,7 @@ def release_create(
         # lock: one made meanwhile by another transaction is seen now.
         _lock_names()
         name = name or _default_name()
-        _check_names(name, labels)
+        _check_names(name, labels, actor=actor)
         if labels and not confirm:
             failures = failing(content, scenarios_for(()))
             if failures:
@@ -322,7 +346,7 @@ def release_create(
     return release
 
 
-def _check_names(name: str | None, labels: Sequence[str]) -> None:
+def _check_names(name: str | None, labels: Sequence[str], *, actor: Actor) -> None:
     """A new release's name (None: the default, checked when made) and its labels."""
     for index, label in enumerate(labels):
         try:
@@ -330,7 +354,7 @@ def _check_names(name: str | None, labels: Sequence[str]) -> None:
         except ValidationError as exc:
             raise ValidationError({f"labels.{index}": exc.message_dict["label"]}) from None
     if name is not None:
-        _check_name(name, labels)
+        _check_name(name, labels, actor=actor)
 
 
 def _check_label(label: str) -> None:
@@ -340,10 +364,41 @@ def _check_label(label: str) -> None:
         raise ValidationError({"label": exc.messages}) from None
     if label == WORKING:
         raise ValidationError({"label": "'working' names the working copy; choose another label."})
-    if Release.objects.filter(name=label).exists():
-        raise ValidationError(
-            {"label": f"'{label}' is a release name; a label must differ from every release name."}
-        )
+
+
+def _holder(name: str) -> Release | None:
+    """The release called ``name``, by its own name or by an alias."""
+    return Release.objects.filter(Q(name=name) | Q(aliases__name=name)).first()
+
+
+def _alias(holder: Release, label: str, move: ReleaseLabelMove) -> ReleaseAlias:
+    """``holder`` answered to ``label``, which a label now takes: from then on the name
+    means the label, and the release, whose own name never changes, answers to
+    ``<label>.r<id>`` (``-2``, ``-3``... when taken) too. Only label moves make one, and only
+    admins move labels: nobody else can stand in the way of a label, nor give a release
+    another name."""
+    return ReleaseAlias.objects.create(
+        name=_free_name(f"{label}.r{holder.pk}"), release=holder, move=move
+    )
+
+
+def _locked_label(label: str, expected: Collection[str | None] | None) -> ReleaseLabel | None:
+    """The label's row, locked until the transaction ends, after checking it is where the
+    caller last saw it (``expected``, see release_label_set): StaleStateError if not."""
+    # Only the label's row is locked, not its release's.
+    labels = ReleaseLabel.objects.select_for_update(of=("self",)).select_related("release")
+    current = labels.filter(name=label).first()
+    if expected is None:
+        return current
+    state = None if current is None else current.release.name
+    if state in expected or (current is not None and ANY_RELEASE in expected):
+        return current
+    if ANY_RELEASE in expected:
+        raise StaleStateError(f"There is no label '{label}' (you asked for an existing one).")
+    where = f"points at {state}" if state else "does not exist"
+    raise StaleStateError(
+        f"Label '{label}' is not where you last saw it: it {where} now. Read it again and decide."
+    )
 
 
 def _move(
@@ -357,11 +412,11 @@ def _move(
 ) -> ReleaseLabelMove | None:
     current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
     if current is None and release is not None:
-        # A new label: under the names lock, no release may be named like it, and another
-        # transaction may have made it meanwhile.
+        # A new label: under the names lock, so that no release takes its name meanwhile,
+        # and another transaction may have made it meanwhile.
         _lock_names()
-        _check_label(label)
         current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
+    holder = _holder(label) if current is None and release is not None else None
     before = current.release if current is not None else None
     if before == release:
         return None
@@ -387,36 +442,54 @@ def _move(
         note=note,
         confirmed_failures=failures,
     )
+    if holder is not None:
+        _alias(holder, label, move)
     serving.labels_changed()
     return move
 
 
 @transaction.atomic
 def release_label_set(
-    *, actor: Actor, label: str, release: Release, note: str = "", confirm: bool = False
+    *,
+    actor: Actor,
+    label: str,
+    release: Release,
+    note: str = "",
+    confirm: bool = False,
+    expected: Collection[str | None] | None = None,
 ) -> ReleaseLabelMove | None:
     """Point ``label`` at ``release`` (set, move or roll back); None when it already does.
 
     Content failing an expectation needs ``confirm``; the failures confirmed are recorded.
+    ``expected``: move it only from where the caller last saw it, the names of the
+    releases it may point at now (None among them: or not exist yet; ``ANY_RELEASE``: any
+    release, as long as it exists); StaleStateError otherwise. A release holding the
+    label's name gives it up: the release gets another name (see _alias).
     """
-    _require_admin(actor)
+    require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_label(label)
     _check_notes(note, "note")
-    if not confirm:
-        current = ReleaseLabel.objects.filter(name=label).values_list("release_id", flat=True)
-        if release.pk not in current:
-            failures = failing(release_content(release), scenarios_for(()))
-            if failures:
-                raise ExpectationsFailing(failures)
+    current = _locked_label(label, expected)
+    if not confirm and (current is None or current.release_id != release.pk):
+        failures = failing(release_content(release), scenarios_for(()))
+        if failures:
+            raise ExpectationsFailing(failures)
     return _move(label, release, actor=actor, note=note, confirmed=confirm)
 
 
 @transaction.atomic
-def release_label_remove(*, actor: Actor, label: str, note: str = "") -> ReleaseLabelMove:
-    """Remove ``label``; callers that named it get an error, default serving the working copy."""
-    _require_admin(actor)
+def release_label_remove(
+    *,
+    actor: Actor,
+    label: str,
+    note: str = "",
+    expected: Collection[str | None] | None = None,
+) -> ReleaseLabelMove:
+    """Remove ``label``; callers that named it get an error, default serving the working
+    copy. ``expected`` as for release_label_set."""
+    require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_notes(note, "note")
-    if not ReleaseLabel.objects.filter(name=label).exists():
+    if _locked_label(label, expected) is None:
         raise ValidationError({"label": f"There is no label '{label}'."})
     move = _move(label, None, actor=actor, note=note, confirmed=False)
     assert move is not None
@@ -534,7 +607,7 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
 @transaction.atomic
 def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
     """Save a preview configuration as a named scenario."""
-    _require_edit(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_SCENARIOS)
     values = {
         "first_turn": False,
         "npcs": [],
@@ -550,7 +623,10 @@ def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
     values = _clean_scenario(values)
     if Scenario.objects.filter(name=values["name"]).exists():
         raise ValidationError({"name": f"There is already a scenario named '{values['name']}'."})
-    return Scenario.objects.create(updated_by=user_or_none(actor), **values)
+    scenario = Scenario(updated_by=user_or_none(actor), **values)
+    record_actor(scenario, actor)
+    scenario.save()
+    return scenario
 
 
 def scenario_check(*, scenario: Scenario, **changes: Any) -> dict[str, Any]:
@@ -562,11 +638,25 @@ def scenario_check(*, scenario: Scenario, **changes: Any) -> dict[str, Any]:
     return _clean_scenario({name: getattr(scenario, name) for name in SCENARIO_FIELDS} | changes)
 
 
-@transaction.atomic
-def scenario_update(*, actor: Actor, scenario: Scenario, **changes: Any) -> Scenario:
-    """Change some of a scenario's fields; saves only what changed."""
-    _require_edit(actor)
+def _locked_scenario(scenario: Scenario, expected_revision: int | None) -> Scenario:
+    """The scenario's row, locked until the transaction ends; StaleRevisionError when the
+    caller edited an older revision than the current one."""
     locked = Scenario.objects.select_for_update().get(pk=scenario.pk)
+    if expected_revision is not None and locked.revision != expected_revision:
+        raise StaleRevisionError(
+            expected=expected_revision, current=locked.revision, what=f"Scenario {locked.pk}"
+        )
+    return locked
+
+
+@transaction.atomic
+def scenario_update(
+    *, actor: Actor, scenario: Scenario, expected_revision: int | None = None, **changes: Any
+) -> Scenario:
+    """Change some of a scenario's fields; saves only what changed. ``expected_revision``:
+    the revision the caller edited (StaleRevisionError when it is not the current one)."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_SCENARIOS)
+    locked = _locked_scenario(scenario, expected_revision)
     values = scenario_check(scenario=locked, **changes)
     if Scenario.objects.filter(name=values["name"]).exclude(pk=locked.pk).exists():
         raise ValidationError({"name": f"There is already a scenario named '{values['name']}'."})
@@ -577,11 +667,18 @@ def scenario_update(*, actor: Actor, scenario: Scenario, **changes: Any) -> Scen
         setattr(locked, name, values[name])
     locked.revision += 1
     locked.updated_by = user_or_none(actor)
+    record_actor(locked, actor)
     locked.save(update_fields=[*changed, "revision", "updated_by", "updated_at"])
     return locked
 
 
 @transaction.atomic
-def scenario_delete(*, actor: Actor, scenario: Scenario) -> None:
-    _require_edit(actor)
-    Scenario.objects.filter(pk=scenario.pk).delete()
+def scenario_delete(
+    *, actor: Actor, scenario: Scenario, expected_revision: int | None = None
+) -> None:
+    """Delete a scenario; its history keeps what it was, and who deleted it when.
+    ``expected_revision`` as for scenario_update."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_SCENARIOS)
+    locked = _locked_scenario(scenario, expected_revision)
+    record_actor(locked, actor)
+    locked.delete()

@@ -5,19 +5,23 @@ named explicitly costs no query and no cache round trip. Not for as long as the 
 lives, though: memory bounds it to the LOADED_RELEASES releases served most recently (the
 next one pushes out the least recently used, which is loaded again, in one query, the
 next time it is served). Labels move, so they are read through the shared cache (one
-round trip, the label map), refreshed the moment a move commits. Release names and
-labels never collide (the services refuse it), so a name found in process memory is a
-release without asking.
+round trip, the label map), refreshed the moment a move commits. A name is a label before
+it is a release's (an admin may set a label a release is named after, see
+releases.services.release_label_set), so a release named in a request is served from
+process memory without asking only for NAME_TRUSTED_SECONDS after the label map last
+said no label has that name.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
+from django.db.models import Q
 
 from promptadmin.content.assembly import AssemblyInputError, Loader, load_content
 from promptadmin.core.cache import shared, shared_changed
@@ -30,14 +34,21 @@ from promptadmin.releases.models import (
 )
 from promptadmin.releases.snapshot import Bundles, release_content
 
-LABELS_KEY = "releases:labels:v2"  # v2: the map carries its version
+# The shape of the cached map is in its key: a process running other code never reads a map
+# of another shape.
+LABELS_KEY = "releases:labels:v2"
 # Releases whose bundles a process keeps: a release of 10,000 segments of 30 to 120 words
 # takes about 9 MB, so 8 take about 75 MB in each process. Serving is production's, maybe
 # staging's, and a few named ones; a bound of 32 would let a burst of old releases named
 # in previews hold some 300 MB.
 LOADED_RELEASES = 8
+# How long a process serves a release named in a request from its memory before reading
+# the label map again: how long, at most, a new label of that name goes unseen there.
+NAME_TRUSTED_SECONDS = 2.0
 
 _loaded: OrderedDict[str, Bundles] = OrderedDict()
+# Names of _loaded that were no label's, and when the label map said so (time.monotonic()).
+_not_labels: dict[str, float] = {}
 _lock = threading.Lock()
 
 
@@ -108,30 +119,40 @@ def release_bundles(name: str) -> Bundles | None:
     bundles = _remembered(name)
     if bundles is not None:
         return bundles
-    release = Release.objects.filter(name=name).first()
+    release = Release.objects.filter(Q(name=name) | Q(aliases__name=name)).first()
     if release is None:
         return None
     bundles = release_content(release).bundles()
     with _lock:
         _loaded[name] = bundles
         while len(_loaded) > LOADED_RELEASES:
-            _loaded.popitem(last=False)
+            _not_labels.pop(_loaded.popitem(last=False)[0], None)
     return bundles
+
+
+def _named_release(name: str) -> Bundles | None:
+    """The release called ``name`` from process memory, while ``name`` is known to be no
+    label's (see NAME_TRUSTED_SECONDS)."""
+    seen = _not_labels.get(name)
+    if seen is None or time.monotonic() - seen >= NAME_TRUSTED_SECONDS:
+        return None
+    return _remembered(name)
 
 
 WORKING_COPY = Served(WORKING, None, load_content)
 
 
 def resolve(requested: str | None) -> Served:
-    """What ``requested`` (a label, a release name, ``working`` or None) serves.
+    """What ``requested`` (a label, a release name or alias, ``working`` or None) serves.
 
     None serves the ``production`` label's release when that label exists, else the
-    working copy. Raises AssemblyInputError (field ``release``) for an unknown name.
+    working copy. A label goes before a release of the same name. Raises
+    AssemblyInputError (field ``release``) for an unknown name.
     """
     if requested == WORKING:
         return WORKING_COPY
     if requested is not None:
-        bundles = _remembered(requested)
+        bundles = _named_release(requested)
         if bundles is not None:
             return Served(requested, None, bundles.load)
     label = requested or PRODUCTION
@@ -147,4 +168,7 @@ def resolve(requested: str | None) -> Served:
         raise AssemblyInputError(
             {"release": f"No release or label named '{requested}' (or use 'working')."}
         )
+    with _lock:
+        if requested in _loaded:
+            _not_labels[requested] = time.monotonic()
     return Served(requested, None, bundles.load)

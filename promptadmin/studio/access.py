@@ -14,6 +14,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from promptadmin.content.kinds import KINDS
 from promptadmin.core.roles import Role, role_of
@@ -24,12 +25,20 @@ View = Callable[..., HttpResponse]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
+class HtmxHttpRequest(HttpRequest):
+    """Every studio request: django-htmx's middleware says in ``htmx`` whether htmx sent
+    it (``bool(request.htmx)``), and what for (its target, a boosted link, a history
+    restore)."""
+
+    htmx: HtmxDetails
+
+
 def studio_view(*, read: Role = Role.VIEWER, write: Role = Role.AUTHOR) -> Callable[[View], View]:
     """Send anonymous people to sign in; refuse (403) a signed-in user without the role."""
 
     def decorator(view: View) -> View:
         @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             role = role_of(request.user)
             if role is None:
                 return _to_login(request)
@@ -45,12 +54,12 @@ def studio_view(*, read: Role = Role.VIEWER, write: Role = Role.AUTHOR) -> Calla
     return decorator
 
 
-def _to_login(request: HttpRequest) -> HttpResponse:
-    htmx = getattr(request, "htmx", None)
-    if htmx:
+def _to_login(request: HtmxHttpRequest) -> HttpResponse:
+    if request.htmx:
         # A fragment request would swap the sign-in page into a corner of the page:
         # send the whole window there, coming back to the page the person was on.
-        return HttpResponseClientRedirect(redirect_to_login(htmx.current_url_abs_path or "/").url)
+        back = request.htmx.current_url_abs_path or "/"
+        return HttpResponseClientRedirect(redirect_to_login(back).url)
     return redirect_to_login(request.get_full_path())
 
 
@@ -95,13 +104,13 @@ def render_page(
     return render(request, template, {**studio_context(request), **(context or {})}, status=status)
 
 
-def fragment_or_page(request: HttpRequest, template: str, partial: str) -> str:
+def fragment_or_page(request: HtmxHttpRequest, template: str, partial: str) -> str:
     """The partial for an htmx request, the whole page otherwise.
 
     A history-restore request (the person went back and htmx had no snapshot) wants the
     whole page, as does a boosted link.
     """
-    htmx = getattr(request, "htmx", None)
+    htmx = request.htmx
     if htmx and not htmx.history_restore_request and not htmx.boosted:
         return f"{template}#{partial}"
     return template

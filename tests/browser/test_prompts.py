@@ -88,7 +88,7 @@ def test_two_versions_are_diffed_in_place(
 def test_a_label_is_moved_with_one_click_and_the_history_records_it(
     page: Any, make_user: Any, sign_in: Any, screenshot: Any, rubric: Prompt
 ) -> None:
-    make_user("ada", "author")
+    make_user("ada", "admin")  # production is a protected label: admins move it
     sign_in(page, "ada", f"/prompts/{rubric.pk}/")
     page.get_by_role("button", name="Move production to version 2").click()
     expect(page.locator(".msg-success")).to_have_text("Label “production” now points at version 2.")
@@ -98,6 +98,22 @@ def test_a_label_is_moved_with_one_click_and_the_history_records_it(
     page.get_by_role("button", name="Remove label staging").click()
     expect(page.locator("tr[data-label=staging]")).to_have_count(0)
     screenshot(page, "22-prompt-labels")
+
+
+def test_an_author_is_offered_no_move_of_the_protected_production_label(
+    page: Any, make_user: Any, sign_in: Any, rubric: Prompt
+) -> None:
+    make_user("bo", "author")
+    sign_in(page, "bo", f"/prompts/{rubric.pk}/")
+    production = page.locator("tr[data-label=production]")
+    expect(production).to_contain_text("Protected: only admins move or remove it.")
+    expect(page.get_by_role("button", name="Move production to version 2")).to_have_count(0)
+    page.get_by_role("button", name="Move staging to version 1").click()
+    expect(page.locator(".msg-success")).to_have_text("Label “staging” now points at version 1.")
+    page.get_by_label("New label").fill("production")
+    page.get_by_role("button", name="Set label").click()
+    expect(page.locator(".msg-error")).to_contain_text("protected label 'production'")
+    assert Label.objects.get(prompt=rubric, name="production").version.number == 1
 
 
 def test_the_playground_renders_the_final_messages_as_variables_are_filled(

@@ -56,6 +56,8 @@ def test_secret_key_is_required_when_debug_is_off() -> None:
         ("SUMMARIZER_TIMEOUT", "soon"),
         ("SUMMARIZER_THRESHOLD", "1.5"),
         ("SUMMARIZER_MAX_INPUT_TOKENS", "10"),
+        ("PROTECTED_PROMPT_LABELS", "production,Prod"),
+        ("PROTECTED_PROMPT_LABELS", "latest"),
     ],
 )
 def test_a_bad_value_names_the_variable(name: str, value: str) -> None:

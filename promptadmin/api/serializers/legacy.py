@@ -113,7 +113,7 @@ class ImportJobSerializer(ImportAcceptedSerializer):
 
 class DeprecatedFilterSerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=DEPRECATED_SCOPES, required=False)
-    status = serializers.ChoiceField(choices=Status.ALL, required=False)
+    status = serializers.ChoiceField(choices=Status.values, required=False)
     search = serializers.CharField(
         required=False, max_length=200, help_text="Words the content contains (any case)."
     )
@@ -188,7 +188,7 @@ class DismissInputSerializer(StrictSerializer):
 
 
 class BulkInputSerializer(StrictSerializer):
-    action = serializers.ChoiceField(choices=Action.ALL)
+    action = serializers.ChoiceField(choices=Action.values)
     ids = serializers.ListField(
         child=f.Integer(min_value=1, max_value=2**63 - 1),
         min_length=1,

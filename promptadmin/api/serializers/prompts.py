@@ -16,7 +16,15 @@ from promptadmin.api import fields as f
 from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, storable_json
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
-from promptadmin.prompts.models import LABEL_HELP, LABEL_RE, NAME_HELP, NAME_RE
+from promptadmin.prompts.models import (
+    LABEL_HELP,
+    LABEL_RE,
+    NAME_HELP,
+    NAME_RE,
+    Label,
+    LabelEvent,
+    Prompt,
+)
 from promptadmin.prompts.selectors import RENDER_FORMATS
 
 NAME = {"max_length": 64}
@@ -205,7 +213,7 @@ class AdapterInstructionOutputSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-# Outputs (documented in the schema; the views build plain dicts).
+# Outputs: each builds its answer with ``of`` (plain data the renderer writes as is).
 
 
 class PromptSummarySerializer(serializers.Serializer):
@@ -216,6 +224,21 @@ class PromptSummarySerializer(serializers.Serializer):
     expected_system = f.Text(allow_null=True)
     latest_version = f.Integer(allow_null=True)
     labels = serializers.DictField(child=f.Integer(), help_text="Label -> version number.")
+
+    @staticmethod
+    def of(prompt: Prompt) -> dict[str, Any]:
+        """``prompt`` as listed (prompts_with_labels), or just made (no version, no label)."""
+        listed = hasattr(prompt, "latest_version")
+        labels = prompt.labels.all() if listed else ()
+        return {
+            "component": prompt.component,
+            "agent": prompt.agent,
+            "task_type": prompt.task_type_or_none,
+            "description": prompt.description,
+            "expected_system": prompt.expected_system,
+            "latest_version": prompt.latest_version if listed else None,  # type: ignore[attr-defined]
+            "labels": {label.name: label.version.number for label in labels},
+        }
 
 
 class FetchedPromptSerializer(serializers.Serializer):
@@ -251,6 +274,10 @@ class LabelSerializer(serializers.Serializer):
     label = f.Text()
     version = f.Integer()
 
+    @staticmethod
+    def of(label: Label) -> dict[str, Any]:
+        return {"label": label.name, "version": label.version.number}
+
 
 class LabelEventSerializer(serializers.Serializer):
     label = f.Text()
@@ -259,6 +286,17 @@ class LabelEventSerializer(serializers.Serializer):
     to_version = f.Integer(allow_null=True)
     actor = f.Text()
     created_at = serializers.DateTimeField()
+
+    @staticmethod
+    def of(event: LabelEvent) -> dict[str, Any]:
+        return {
+            "label": event.label,
+            "action": event.action,
+            "from_version": event.from_version,
+            "to_version": event.to_version,
+            "actor": event.user.get_username() if event.user else (event.actor_label or "a script"),
+            "created_at": event.created_at,
+        }
 
 
 class MessageSerializer(serializers.Serializer):

@@ -12,7 +12,7 @@ from assembler.impact import EXPECTATION_KINDS
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.assembly import NpcRequestField, StateSerializer
 from promptadmin.api.serializers.common import StrictSerializer, utf8_text
-from promptadmin.releases.models import Release, ReleaseLabelMove, Scenario
+from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
 
 HEX_SHA256 = RegexValidator(r"^[0-9a-f]{64}\Z", "Expected a SHA-256 in lowercase hex.")
 
@@ -22,7 +22,10 @@ class ReleaseInputSerializer(StrictSerializer):
         required=False,
         allow_blank=True,
         max_length=64,
-        help_text="Default: r-YYYY-MM-DD (with -2, -3... when taken).",
+        help_text="Default: r-YYYY-MM-DD (with -2, -3... when taken). Release names and "
+        "labels share one namespace: `production`, `staging`, `latest` and `working` are "
+        "reserved, a label's name is refused, and a name a label had before needs the admin "
+        "role or an admin key (403).",
     )
     notes = f.Text(required=False, allow_blank=True, default="", max_length=10_000)
     labels = serializers.ListField(
@@ -59,6 +62,12 @@ class ReleaseSerializer(serializers.Serializer):
     created_by = f.Text(help_text="Username, API key, or 'system'.")
     content_hash = f.Text()
     segments = f.Integer(help_text="Number of segments in the release.")
+    aliases = serializers.ListField(
+        child=f.Text(),
+        help_text="Other names the release answers to: when an admin sets a label of a name "
+        "the release answered to, the name means the label from then on and the release "
+        "gets another, `<name>.r<id>`.",
+    )
 
     @staticmethod
     def of(release: Release) -> dict[str, Any]:
@@ -70,6 +79,7 @@ class ReleaseSerializer(serializers.Serializer):
             "created_by": release.author,
             "content_hash": release.content_hash,
             "segments": release.segment_count,
+            "aliases": sorted(alias.name for alias in release.aliases.all()),
         }
 
 
@@ -91,6 +101,10 @@ class ReleaseLabelSerializer(serializers.Serializer):
     label = f.Text()
     release = f.Text()
     moved_at = serializers.DateTimeField()
+
+    @staticmethod
+    def of(label: ReleaseLabel) -> dict[str, Any]:
+        return {"label": label.name, "release": label.release.name, "moved_at": label.moved_at}
 
 
 class FailureSerializer(serializers.Serializer):

@@ -11,8 +11,10 @@ from django.db import transaction
 
 from promptadmin.content.models import ApiKey, ApiKeyScope
 from promptadmin.core.actors import Actor, user_or_none
+from promptadmin.core.roles import Role, require
 
 logger = logging.getLogger(__name__)
+MANAGING_KEYS = "Managing API keys"
 
 
 @transaction.atomic
@@ -20,6 +22,7 @@ def api_key_create(
     *, actor: Actor, name: str, scope: str, expires_at: datetime | None = None
 ) -> tuple[ApiKey, str]:
     """A new key and its secret; only its hash is stored, so the secret cannot be shown again."""
+    require(actor, role=Role.ADMIN, action=MANAGING_KEYS)
     if scope not in ApiKeyScope.values:
         raise ValidationError(
             {"scope": f"Unknown scope '{scope}'; use one of: {', '.join(ApiKeyScope.values)}."}
@@ -40,6 +43,7 @@ def api_key_update(
     *, actor: Actor, api_key: ApiKey, name: str, expires_at: datetime | None
 ) -> ApiKey:
     """Rename a key or change when it expires; saves and logs only what changed."""
+    require(actor, role=Role.ADMIN, action=MANAGING_KEYS)
     current = ApiKey.objects.select_for_update().get(pk=api_key.pk)
     before = {"name": current.name, "expiry_date": current.expiry_date}
     current.name = name
@@ -65,6 +69,7 @@ def api_key_update(
 @transaction.atomic
 def api_key_revoke(*, actor: Actor, api_key: ApiKey) -> ApiKey:
     """Revoke a key for good: it fails from the next request on."""
+    require(actor, role=Role.ADMIN, action=MANAGING_KEYS)
     if not api_key.revoked:
         api_key.revoked = True
         api_key.save(update_fields=["revoked"])

@@ -17,9 +17,11 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from promptadmin.content.models import MAX_TIER, NPC, Entry, EntryNpc, EntryRuleset, Ruleset, World
+from promptadmin.content.services.segments import CHANGING_CONTENT
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import content_changed
 from promptadmin.core.errors import InUseError, StaleRevisionError
+from promptadmin.core.roles import Role, require
 
 CatalogObject = TypeVar("CatalogObject", World, Ruleset, NPC, Entry)
 CATALOG_FIELDS = ("slug", "name", "description")
@@ -64,6 +66,7 @@ def catalog_create(
     *, actor: Actor, model: type[CatalogObject], slug: str, name: str, description: str = ""
 ) -> CatalogObject:
     """Create a World, Ruleset or NPC."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     if model is Entry:
         raise TypeError("Use entry_create() for entries.")
     obj = model(slug=slug, name=name, description=description)
@@ -101,6 +104,7 @@ def catalog_update(
 
     Saves only what changed and bumps the revision; nothing changed: no new revision.
     """
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     current = _lock(obj, expected_revision)
     changed = _apply(current, slug, name, description)
     if changed:
@@ -113,6 +117,7 @@ def catalog_delete(
     *, actor: Actor, obj: CatalogObject, expected_revision: int | None = None
 ) -> None:
     """Delete an object nothing points at; otherwise say what still uses it."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     obj = _lock(obj, expected_revision)
     record_actor(obj, actor)
     try:
@@ -196,6 +201,7 @@ def entry_create(
     description: str = "",
 ) -> Entry:
     """Create an entry in ``world`` with ``rulesets`` (and its ``cast``) in the given order."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     entry = Entry(slug=slug, name=name, description=description, world=world)
     _save(entry, actor)
     _set_rulesets(entry, rulesets, actor)
@@ -221,6 +227,7 @@ def entry_update(
 
     All of it is one change: one new revision, whatever part changed.
     """
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     entry = _lock(entry, expected_revision)
     changed = _apply(entry, slug, name, description)
     if world is not None and entry.world_id != world.pk:

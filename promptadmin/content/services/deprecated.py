@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history, bulk_update_with_history
@@ -27,26 +27,29 @@ from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import DEPRECATED_SCOPES, REF_FIELDS, Segment
 from promptadmin.content.services import segments
 from promptadmin.content.services.legacy_import import (
+    MIGRATING,
     ReviewKey,
-    check_can_migrate,
     title_from_metadata,
 )
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
+from promptadmin.core.roles import Role, require
 
 
-class Status:
+class Status(models.TextChoices):
+    """Where a deprecated row's review stands (kept in its metadata, ReviewKey.STATUS)."""
+
     PENDING = "pending"
     COPIED = "copied"
     DISMISSED = "dismissed"
-    ALL = (PENDING, COPIED, DISMISSED)
 
 
-class Action:
+class Action(models.TextChoices):
+    """What a review does to a deprecated row."""
+
     COPY = "copy"
     DISMISS = "dismiss"
     UNDO = "undo"
-    ALL = (COPY, DISMISS, UNDO)
 
 
 MAX_REASON = 500
@@ -71,7 +74,7 @@ NO_TARGET = "has no obvious target: choose a scope and object to copy it to"
 
 def status_of(segment: Segment) -> str:
     value = _meta(segment).get(ReviewKey.STATUS)
-    return value if value in Status.ALL else Status.PENDING
+    return value if value in Status.values else Status.PENDING
 
 
 def status_q(status: str) -> Q:
@@ -99,8 +102,8 @@ def deprecated_segments(
 def deprecated_counts() -> dict[str, int]:
     """Deprecated rows per review status, in one query."""
     base = Segment.objects.filter(scope__in=DEPRECATED_SCOPES)
-    counts = base.aggregate(**{s: Count("id", filter=status_q(s)) for s in Status.ALL})
-    return {status: counts[status] for status in Status.ALL}
+    counts = base.aggregate(**{s: Count("id", filter=status_q(s)) for s in Status.values})
+    return {status: counts[status] for status in Status.values}
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,7 @@ def deprecated_copy(
     source is marked copied and links forward. A dismissed row must be put back to pending
     (undo) first.
     """
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     source = _lock_deprecated(segment)
     _refuse_unless_applicable(Action.COPY, source)
     title, extra = _carried_title(source)
@@ -275,7 +278,7 @@ def deprecated_copy(
 @transaction.atomic
 def deprecated_dismiss(*, actor: Actor, segment: Segment, reason: str) -> Segment:
     """Mark a deprecated segment as not worth keeping, saying why (it is kept)."""
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     reason = _clean_reason(reason)
     source = _lock_deprecated(segment)
     _refuse_unless_applicable(Action.DISMISS, source)
@@ -291,7 +294,7 @@ def deprecated_undo(*, actor: Actor, segment: Segment) -> Segment:
     Undoing a copy deactivates the copies (they stay, with their history, linked back as
     ``undone_copies``); nothing is deleted.
     """
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     source = _lock_deprecated(segment)
     _refuse_unless_applicable(Action.UNDO, source)
     for copy in Segment.objects.filter(pk__in=copy_ids(source), active=True):
@@ -344,9 +347,9 @@ def deprecated_bulk(
     refuses the whole action: nothing is written. One transaction; a fixed number of
     queries per batch, however many rows it holds.
     """
-    check_can_migrate(actor)
-    if action not in Action.ALL:
-        raise ValidationError({"action": f"Use one of {', '.join(Action.ALL)}."})
+    require(actor, role=Role.ADMIN, action=MIGRATING)
+    if action not in Action.values:
+        raise ValidationError({"action": f"Use one of {', '.join(Action.values)}."})
     wanted = sorted(set(ids))
     if not wanted:
         raise ValidationError({"ids": "Choose at least one segment."})

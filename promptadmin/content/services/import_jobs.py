@@ -29,11 +29,12 @@ from django.utils import timezone
 from promptadmin.content.legacy import FORMATS, ExportError, check_csv_header
 from promptadmin.content.models import ImportChunk, ImportJob
 from promptadmin.content.services.legacy_import import (
+    MIGRATING,
     ImportProgress,
-    check_can_migrate,
     segments_import,
 )
 from promptadmin.core.actors import Actor, is_key, user_or_none
+from promptadmin.core.roles import Role, require
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ def import_job_create(
     """Store ``upload`` (a binary file, read in pieces) as a queued import job and enqueue
     its import once committed; ValidationError for a format or a start that cannot be an
     export, or an upload over ``IMPORT_MAX_BYTES``."""
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     if fmt not in FORMATS:
         raise ValidationError({"format": f"Unknown format {fmt!r}; use json or csv."})
     head = upload.read(CHUNK_BYTES)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import connection, connections, transaction
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
@@ -37,7 +37,7 @@ from promptadmin.content.legacy import (
 from promptadmin.content.models import SCOPE_REF_FIELD, Segment
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.cache import content_changed
-from promptadmin.core.roles import is_admin
+from promptadmin.core.roles import Role, require
 from promptadmin.core.tokens import tokenizer
 
 BATCH_SIZE = 2000
@@ -87,6 +87,9 @@ RESERVED_KEYS = frozenset(
 )
 TITLE_MAX = Segment._meta.get_field("title").max_length or 0
 
+#: What the permission error says imports and the review of deprecated content are.
+MIGRATING = "Importing and migrating deprecated content"
+
 
 @dataclass(frozen=True)
 class ImportProgress:
@@ -98,24 +101,6 @@ class ImportProgress:
 
 
 Progress = Callable[[ImportProgress], None]
-
-
-def check_can_migrate(actor: Actor) -> None:
-    """Imports and the review of deprecated content are for admins and ``admin`` keys.
-
-    ``None`` is a script or management command run by someone with shell access.
-    """
-    if actor is None:
-        return
-    if is_key(actor):
-        if getattr(actor, "can_admin", False):
-            return
-        raise PermissionDenied(
-            f"{key_label(actor)} has scope '{getattr(actor, 'scope', '?')}': importing and "
-            "migrating deprecated content needs a key with scope 'admin'."
-        )
-    if not is_admin(actor):
-        raise PermissionDenied("Importing and migrating deprecated content needs the admin role.")
 
 
 @dataclass
@@ -352,7 +337,7 @@ def segments_import(
     (``refused``) and write nothing. ``dry_run`` reports exactly what a real run would do
     and writes nothing. ``progress`` is called after each batch read.
     """
-    check_can_migrate(actor)
+    require(actor, role=Role.ADMIN, action=MIGRATING)
     try:
         refs = check_refs(refs or {})
     except ExportError as exc:

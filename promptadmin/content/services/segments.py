@@ -23,11 +23,14 @@ from promptadmin.content.models import (
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.errors import StaleRevisionError
+from promptadmin.core.roles import Role, require
 from promptadmin.core.tokens import cached_count, tokenizer
 
 Ref = World | Ruleset | Entry | NPC | None
 
 EDITABLE_FIELDS = ("title", "content", "metadata", "version", "active", "sort_order", "tier")
+#: What the permission error says an author's change is.
+CHANGING_CONTENT = "Changing content"
 
 
 def check_scope(scope: str) -> None:
@@ -115,6 +118,7 @@ def segment_create(
     import_key: str = "",
 ) -> Segment:
     """Create a segment of one of the six assemblable scopes."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     check_scope(scope)
     segment = Segment(
         scope=scope,
@@ -147,7 +151,9 @@ def segment_import_legacy(
     metadata: dict[str, Any] | None = None,
     import_key: str = "",
 ) -> Segment:
-    """Keep a deprecated-scope segment (from old content) as an inactive row."""
+    """Keep a deprecated-scope segment (from old content) as an inactive row: part of
+    importing legacy content, so for admins (or scripts)."""
+    require(actor, role=Role.ADMIN, action="Importing deprecated content")
     if scope not in DEPRECATED_SCOPES:
         raise ValidationError({"scope": f"'{scope}' is not a deprecated scope."})
     segment = Segment(
@@ -210,6 +216,7 @@ def segment_update(
     scope allows. Returns the saved segment (unchanged, with no new revision, when
     nothing differs).
     """
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     changes = {
         name: value
         for name, value in (
@@ -262,6 +269,7 @@ def segment_update(
 @transaction.atomic
 def segment_delete(*, actor: Actor, segment: Segment, expected_revision: int | None = None) -> None:
     """Delete a segment; its history (including the deletion) is kept."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     current = _lock(segment, expected_revision)
     check_not_deprecated(current)
     record_actor(current, actor)
@@ -277,6 +285,7 @@ def segment_restore(
 
     History is never rewritten: the restore is itself a change, recorded like any other.
     """
+    require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     check_not_deprecated(segment)
     record = segment.history.filter(revision=revision).order_by("-history_id").first()
     if record is None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -10,10 +11,11 @@ from django.db.models import ProtectedError
 
 from assembler.templates import TemplateSyntaxError, parse
 from promptadmin.core.actors import Actor, record_actor
-from promptadmin.core.errors import InUseError
+from promptadmin.core.errors import InUseError, StaleStateError
+from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.prompts.models import NAME_HELP, NAME_RE, AdapterInstruction, Interface
-from promptadmin.prompts.services import check_can_write, prompts_changed
+from promptadmin.prompts.services import CHANGING_PROMPTS, prompts_changed
 
 INTERFACE_FIELDS = ("name", "supports_system_prompt", "supports_structured_output")
 ADAPTER_FIELDS = ("interface", "task", "order", "system_addition", "user_addition", "active")
@@ -44,7 +46,7 @@ def interface_create(
     supports_system_prompt: bool = True,
     supports_structured_output: bool = False,
 ) -> Interface:
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     fields = {
         "name": name,
         "supports_system_prompt": supports_system_prompt,
@@ -58,12 +60,41 @@ def interface_create(
     return interface
 
 
+Row = TypeVar("Row", Interface, AdapterInstruction)
+
+
+def _locked(row: Row, expected_updated_at: datetime | None) -> Row:
+    """``row`` read again under a lock until the transaction ends; StaleStateError when the
+    caller saw an older state (its last change at ``expected_updated_at``) than this one."""
+    current = type(row)._default_manager.select_for_update().get(pk=row.pk)
+    if expected_updated_at is not None and current.updated_at != expected_updated_at:
+        seen, latest = (
+            f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S.%f} UTC"
+            for moment in (expected_updated_at, current.updated_at)
+        )
+        raise StaleStateError(
+            f"The {current._meta.verbose_name} changed since you read it (you saw it as of "
+            f"{seen}, it last changed at {latest}): read it again and reapply your change."
+        )
+    return current
+
+
 @transaction.atomic
-def interface_update(*, actor: Actor, interface: Interface, **changes: Any) -> Interface:
-    check_can_write(actor)
+def interface_update(
+    *,
+    actor: Actor,
+    interface: Interface,
+    expected_updated_at: datetime | None = None,
+    **changes: Any,
+) -> Interface:
+    """Change an interface's name or capabilities; saves only what changed.
+    ``expected_updated_at``: when it last changed as the caller saw it (StaleStateError
+    when it changed since)."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     unknown = set(changes) - set(INTERFACE_FIELDS)
     if unknown:
         raise TypeError(f"interface_update() got unexpected fields: {', '.join(sorted(unknown))}")
+    interface = _locked(interface, expected_updated_at)
     _check_interface(changes, interface)
     changed = [name for name, value in changes.items() if getattr(interface, name) != value]
     if not changed:
@@ -77,8 +108,13 @@ def interface_update(*, actor: Actor, interface: Interface, **changes: Any) -> I
 
 
 @transaction.atomic
-def interface_delete(*, actor: Actor, interface: Interface) -> None:
-    check_can_write(actor)
+def interface_delete(
+    *, actor: Actor, interface: Interface, expected_updated_at: datetime | None = None
+) -> None:
+    """Delete an interface no adapter instruction uses; ``expected_updated_at`` as for
+    interface_update."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
+    interface = _locked(interface, expected_updated_at)
     record_actor(interface, actor)
     try:
         with transaction.atomic():
@@ -139,7 +175,7 @@ def adapter_instruction_create(
 ) -> AdapterInstruction:
     """Register text an adapter adds for (interface, task): curly templates, rendered with
     the caller's instruction context."""
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     fields = {
         "interface": interface,
         "task": task,
@@ -158,14 +194,21 @@ def adapter_instruction_create(
 
 @transaction.atomic
 def adapter_instruction_update(
-    *, actor: Actor, instruction: AdapterInstruction, **changes: Any
+    *,
+    actor: Actor,
+    instruction: AdapterInstruction,
+    expected_updated_at: datetime | None = None,
+    **changes: Any,
 ) -> AdapterInstruction:
-    check_can_write(actor)
+    """Change some of an adapter instruction's fields; saves only what changed.
+    ``expected_updated_at`` as for interface_update."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     unknown = set(changes) - set(ADAPTER_FIELDS)
     if unknown:
         raise TypeError(
             f"adapter_instruction_update() got unexpected fields: {', '.join(sorted(unknown))}"
         )
+    instruction = _locked(instruction, expected_updated_at)
     _check_adapter(changes)
     changed = [name for name, value in changes.items() if getattr(instruction, name) != value]
     if not changed:
@@ -179,8 +222,12 @@ def adapter_instruction_update(
 
 
 @transaction.atomic
-def adapter_instruction_delete(*, actor: Actor, instruction: AdapterInstruction) -> None:
-    check_can_write(actor)
+def adapter_instruction_delete(
+    *, actor: Actor, instruction: AdapterInstruction, expected_updated_at: datetime | None = None
+) -> None:
+    """Delete an adapter instruction; ``expected_updated_at`` as for interface_update."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
+    instruction = _locked(instruction, expected_updated_at)
     record_actor(instruction, actor)
     instruction.delete()
     prompts_changed()

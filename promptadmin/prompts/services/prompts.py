@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
@@ -15,6 +16,7 @@ from assembler.format_lint import FormatFinding, lint_prompt
 from assembler.templates import SYNTAXES
 from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
 from promptadmin.core.errors import InUseError
+from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
@@ -34,7 +36,7 @@ from promptadmin.prompts.models import (
     Prompt,
     PromptVersion,
 )
-from promptadmin.prompts.services import check_can_write, prompts_changed
+from promptadmin.prompts.services import CHANGING_PROMPTS, prompts_changed
 
 Errors = dict[str, list[str]]
 
@@ -99,7 +101,7 @@ def prompt_create(
     expected_system: str | None = None,
 ) -> Prompt:
     """Create the prompt addressed by (component, agent, task type or None: the default)."""
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     errors: Errors = {}
     for field, value in (("component", component), ("agent", agent)):
         if not isinstance(value, str) or not NAME_RE.fullmatch(value):
@@ -244,9 +246,12 @@ def prompt_version_create(
 ) -> PromptVersion:
     """Create the next version of ``prompt`` and set ``labels`` on it at once.
 
-    ``variables`` None declares exactly the variables the templates use.
+    ``variables`` None declares exactly the variables the templates use. A protected label
+    among ``labels`` needs an admin (see :func:`_require_protected`).
     """
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
+    if isinstance(labels, list | tuple):
+        _require_protected(actor, labels, "Setting")
     prompt = lock_prompt(prompt)
     templates = dict(user_templates) if isinstance(user_templates, Mapping) else user_templates
     if variables is None and isinstance(templates, dict):
@@ -329,6 +334,22 @@ def _label_name_problems(labels: Any) -> list[str]:
     return problems
 
 
+def protected_labels() -> frozenset[str]:
+    """The labels only admins and admin keys may set, move or remove
+    (``PROTECTED_PROMPT_LABELS``, default ``production``): what a game fetches by default."""
+    return frozenset(settings.PROTECTED_PROMPT_LABELS)
+
+
+def _require_protected(actor: Actor, names: Any, doing: str) -> None:
+    """Refuse anyone but admins, admin keys and scripts a change to a protected label among
+    ``names`` (``doing`` the change: ``"Setting"``, ``"Moving"``, ``"Removing"``)."""
+    protected = sorted(protected_labels().intersection(n for n in names if isinstance(n, str)))
+    if protected:
+        listed = ", ".join(f"'{name}'" for name in protected)
+        which = "label" if len(protected) == 1 else "labels"
+        require(actor, role=Role.ADMIN, action=f"{doing} the protected {which} {listed}")
+
+
 def label_name_problem(name: Any) -> str | None:
     if not isinstance(name, str) or not LABEL_RE.fullmatch(name):
         return f"{name!r} is not a label name: {LABEL_HELP}"
@@ -375,11 +396,13 @@ def _version(prompt: Prompt, number: Any) -> PromptVersion:
 @transaction.atomic
 def prompt_label_set(*, actor: Actor, prompt: Prompt, name: str, version: int) -> Label:
     """Set ``name`` on version number ``version``, or move it there; recorded as an event.
-    Setting a label where it already points changes nothing and records nothing."""
-    check_can_write(actor)
+    Setting a label where it already points changes nothing and records nothing. A
+    protected label needs an admin (see :func:`_require_protected`)."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     problem = label_name_problem(name)
     if problem:
         raise ValidationError({"label": [problem]})
+    _require_protected(actor, [name], "Moving")
     prompt = lock_prompt(prompt)
     target = _version(prompt, version)
     if _set_label(actor, prompt, name, target):
@@ -393,10 +416,12 @@ prompt_label_move = prompt_label_set
 
 @transaction.atomic
 def prompt_label_remove(*, actor: Actor, prompt: Prompt, name: str) -> None:
-    """Remove a label; recorded as an event. ``latest`` cannot be removed."""
-    check_can_write(actor)
+    """Remove a label; recorded as an event. ``latest`` cannot be removed; a protected
+    label needs an admin (see :func:`_require_protected`)."""
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     if name == LATEST:
         raise ValidationError({"label": ["'latest' always names the newest version."]})
+    _require_protected(actor, [name], "Removing")
     prompt = lock_prompt(prompt)
     label = Label.objects.select_related("version").filter(prompt=prompt, name=name).first()
     if label is None:
@@ -419,7 +444,7 @@ def prompt_label_remove(*, actor: Actor, prompt: Prompt, name: str) -> None:
 def prompt_version_delete(*, actor: Actor, version: PromptVersion) -> None:
     """Delete a version no label points at, ``latest`` included: the newest version
     stays, or ``latest`` would move back to an older one without any label event."""
-    check_can_write(actor)
+    require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
     prompt = lock_prompt(version.prompt)
     names = sorted(version.labels.values_list("name", flat=True))
     problems = []

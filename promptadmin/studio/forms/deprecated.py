@@ -61,9 +61,7 @@ class DeprecatedFilterForm(forms.Form):
         required=False,
         choices=[("", "Any"), *((s.value, s.label) for s in DEPRECATED_SCOPES)],
     )
-    status = forms.ChoiceField(
-        required=False, choices=[("", "Any"), *((s, s.capitalize()) for s in Status.ALL)]
-    )
+    status = forms.ChoiceField(required=False, choices=[("", "Any"), *Status.choices])
 
 
 def target_choices() -> list[Any]:
@@ -135,7 +133,7 @@ class DismissForm(forms.Form):
 
 
 class BulkForm(TargetMixin):
-    action = forms.ChoiceField(choices=[(action, action.capitalize()) for action in Action.ALL])
+    action = forms.ChoiceField(choices=Action.choices)
     reason = forms.CharField(max_length=MAX_REASON, required=False)
     active = forms.BooleanField(required=False)
 

@@ -19,7 +19,7 @@ from promptadmin.content.services import catalog
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.studio import selectors
-from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.access import HtmxHttpRequest, render_page, studio_view
 from promptadmin.studio.forms.common import add_service_errors, object_value
 from promptadmin.studio.forms.entries import EntryForm
 from promptadmin.studio.views.catalog import posted_revision, save_catalog_edit
@@ -158,10 +158,10 @@ STALE_LIST = (
 
 
 def _list_response(
-    request: HttpRequest, entry: Entry, partial: str, error: str, saved: str
+    request: HtmxHttpRequest, entry: Entry, partial: str, error: str, saved: str
 ) -> HttpResponse:
     """The changed section in place (htmx), or the entry page with a message."""
-    if getattr(request, "htmx", None):
+    if request.htmx:
         entry = Entry.objects.select_related("world").get(pk=entry.pk)
         context = {**_context(entry, EntryForm(creating=False)), f"{partial}_error": error}
         # Focus goes back to where the author was (studio.js reads data-focus).

@@ -15,7 +15,7 @@ from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.studio import diffs, selectors
-from promptadmin.studio.access import fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
 from promptadmin.studio.forms.history import CompareForm, RestoreForm
 
 TEMPLATE = "studio/segment_history.html"
@@ -35,7 +35,7 @@ def _values(record: Any) -> dict[str, Any]:
 
 @studio_view()
 @vary_on_headers("HX-Request")
-def segment_history(request: HttpRequest, pk: int) -> HttpResponse:
+def segment_history(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     segment = get_object_or_404(Segment, pk=pk)
     if request.method == "POST":
         return _restore(request, segment)

@@ -21,7 +21,7 @@ from promptadmin.content.assembly import AssemblyInputError, preview_prompt
 from promptadmin.releases import services
 from promptadmin.releases.models import Scenario
 from promptadmin.releases.serving import resolve
-from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.access import HtmxHttpRequest, render_page, studio_view
 from promptadmin.studio.forms.preview import PreviewForm, SaveScenarioForm
 from promptadmin.studio.presenters import present
 
@@ -79,7 +79,7 @@ def _save_scenario(
 
 @studio_view()
 @vary_on_headers("HX-Request")
-def preview(request: HttpRequest) -> HttpResponse:
+def preview(request: HtmxHttpRequest) -> HttpResponse:
     form = PreviewForm.from_query(request.GET)
     scenario_form = SaveScenarioForm(request.POST if request.method == "POST" else None)
     if request.method == "POST":
@@ -102,7 +102,7 @@ def preview(request: HttpRequest) -> HttpResponse:
                 form.add_error(name if name in form.fields else None, message)
         else:
             page = present(result, dict(form.npc_options))
-    htmx = getattr(request, "htmx", None)
+    htmx = request.htmx
     context = {
         "section": "preview",
         "form": form,

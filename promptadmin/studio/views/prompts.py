@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
-from django.db.models import Max, Prefetch
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
@@ -29,10 +28,10 @@ from promptadmin.prompts.models import (
     Prompt,
     PromptVersion,
 )
-from promptadmin.prompts.selectors import fetch_prompt, render_prompt
+from promptadmin.prompts.selectors import fetch_prompt, prompts_with_labels, render_prompt
 from promptadmin.prompts.services import prompts as services
 from promptadmin.studio import diffs
-from promptadmin.studio.access import fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
 from promptadmin.studio.forms.common import add_service_errors
 from promptadmin.studio.forms.prompts import (
     CompareForm,
@@ -50,13 +49,8 @@ PLAYGROUND = "studio/prompt_playground.html"
 
 @studio_view()
 def prompt_list(request: HttpRequest) -> HttpResponse:
-    labels = Label.objects.select_related("version").order_by("name")
-    prompts = (
-        Prompt.objects.annotate(latest_version=Max("versions__number"))
-        .prefetch_related(Prefetch("labels", queryset=labels))
-        .order_by("component", "agent", "task_type")
-    )
-    return render_page(request, "studio/prompt_list.html", {"section": SECTION, "prompts": prompts})
+    context = {"section": SECTION, "prompts": prompts_with_labels()}
+    return render_page(request, "studio/prompt_list.html", context)
 
 
 @studio_view(read=Role.AUTHOR)
@@ -83,7 +77,7 @@ def _versions(prompt: Prompt) -> list[PromptVersion]:
 
 @studio_view()
 @vary_on_headers("HX-Request")
-def prompt_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def prompt_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Versions with their labels, the labels (move or remove with one click), their
     history, and a diff between any two versions."""
     prompt = get_object_or_404(Prompt, pk=pk)
@@ -108,6 +102,7 @@ def prompt_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "versions": versions,
             "numbers": numbers,
             "labels": Label.objects.filter(prompt=prompt).select_related("version"),
+            "protected": services.protected_labels(),
             "events": LabelEvent.objects.filter(prompt=prompt).select_related("user")[:50],
             "compare": compare,
             "diff": diff,
@@ -163,6 +158,8 @@ def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
             services.prompt_label_set(actor=request.user, prompt=prompt, name=name, version=number)
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
+        except PermissionDenied as exc:
+            messages.error(request, str(exc))
         else:
             messages.success(request, f"Label “{name}” now points at version {number}.")
     else:
@@ -179,7 +176,7 @@ def prompt_label_remove(request: HttpRequest, pk: int) -> HttpResponse:
         name = form.cleaned_data["name"]
         try:
             services.prompt_label_remove(actor=request.user, prompt=prompt, name=name)
-        except (ValidationError, PromptLookupError) as exc:
+        except (ValidationError, PromptLookupError, PermissionDenied) as exc:
             messages.error(request, str(getattr(exc, "message", exc)))
         else:
             messages.success(request, f"Removed label “{name}”.")
@@ -283,6 +280,8 @@ def prompt_version_create(request: HttpRequest, pk: int) -> HttpResponse:
                     add_service_errors(
                         form, exc, rename={f"config.{services.CONFIG_RESERVED}": "config"}
                     )
+                except PermissionDenied as exc:
+                    form.add_error("labels", str(exc))
                 else:
                     messages.success(request, f"Saved version {version.number}.")
                     return redirect("studio:prompt_detail", prompt.pk)
@@ -321,7 +320,7 @@ def _bound_copy(form: VersionForm) -> VersionForm:
 
 @studio_view()
 @vary_on_headers("HX-Request")
-def prompt_playground(request: HttpRequest, pk: int) -> HttpResponse:
+def prompt_playground(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Pick a version, a template and an interface, fill the variables: the final messages
     and their token counts, exactly as the render API returns them."""
     prompt = get_object_or_404(Prompt, pk=pk)
@@ -383,8 +382,7 @@ def prompt_playground(request: HttpRequest, pk: int) -> HttpResponse:
     elif resolved is None and sources:
         problems = {"source": [f"{prompt.langfuse_name} has nothing at {source}."]}
     # Choosing another version swaps the whole page (other variables, other templates).
-    htmx = getattr(request, "htmx", None)
-    whole = bool(htmx) and htmx.target == "main"
+    whole = bool(request.htmx) and request.htmx.target == "main"
     template = PLAYGROUND if whole else fragment_or_page(request, PLAYGROUND, "result")
     errors = [
         *(error for messages in problems.values() for error in messages),

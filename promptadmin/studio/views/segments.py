@@ -21,7 +21,7 @@ from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.core.tokens import tokenizer
 from promptadmin.studio import diffs, merging, selectors
-from promptadmin.studio.access import fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
 from promptadmin.studio.forms.common import add_service_errors, object_value, resolve_object
 from promptadmin.studio.forms.segments import (
     SEGMENT_ERROR_FIELDS,
@@ -44,7 +44,7 @@ RELATED = (*KINDS, "updated_by", "created_by")
 
 @studio_view()
 @vary_on_headers("HX-Request")
-def segment_list(request: HttpRequest) -> HttpResponse:
+def segment_list(request: HtmxHttpRequest) -> HttpResponse:
     """Filter, search, sort and page through segments; htmx swaps the results in place."""
     form = SegmentFilterForm(request.GET)
     if form.is_valid():
@@ -124,7 +124,7 @@ def segment_check(request: HttpRequest) -> HttpResponse:
 
 @studio_view(read=Role.AUTHOR)
 @vary_on_headers("HX-Request")
-def segment_create(request: HttpRequest) -> HttpResponse:
+def segment_create(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = SegmentForm(request.POST)
         if form.is_valid():
@@ -140,7 +140,7 @@ def segment_create(request: HttpRequest) -> HttpResponse:
     else:
         initial = {"scope": request.GET.get("scope", ""), "object": request.GET.get("object", "")}
         form = SegmentForm(initial=initial)
-    htmx = getattr(request, "htmx", None)
+    htmx = request.htmx
     template = f"{EDITOR}#scope-fields" if htmx and htmx.target == "scope-fields" else EDITOR
     content = form.data.get("content", "") if form.is_bound else ""
     return render_page(
@@ -236,7 +236,7 @@ DELETED_MESSAGE = (
 
 
 @studio_view()
-def segment_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def segment_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Read (anyone) or change (authors) a segment; never overwrite someone else's save.
 
     The form carries the revision it was loaded at. If the segment has moved on, the two
@@ -244,7 +244,7 @@ def segment_edit(request: HttpRequest, pk: int) -> HttpResponse:
     author's changes are kept, this author's are applied, and only a field both changed
     is shown for a decision (nothing is saved until the author decides).
     """
-    htmx = getattr(request, "htmx", None)
+    htmx = request.htmx
     # The editor beside the preview: the same form, validation, merge and drafts, swapped
     # in place; a save answers with the panel again and tells the preview to re-render.
     panel = bool(htmx) and request.GET.get("panel") == "1"

@@ -43,6 +43,17 @@ def write_key(db: Any) -> str:
 
 
 @pytest.fixture
+def admin_key(db: Any) -> str:
+    return api_key_create(actor=None, name="ops", scope="admin")[1]
+
+
+@pytest.fixture
+def ops(admin_key: str) -> APIClient:
+    """A client with an admin key: what moves a protected prompt label or a release label."""
+    return key_client(admin_key)
+
+
+@pytest.fixture
 def reader(read_key: str) -> APIClient:
     return key_client(read_key)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from langfuse import Langfuse
-from langfuse.api import NotFoundError, UnauthorizedError
+from langfuse.api import AccessDeniedError, NotFoundError, UnauthorizedError
 
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.prompts.services.interfaces import interface_create
@@ -33,6 +33,15 @@ def client(live_server: Any, key: str, public: str | None = None) -> Langfuse:
 @pytest.fixture
 def langfuse(live_server: Any) -> Iterator[Langfuse]:
     _, key = api_key_create(actor=None, name="langfuse-sdk", scope="write")
+    sdk = client(live_server, key)
+    yield sdk
+    sdk.shutdown()
+
+
+@pytest.fixture
+def langfuse_admin(live_server: Any) -> Iterator[Langfuse]:
+    """The SDK with an admin key: what moves the protected ``production`` label."""
+    _, key = api_key_create(actor=None, name="langfuse-ops", scope="admin")
     sdk = client(live_server, key)
     yield sdk
     sdk.shutdown()
@@ -100,16 +109,34 @@ def test_a_name_with_a_task_type_and_slashes_is_found(langfuse: Langfuse, judge:
 
 
 def test_a_label_moved_with_update_prompt_is_seen_on_the_next_fetch(
+    langfuse_admin: Langfuse, judge: None
+) -> None:
+    sdk = langfuse_admin
+    assert sdk.get_prompt("verifier/judge", type="chat", cache_ttl_seconds=0).version == 1
+    updated = sdk.update_prompt(name="verifier/judge", version=2, new_labels=["production"])
+    assert sorted(updated.labels) == ["latest", "production", "staging"]
+    assert sdk.get_prompt("verifier/judge", type="chat", cache_ttl_seconds=0).version == 2
+
+
+def test_a_write_key_moving_production_gets_the_sdks_access_denied_error(
     langfuse: Langfuse, judge: None
 ) -> None:
+    with pytest.raises(AccessDeniedError) as raised:
+        langfuse.update_prompt(name="verifier/judge", version=2, new_labels=["production"])
+    assert raised.value.status_code == 403
+    assert "protected label 'production'" in str(raised.value.body)
+    with pytest.raises(AccessDeniedError):
+        langfuse.create_prompt(name="verifier/judge", prompt="New text.", labels=["production"])
     assert langfuse.get_prompt("verifier/judge", type="chat", cache_ttl_seconds=0).version == 1
-    updated = langfuse.update_prompt(name="verifier/judge", version=2, new_labels=["production"])
-    assert sorted(updated.labels) == ["latest", "production", "staging"]
-    assert langfuse.get_prompt("verifier/judge", type="chat", cache_ttl_seconds=0).version == 2
+    # The other labels are a write key's to move.
+    updated = langfuse.update_prompt(name="verifier/judge", version=1, new_labels=["staging"])
+    assert sorted(updated.labels) == ["production", "staging"]
 
 
-def test_create_a_text_prompt_and_a_chat_prompt(langfuse: Langfuse, judge: None) -> None:
-    text = langfuse.create_prompt(
+def test_create_a_text_prompt_and_a_chat_prompt(
+    langfuse: Langfuse, langfuse_admin: Langfuse, judge: None
+) -> None:
+    text = langfuse_admin.create_prompt(
         name="summarizer/writer",
         prompt="Summarize {{ text }} in {{ words }} words.",
         labels=["production"],

@@ -110,12 +110,12 @@ def test_if_none_match_uses_the_weak_comparison_a_list_and_star(
 
 
 def test_a_promotion_is_seen_by_the_next_fetch(
-    reader: APIClient, writer: APIClient, judge: Prompt, django_capture_on_commit_callbacks: Any
+    reader: APIClient, ops: APIClient, judge: Prompt, django_capture_on_commit_callbacks: Any
 ) -> None:
     before = reader.get(JUDGE)
     assert before.json()["version"] == 1
     with django_capture_on_commit_callbacks(execute=True):
-        moved = writer.put(
+        moved = ops.put(
             f"{JUDGE}labels/production", {"task_type": None, "version": 2}, format="json"
         )
     assert moved.json() == {"label": "production", "version": 2}

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from promptadmin.prompts.models import Prompt
+from promptadmin.prompts.models import Label, Prompt
 from tests.promptadmin.api.conftest import (
     errors,
     person,
@@ -26,7 +26,7 @@ def test_the_label_history_makes_the_same_few_queries_however_long_it_is(
     from promptadmin.prompts.services.prompts import prompt_label_move
 
     assert reader.get(f"{JUDGE}labels/history").json()["count"] == 2
-    authors = [person("author") for _ in range(3)]
+    authors = [person("admin") for _ in range(3)]  # production is protected
     for n in range(12):
         prompt_label_move(actor=authors[n % 3], prompt=judge, name="production", version=2 - n % 2)
     # The prompt, the count for the page, the events with their authors (the key is known).
@@ -39,9 +39,9 @@ def test_the_label_history_makes_the_same_few_queries_however_long_it_is(
 
 
 def test_labels_are_removed_and_every_change_is_in_the_history(
-    writer: APIClient, reader: APIClient, judge: Prompt
+    writer: APIClient, reader: APIClient, ops: APIClient, judge: Prompt
 ) -> None:
-    assert writer.put(f"{JUDGE}labels/production", {"version": 2}, format="json").status_code == 200
+    assert ops.put(f"{JUDGE}labels/production", {"version": 2}, format="json").status_code == 200
     assert writer.delete(f"{JUDGE}labels/staging?task_type=").status_code == 204
     assert reader.get(JUDGE, {"label": "staging"}).status_code == 404
     assert writer.delete(f"{JUDGE}labels/staging").status_code == 404
@@ -98,3 +98,31 @@ def test_setting_a_label_refuses_unknown_fields_and_takes_the_version_from_the_q
     assert writer.put(f"{JUDGE}labels/canary?version=2").json() == {"label": "canary", "version": 2}
     missing = writer.put(f"{JUDGE}labels/canary", {}, format="json")
     assert "version" in errors(missing)
+
+
+def test_the_protected_production_label_moves_only_for_admins_and_admin_keys(
+    writer: APIClient, ops: APIClient, judge: Prompt
+) -> None:
+    author = session_client(person("author"))
+    for client in (writer, author):
+        moved = client.put(f"{JUDGE}labels/production", {"version": 2}, format="json")
+        assert moved.status_code == 403
+        assert "protected label 'production'" in errors(moved)[None]
+        assert client.delete(f"{JUDGE}labels/production").status_code == 403
+        created = client.post(
+            f"{JUDGE}versions/",
+            {"user_templates": {"default": "x"}, "labels": ["production"]},
+            format="json",
+        )
+        assert created.status_code == 403
+        assert client.put(f"{JUDGE}labels/canary", {"version": 2}, format="json").status_code == 200
+    assert Label.objects.get(prompt=judge, name="production").version.number == 1
+    assert judge.versions.count() == 2
+    for client in (ops, session_client(person("admin"))):
+        assert client.put(f"{JUDGE}labels/production", {"version": 2}, format="json").json() == {
+            "label": "production",
+            "version": 2,
+        }
+        assert client.delete(f"{JUDGE}labels/production").status_code == 204
+        back = client.put(f"{JUDGE}labels/production", {"version": 1}, format="json")
+        assert back.status_code == 200

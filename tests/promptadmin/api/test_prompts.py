@@ -18,8 +18,9 @@ from tests.promptadmin.api.prompts import JUDGE, LANGFUSE_JUDGE, basic_client, p
 pytestmark = pytest.mark.django_db
 
 
-def test_the_contract_example_creates_a_prompt_and_a_labelled_version(writer: APIClient) -> None:
-    created = writer.post(
+def test_the_contract_example_creates_a_prompt_and_a_labelled_version(ops: APIClient) -> None:
+    # An admin key: the example sets production, a protected label.
+    created = ops.post(
         "/api/v1/prompts/",
         {"component": "verifier", "agent": "judge", "task_type": None,
          "description": "Grades answers.", "expected_system": None},
@@ -27,7 +28,7 @@ def test_the_contract_example_creates_a_prompt_and_a_labelled_version(writer: AP
     )  # fmt: skip
     assert created.status_code == 201, created.json()
     assert created.json()["task_type"] is None
-    version = writer.post(
+    version = ops.post(
         f"{JUDGE}versions/",
         {"task_type": None, "syntax": "curly", "system": "You grade {{ subject }}.",
          "user_templates": {"default": "Question: {{ question }}\n\nAnswer:"},
@@ -234,7 +235,7 @@ def prompt_state() -> dict[str, Any]:
 WRITES = {
     "prompt create": ("post", "/api/v1/prompts/", {"component": "new", "agent": "one"}),
     "version create": ("post", f"{JUDGE}versions/", {"user_templates": {"default": "x"}}),
-    "label set": ("put", f"{JUDGE}labels/production", {"version": 2}),
+    "label set": ("put", f"{JUDGE}labels/staging", {"version": 1}),
     "interface create": ("post", "/api/v1/interfaces/", {"name": "manual"}),
     "adapter create": (
         "post", "/api/v1/adapter-instructions/", {"interface": "langchain", "task": "parsing"},
@@ -243,7 +244,7 @@ WRITES = {
         "post", "/api/public/v2/prompts", {"name": "verifier/judge", "prompt": "x"},
     ),
     "langfuse labels": (
-        "patch", f"{LANGFUSE_JUDGE}/versions/2", {"newLabels": ["production"]},
+        "patch", f"{LANGFUSE_JUDGE}/versions/1", {"newLabels": ["staging"]},
     ),
 }  # fmt: skip
 

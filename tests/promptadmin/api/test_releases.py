@@ -13,6 +13,7 @@ from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.releases import serving
 from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
+from tests.factories import UserFactory
 from tests.promptadmin.api.conftest import (
     cache_calls,
     codes,
@@ -85,8 +86,9 @@ def test_create_a_release_answers_the_documented_fields(  # type: ignore[no-unty
         "created_by",
         "content_hash",
         "segments",
+        "aliases",
     }
-    assert body["name"] == "r-2026-11-22" and body["labels"] == []
+    assert body["name"] == "r-2026-11-22" and body["labels"] == [] and body["aliases"] == []
     assert body["segments"] == Segment.objects.filter(active=True).count()
     assert body["created_by"].startswith("API key 'content-pipeline'")
     assert writer.get("/api/v1/releases/r-2026-11-22/").json() == body
@@ -421,7 +423,7 @@ def test_listing_releases_and_labels_takes_constant_queries(  # type: ignore[no-
         admin_client.post(
             "/api/v1/releases/", {"name": f"r-{index}", "labels": [f"l{index}"]}, format="json"
         )
-    with django_assert_max_num_queries(3):  # API key, releases with authors, labels
+    with django_assert_max_num_queries(4):  # API key, releases with authors, labels, aliases
         response = admin_client.get("/api/v1/releases/")
     assert [r["labels"] for r in response.json()][:2] == [["l5"], ["l4"]]
     with django_assert_max_num_queries(2):
@@ -440,6 +442,60 @@ def test_a_release_named_like_a_label_it_publishes_is_a_400_naming_name(  # type
     assert set(errors(response)) == {"name"}
     assert admin_client.get("/api/v1/releases/").json() == []
     assert admin_client.get("/api/v1/release-labels/").json() == []
+
+
+def test_a_write_key_can_no_longer_squat_a_label_an_admin_sets(  # type: ignore[no-untyped-def]
+    writer, admin_client, demo
+) -> None:
+    # The sequence that used to lock admins out of 'production' for good.
+    squat = writer.post("/api/v1/releases/", {"name": "production"}, format="json")
+    assert squat.status_code == 400 and "reserved" in errors(squat)["name"]
+    assert writer.post("/api/v1/releases/", {"name": "r-one"}, format="json").status_code == 201
+    assert put_label(admin_client, "production", None, release="r-one").status_code == 200
+    # Any other name a label will ever want: the label takes it, the release gets an alias.
+    squatter = writer.post("/api/v1/releases/", {"name": "canary"}, format="json")
+    assert squatter.status_code == 201
+    taken = put_label(admin_client, "canary", None, release="r-one")
+    assert taken.status_code == 200, taken.json()
+    pk = Release.objects.get(name="canary").pk
+    listed = {r["name"]: r["aliases"] for r in writer.get("/api/v1/releases/").json()}
+    assert listed == {"canary": [f"canary.r{pk}"], "r-one": []}
+    assert writer.get("/api/v1/releases/canary/").json()["name"] == "r-one"
+    assert writer.get(f"/api/v1/releases/canary.r{pk}/").json()["name"] == "canary"
+    assert assemble(writer, release="canary")["meta"]["release"] == {
+        "name": "r-one",
+        "label": "canary",
+    }
+    assert assemble(writer, release=f"canary.r{pk}")["meta"]["release"]["label"] is None
+    # A name that was a label takes an admin to become a release's again.
+    removed = admin_client.delete("/api/v1/release-labels/canary", {}, format="json")
+    assert removed.status_code == 200
+    again = writer.post("/api/v1/releases/", {"name": "canary"}, format="json")
+    assert again.status_code == 400  # the squatter still has it
+    formerly = writer.post("/api/v1/releases/", {"name": "retired"}, format="json")
+    assert formerly.status_code == 201
+    put_label(admin_client, "old", None, release="retired")
+    admin_client.delete("/api/v1/release-labels/old", {}, format="json")
+    refused = writer.post("/api/v1/releases/", {"name": "old"}, format="json")
+    assert refused.status_code == 403 and "needs a key with scope 'admin'" in errors(refused)[None]
+    assert admin_client.post("/api/v1/releases/", {"name": "old"}, format="json").status_code == 201
+
+
+def test_a_deleted_scenario_leaves_who_when_and_what_for_admins(  # type: ignore[no-untyped-def]
+    writer, demo, client
+) -> None:
+    created = writer.post(
+        "/api/v1/scenarios/", {"name": "bell", "entry": "drowned-bell"}, format="json"
+    )
+    pk = created.json()["id"]
+    etag = writer.get(f"/api/v1/scenarios/{pk}/").headers["ETag"]
+    assert writer.delete(f"/api/v1/scenarios/{pk}/", HTTP_IF_MATCH=etag).status_code == 204
+    deleted = Scenario.history.get(id=pk, history_type="-")
+    assert deleted.name == "bell" and deleted.entry == "drowned-bell"
+    assert deleted.history_change_reason.startswith("API key 'content-pipeline'")
+    client.force_login(UserFactory(is_superuser=True, is_staff=True))
+    page = client.get("/admin/releases/historicalscenario/?history_type=-")
+    assert page.status_code == 200 and "bell" in page.content.decode()
 
 
 def test_compare_two_releases(  # type: ignore[no-untyped-def]

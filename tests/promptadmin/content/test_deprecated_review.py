@@ -14,8 +14,8 @@ from promptadmin.content.models import Segment
 from promptadmin.content.services import deprecated as review
 from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create
-from promptadmin.content.services.legacy_import import check_can_migrate
 from promptadmin.core import cache as content_cache
+from promptadmin.core.roles import role_of
 from tests.factories import EntryFactory, UserFactory, WorldFactory
 
 pytestmark = pytest.mark.django_db
@@ -239,7 +239,7 @@ def test_bulk_actions_process_every_row_with_a_fixed_number_of_queries_per_batch
     WorldFactory(slug="iron-coast")
     refs = ["drowned-bell", "iron-coast", "entry:drowned-bell"]  # suggestions of two kinds
     options: dict[str, Any] = {"reason": "Old."} if action == "dismiss" else {}
-    check_can_migrate(admin)  # the admin's roles are read once, then remembered
+    role_of(admin)  # the admin's role is read once, then remembered
 
     def queries(count: int, batch: int) -> int:
         ids = [legacy(ref=refs[n % len(refs)]).pk for n in range(count)]

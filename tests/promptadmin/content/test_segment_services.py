@@ -43,7 +43,7 @@ def test_create_refuses_a_tier_outside_npc_scope() -> None:
 
 
 def test_create_records_who_created_the_segment() -> None:
-    user = UserFactory()
+    user = UserFactory(role="author")
     segment = make_segment(actor=user)
     record = segment.history.get()
     assert (record.history_type, record.history_user) == ("+", user)
@@ -97,7 +97,7 @@ def test_moving_a_segment_to_another_object_of_its_kind() -> None:
 
 
 def test_restore_brings_back_an_old_revision_as_a_new_one() -> None:
-    user = UserFactory()
+    user = UserFactory(role="author")
     segment = make_segment(content="Original.", version="1.0.0")
     segments.segment_update(actor=None, segment=segment, content="Rewritten.", version="1.1.0")
     restored = segments.segment_restore(actor=user, segment=segment, revision=1)

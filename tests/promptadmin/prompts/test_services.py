@@ -12,7 +12,14 @@ from django.db.models import ProtectedError
 
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.core.errors import InUseError
-from promptadmin.prompts.models import Label, LabelEvent, Prompt, PromptVersion
+from promptadmin.prompts.models import (
+    AdapterInstruction,
+    Interface,
+    Label,
+    LabelEvent,
+    Prompt,
+    PromptVersion,
+)
 from promptadmin.prompts.services.prompts import (
     prompt_create,
     prompt_label_move,
@@ -212,3 +219,75 @@ def test_a_labelled_version_is_protected_from_a_plain_orm_delete() -> None:
     with pytest.raises(ProtectedError):
         first.delete()
     assert prompt.versions.filter(number=1).exists()
+
+
+@pytest.mark.django_db
+def test_only_admins_and_admin_keys_set_move_or_remove_a_protected_label() -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 2)
+    prompt_label_set(actor=None, prompt=prompt, name="production", version=1)
+    author = UserFactory(role="author")
+    write_key, _ = api_key_create(actor=None, name="pipeline", scope="write")
+    for actor in (author, write_key):
+        with pytest.raises(PermissionDenied, match=r"(?i)moving the protected label 'production'"):
+            prompt_label_set(actor=actor, prompt=prompt, name="production", version=2)
+        with pytest.raises(PermissionDenied, match=r"(?i)removing the protected label"):
+            prompt_label_remove(actor=actor, prompt=prompt, name="production")
+        with pytest.raises(PermissionDenied, match=r"(?i)setting the protected label"):
+            prompt_version_create(
+                actor=actor, prompt=prompt, user_templates={"default": "x"}, labels=["production"]
+            )
+        # Other labels stay theirs.
+        prompt_label_set(actor=actor, prompt=prompt, name="staging", version=2)
+    assert Label.objects.get(prompt=prompt, name="production").version.number == 1
+    assert prompt.versions.count() == 2
+    admin_key, _ = api_key_create(actor=None, name="ops", scope="admin")
+    for actor in (UserFactory(role="admin"), admin_key):
+        prompt_label_set(actor=actor, prompt=prompt, name="production", version=2)
+        prompt_label_remove(actor=actor, prompt=prompt, name="production")
+        prompt_label_set(actor=actor, prompt=prompt, name="production", version=1)
+
+
+@pytest.mark.django_db
+def test_the_protected_labels_are_a_setting(settings: Any) -> None:
+    prompt = prompt_create(actor=None, component="a", agent="b")
+    versions(prompt, 1)
+    author = UserFactory(role="author")
+    settings.PROTECTED_PROMPT_LABELS = ["staging", "qa"]
+    prompt_label_set(actor=author, prompt=prompt, name="production", version=1)
+    with pytest.raises(PermissionDenied, match=r"(?i)setting the protected labels 'qa', 'staging'"):
+        prompt_version_create(
+            actor=author, prompt=prompt, user_templates={"default": "x"}, labels=["staging", "qa"]
+        )
+    settings.PROTECTED_PROMPT_LABELS = []
+    prompt_label_set(actor=author, prompt=prompt, name="staging", version=1)
+
+
+@pytest.mark.django_db
+def test_an_interface_or_adapter_change_from_a_stale_read_is_refused_under_the_lock() -> None:
+    from promptadmin.core.errors import StaleStateError
+    from promptadmin.prompts.services import interfaces
+
+    interface = interfaces.interface_create(actor=None, name="langchain")
+    seen = interface.updated_at
+    interfaces.interface_update(actor=None, interface=interface, supports_system_prompt=False)
+    with pytest.raises(StaleStateError, match="The interface changed since you read it"):
+        interfaces.interface_update(
+            actor=None, interface=interface, expected_updated_at=seen, name="langchain2"
+        )
+    with pytest.raises(StaleStateError):
+        interfaces.interface_delete(actor=None, interface=interface, expected_updated_at=seen)
+    current = Interface.objects.get(pk=interface.pk)
+    adapter = interfaces.adapter_instruction_create(actor=None, interface=current, task="parsing")
+    seen = adapter.updated_at
+    interfaces.adapter_instruction_update(actor=None, instruction=adapter, order=2)
+    with pytest.raises(StaleStateError, match="The adapter instruction changed"):
+        interfaces.adapter_instruction_delete(
+            actor=None, instruction=adapter, expected_updated_at=seen
+        )
+    interfaces.adapter_instruction_delete(
+        actor=None,
+        instruction=adapter,
+        expected_updated_at=AdapterInstruction.objects.get(pk=adapter.pk).updated_at,
+    )
+    assert current.name == "langchain" and not AdapterInstruction.objects.exists()

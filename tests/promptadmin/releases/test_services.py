@@ -14,9 +14,11 @@ from promptadmin.content.assembly import AssembleParams, assemble_prompt
 from promptadmin.content.models import Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.api_keys import api_key_create
-from promptadmin.releases import services, serving
+from promptadmin.core.errors import StaleStateError
+from promptadmin.releases import selectors, services, serving
 from promptadmin.releases.models import (
     Release,
+    ReleaseAlias,
     ReleaseLabel,
     ReleaseLabelMove,
     ReleaseSegment,
@@ -229,15 +231,99 @@ def test_viewers_and_read_keys_cannot_make_releases() -> None:
         services.release_create(actor=read_key)
 
 
-def test_labels_and_release_names_never_collide() -> None:
-    services.release_create(actor=None, name="r-one", labels=["staging"])
-    with pytest.raises(ValidationError):
-        services.release_create(actor=None, name="staging")
+def test_a_label_name_is_never_a_release_name() -> None:
+    services.release_create(actor=None, name="r-one", labels=["qa"])
+    with pytest.raises(ValidationError) as caught:
+        services.release_create(actor=admin(), name="qa")
+    assert "'qa' is a label" in caught.value.message_dict["name"][0]
     release = Release.objects.get(name="r-one")
-    for bad in ("r-one", "working", "Prod", "x" * 37, "a b"):
+    for bad in ("working", "Prod", "x" * 37, "a b"):
         with pytest.raises(ValidationError) as caught:
             services.release_label_set(actor=None, label=bad, release=release)
         assert "label" in caught.value.message_dict
+
+
+@pytest.mark.parametrize("name", ["production", "staging", "latest", "working"])
+def test_reserved_names_are_never_release_names_whoever_asks(name: str) -> None:
+    for who in (None, admin()):
+        with pytest.raises(ValidationError) as caught:
+            services.release_create(actor=who, name=name)
+        assert f"'{name}'" in caught.value.message_dict["name"][0]
+    assert not Release.objects.exists()
+
+
+def test_a_name_a_label_had_needs_an_admin_to_name_a_release() -> None:
+    services.release_create(actor=None, name="r-one", labels=["canary"])
+    services.release_label_remove(actor=None, label="canary")
+    for who in (author(), api_key_create(actor=None, name="pipeline", scope="write")[0]):
+        with pytest.raises(PermissionDenied, match=r"(?i)naming a release 'canary', which was a"):
+            services.release_create(actor=who, name="canary")
+    assert services.release_create(actor=admin(), name="canary").name == "canary"
+    # The default name steps over former labels, so nobody is refused for a name not chosen.
+    today = services._default_name()
+    services.release_create(actor=None, name="r-two", labels=[today])
+    services.release_label_remove(actor=None, label=today)
+    assert services.release_create(actor=author()).name == f"{today}-2"
+
+
+def test_an_admin_setting_a_label_a_release_is_named_after_takes_the_name() -> None:
+    write_key = api_key_create(actor=None, name="pipeline", scope="write")[0]
+    squatter = services.release_create(actor=write_key, name="canary")
+    # The alias the squatter would get is taken too: the next one is used.
+    services.release_create(actor=write_key, name=f"canary.r{squatter.pk}")
+    target = services.release_create(actor=None, name="r-target")
+    move = services.release_label_set(actor=admin(), label="canary", release=target)
+    assert move is not None and move.to_release == target
+    alias = ReleaseAlias.objects.get(release=squatter)
+    assert (alias.name, alias.move) == (f"canary.r{squatter.pk}-2", move)
+    assert Release.objects.get(pk=squatter.pk).name == "canary"  # a release never changes
+    assert serving.resolve("canary").to_dict() == {"name": "r-target", "label": "canary"}
+    assert serving.resolve(alias.name).to_dict() == {"name": alias.name, "label": None}
+    assert selectors.release_named("canary") == target
+    assert selectors.release_named(alias.name) == squatter
+    assert selectors.compare_report("canary", alias.name)["after"]["label"] is None
+    # Every name stays taken: neither the label's nor the alias is a new release's.
+    for name in ("canary", alias.name):
+        with pytest.raises(ValidationError):
+            services.release_create(actor=admin(), name=name)
+
+
+def test_a_label_may_take_the_name_of_the_release_it_points_at() -> None:
+    squatter = services.release_create(actor=author(), name="canary")
+    services.release_label_set(actor=admin(), label="canary", release=squatter)
+    assert ReleaseAlias.objects.get(release=squatter).name == f"canary.r{squatter.pk}"
+    assert serving.resolve("canary").to_dict() == {"name": "canary", "label": "canary"}
+
+
+def test_a_process_serving_a_release_by_name_sees_a_label_take_the_name(
+    monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    squatter = services.release_create(actor=author(), name="canary")
+    target = services.release_create(actor=None, name="r-target")
+    assert serving.resolve("canary").name == "canary"  # now held in this process's memory
+    with django_capture_on_commit_callbacks(execute=True):
+        services.release_label_set(actor=admin(), label="canary", release=target)
+    monkeypatch.setattr(serving, "NAME_TRUSTED_SECONDS", 0.0)  # the time has passed
+    assert serving.resolve("canary").to_dict() == {"name": "r-target", "label": "canary"}
+    assert squatter.pk
+
+
+def test_a_label_move_checks_where_it_was_under_its_lock() -> None:
+    one = services.release_create(actor=None, name="r-one", labels=["staging"])
+    two = services.release_create(actor=None, name="r-two")
+    with pytest.raises(StaleStateError, match="it points at r-one now"):
+        services.release_label_set(
+            actor=None, label="staging", release=two, expected=["r-two", None]
+        )
+    with pytest.raises(StaleStateError, match="There is no label 'qa'"):
+        services.release_label_set(
+            actor=None, label="qa", release=two, expected=[services.ANY_RELEASE]
+        )
+    services.release_label_set(actor=None, label="staging", release=two, expected=["r-one"])
+    with pytest.raises(StaleStateError):
+        services.release_label_remove(actor=None, label="staging", expected=["r-one"])
+    services.release_label_remove(actor=None, label="staging", expected=[services.ANY_RELEASE])
+    assert not ReleaseLabel.objects.exists() and one.pk
 
 
 def test_a_release_of_the_working_copy_takes_constant_queries(

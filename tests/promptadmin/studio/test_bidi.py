@@ -33,7 +33,7 @@ def plant_hostile_names() -> dict[str, str]:
     segment = Segment.objects.filter(scope="core").first()
     assert segment is not None
     segments.segment_update(
-        actor=UserFactory(username=f"ida{RLO}nimda"),
+        actor=UserFactory(username=f"ida{RLO}nimda", role="author"),
         segment=segment,
         title=f"title {RLO}gnp.exe",
     )

@@ -47,7 +47,7 @@ def test_lint_errors_across_entries_are_listed(viewer: Client, content: dict) ->
 
 
 def test_recent_changes_say_who_changed_what_and_when(viewer: Client, content: dict) -> None:
-    editor = UserFactory(username="ida")
+    editor = UserFactory(username="ida", role="author")
     segments.segment_update(actor=editor, segment=content["tone"], content="Fog.")
     changes = viewer.get(URL).context["changes"]
     latest = changes[0]

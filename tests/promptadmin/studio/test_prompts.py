@@ -131,7 +131,7 @@ def test_the_live_check_lists_variables_tokens_and_lint_findings(prompts: Prompt
 def test_labels_move_and_are_removed_with_one_click_and_the_history_shows_it(
     prompts: Prompt,
 ) -> None:
-    author = client_for("author")
+    author = client_for("admin")
     author.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
     author.post(f"/prompts/{prompts.pk}/labels/remove/", {"name": "staging"})
     assert list(Label.objects.filter(prompt=prompts).values_list("name", "version__number")) == [
@@ -145,6 +145,34 @@ def test_labels_move_and_are_removed_with_one_click_and_the_history_shows_it(
         f"/prompts/{prompts.pk}/labels/", {"name": "latest", "version": 1}, follow=True
     )
     assert "newest version" in refused.content.decode()
+
+
+def test_authors_cannot_move_or_remove_the_protected_production_label(prompts: Prompt) -> None:
+    author = client_for("author")
+    page = author.get(f"/prompts/{prompts.pk}/").content.decode()
+    assert "Protected: only admins move or remove it." in page
+    assert 'aria-label="Move production to version 2"' not in page
+    assert 'aria-label="Move staging to version 1"' in page
+    for url, data in (
+        (f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2}),
+        (f"/prompts/{prompts.pk}/labels/remove/", {"name": "production"}),
+    ):
+        refused = author.post(url, data, follow=True)
+        assert refused.status_code == 200
+        assert "protected label" in refused.content.decode()
+    assert Label.objects.get(prompt=prompts, name="production").version.number == 1
+    version = {"syntax": "curly", "template_name_0": "default", "template_text_0": "Hi."}
+    editor = author.post(
+        f"/prompts/{prompts.pk}/versions/new/", {**version, "labels": "production"}
+    )
+    assert "protected label" in editor.content.decode() and prompts.versions.count() == 2
+    admin = client_for("admin")
+    assert (
+        'aria-label="Move production to version 2"'
+        in admin.get(f"/prompts/{prompts.pk}/").content.decode()
+    )
+    admin.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    assert Label.objects.get(prompt=prompts, name="production").version.number == 2
 
 
 def test_two_versions_are_compared_side_by_side(prompts: Prompt) -> None:

@@ -21,18 +21,18 @@ class Command(BaseCommand):
         counts = {
             scope: {
                 status: deprecated_segments(scope=scope, status=status).count()
-                for status in Status.ALL
+                for status in Status.values
             }
             for scope in DEPRECATED_SCOPES
         }
-        totals = {status: sum(row[status] for row in counts.values()) for status in Status.ALL}
+        totals = {status: sum(row[status] for row in counts.values()) for status in Status.values}
         if options["json"]:
             self.stdout.write(json.dumps({"scopes": counts, "total": totals}, indent=2))
             return
-        self.stdout.write(f"{'scope':<12}" + "".join(f"{s:>10}" for s in Status.ALL))
+        self.stdout.write(f"{'scope':<12}" + "".join(f"{s:>10}" for s in Status.values))
         for scope, row in counts.items():
-            self.stdout.write(f"{scope:<12}" + "".join(f"{row[s]:>10}" for s in Status.ALL))
-        self.stdout.write(f"{'total':<12}" + "".join(f"{totals[s]:>10}" for s in Status.ALL))
+            self.stdout.write(f"{scope:<12}" + "".join(f"{row[s]:>10}" for s in Status.values))
+        self.stdout.write(f"{'total':<12}" + "".join(f"{totals[s]:>10}" for s in Status.values))
         if totals[Status.PENDING]:
             self.stdout.write(
                 f"{totals[Status.PENDING]} pending: review them on the studio's Deprecated page "
