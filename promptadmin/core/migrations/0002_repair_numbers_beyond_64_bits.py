@@ -4,9 +4,9 @@ Before ``core.storedjson`` refused them, a float such as ``1e20`` was accepted i
 JSON field; PostgreSQL keeps it as the integer ``100000000000000000000``, which no JSON
 encoder of the app can write, so every read including the row failed. Each such number
 is kept as its decimal text under the same key, and the change is recorded: a
-``StoredJsonRepair`` row per value (what it was and where), and for segments, which
-have a history, a new history record (earlier records are left as they were: history is
-never rewritten). A segment's or scenario's revision is bumped, as for any change.
+``StoredJsonRepair`` row per value (what it was and where), and for segments and
+scenarios, which have a history, a new history record (earlier records are left as they
+were: history is never rewritten). Their revision is bumped, as for any change.
 
 Prompt versions never change (a trigger refuses any update); one that holds such a
 number cannot be served at all, so it is repaired in place all the same, with the trigger
@@ -33,6 +33,8 @@ FIELDS = (
     ("conversations", "Conversation", ("metadata",)),
     ("prompts", "PromptVersion", ("config", "user_templates", "variables")),
 )
+# The models that keep a history: a repair is a new record of it.
+HISTORIES = {"segment": "HistoricalSegment", "scenario": "HistoricalScenario"}
 REPAIRED = "Repaired: numbers beyond 64 bits kept as text"
 UNDONE = "Repair undone: numbers beyond 64 bits put back"
 VERSION_TRIGGER = "prompts_promptversion_immutable"
@@ -115,8 +117,8 @@ def save(apps: Any, schema_editor: Any, label: str, row: Any, fields: list[str],
         update(**{field: getattr(row, field) for field in fields})
         if postgresql:
             schema_editor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {VERSION_TRIGGER}")
-    if name == "segment":
-        history = apps.get_model(label, "HistoricalSegment")
+    if name in HISTORIES:
+        history = apps.get_model(label, HISTORIES[name])
         values = {
             f.attname: getattr(row, f.attname)
             for f in history._meta.concrete_fields
@@ -183,7 +185,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ("promptadmin_core", "0001_stored_json_repair"),
         ("promptadmin", "0009_api_key_scope_label"),
-        ("releases", "0003_scenario_json_checked_like_stored_json"),
+        ("releases", "0004_scenario_history_release_aliases"),
         ("conversations", "0002_summary_cuts_prompt_resent_at_and_nothing_to_summarize"),
         ("prompts", "0003_prompt_versions_immutable"),
     ]

@@ -91,6 +91,9 @@ def test_forward_keeps_each_number_as_text_and_records_the_repair(poisoned: Any)
     scenario = Scenario.objects.get(pk=poisoned["scenario"].pk)
     assert scenario.state == {"game_state": {"gold": str(BIG)}}
     assert scenario.revision == 2
+    repaired = scenario.history.order_by("-history_id").first()  # type: ignore[attr-defined]
+    assert repaired.history_change_reason.startswith("Repaired: numbers beyond 64 bits")
+    assert repaired.state == {"game_state": {"gold": str(BIG)}}
 
     version = PromptVersion.objects.get(pk=poisoned["version"].pk)
     assert version.config == {"temperature": 0.5, "seed": str(BIG)}
