@@ -39,6 +39,7 @@ SERVICES: dict[str, Role] = {
     "entry_create": Role.AUTHOR,
     "entry_update": Role.AUTHOR,
     "segments_import": Role.ADMIN,
+    "import_job_create": Role.ADMIN,
     "deprecated_copy": Role.ADMIN,
     "deprecated_dismiss": Role.ADMIN,
     "deprecated_undo": Role.ADMIN,
