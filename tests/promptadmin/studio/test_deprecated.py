@@ -15,6 +15,7 @@ from promptadmin.content.models import ImportJob, Segment
 from promptadmin.content.services import deprecated, segments
 from promptadmin.studio.views import deprecated as views
 from tests import legacy_exports as ex
+from tests.promptadmin.studio.conftest import user_with_role
 
 pytestmark = pytest.mark.usefixtures("content")
 
@@ -124,6 +125,32 @@ def test_an_upload_over_the_limit_is_a_413_naming_it(
     assert response.status_code == 413
     assert "The file is over 1000\xa0bytes, the most an import takes." in text(response)
     assert not ImportJob.objects.exists()
+
+
+def test_an_upload_with_csrf_checked_as_browsers_send_it_is_imported_or_refused(
+    django_capture_on_commit_callbacks: Any, settings: Any
+) -> None:
+    """The CSRF check reads the form: it must run after the upload limit is installed,
+    and still run (the test client skips it unless asked, a browser does not)."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user_with_role("admin"))
+    form = browser.get(IMPORT)
+    token = form.context["csrf_token"]
+    data = ex.as_csv([{"id": 1, "scope": "player", "content": "Salvager."}])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = browser.post(
+            IMPORT,
+            {"csrfmiddlewaretoken": token, "file": SimpleUploadedFile("old.csv", data)},
+        )
+    assert response.status_code == 302 and ImportJob.objects.count() == 1
+    # Without the token: refused, nothing stored.
+    refused = browser.post(IMPORT, {"file": SimpleUploadedFile("old.csv", data)})
+    assert refused.status_code == 403 and ImportJob.objects.count() == 1
+    # Over the limit, with the token: the 413, not a server error.
+    settings.IMPORT_MAX_BYTES = 1000
+    big = SimpleUploadedFile("big.csv", ex.as_csv(ex.generated(200)))
+    response = browser.post(IMPORT, {"csrfmiddlewaretoken": token, "file": big})
+    assert response.status_code == 413 and ImportJob.objects.count() == 1
 
 
 def test_the_job_page_shows_a_progress_bar_that_follows_the_import(
