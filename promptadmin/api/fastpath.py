@@ -15,12 +15,12 @@ import re
 from typing import Any
 
 import assembler
+from assembler import storable
+from assembler.storable import has_lone_surrogate
 from promptadmin.api.serializers.common import MAX_TEXT, RELEASE_PATTERN
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import MAX_TIER
 from promptadmin.conversations.models import KEY_PATTERN
-from promptadmin.core import storedjson
-from promptadmin.core.storedjson import has_lone_surrogate
 from promptadmin.prompts.selectors import RENDER_FORMATS
 
 _KEY = re.compile(KEY_PATTERN)
@@ -189,7 +189,7 @@ def _name(value: Any) -> bool:
 
 
 def _storable(value: Any) -> bool:
-    """Whether ``value`` plainly passes ``storedjson.check_stored_json``.
+    """Whether ``value`` plainly passes ``storable.check_stored_json``.
 
     The same walk, without working out where each value sits (only an error needs that):
     a few times quicker on the objects games and pipelines send. Conservative: a value of
@@ -200,27 +200,27 @@ def _storable(value: Any) -> bool:
     while stack:
         current, depth = stack.pop()
         items += 1
-        if items > storedjson.MAX_ITEMS:
+        if items > storable.MAX_ITEMS:
             return False
         kind = type(current)
         if kind is str:
             if not _storable_text(current):
                 return False
         elif kind is int:
-            if not storedjson.MIN_INT <= current <= storedjson.MAX_INT:
+            if not storable.MIN_INT <= current <= storable.MAX_INT:
                 return False
         elif kind is float:
-            if storedjson.float_problem(current):
+            if storable.float_problem(current):
                 return False
         elif kind is dict:
-            if depth > storedjson.MAX_DEPTH:
+            if depth > storable.MAX_DEPTH:
                 return False
             for key, child in current.items():
                 if type(key) is not str or not _storable_text(key):
                     return False
                 stack.append((child, depth + 1))
         elif kind is list:
-            if depth > storedjson.MAX_DEPTH:
+            if depth > storable.MAX_DEPTH:
                 return False
             stack.extend((child, depth + 1) for child in current)
         elif current is not None and kind is not bool:
@@ -230,7 +230,7 @@ def _storable(value: Any) -> bool:
 
 def _storable_text(text: str) -> bool:
     return (
-        len(text) <= storedjson.MAX_TEXT
+        len(text) <= storable.MAX_TEXT
         and "\x00" not in text
         and (text.isascii() or not has_lone_surrogate(text))
     )

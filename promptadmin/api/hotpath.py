@@ -32,9 +32,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from assembler.storable import loads
 from promptadmin.api.authentication import KEY_SHAPE, KEYWORD, verified_key
 from promptadmin.api.renderers import JSONRenderer
-from promptadmin.core.storedjson import loads
 
 PLAIN_ACCEPT = frozenset({"", "*/*", "application/json"})
 JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8"})

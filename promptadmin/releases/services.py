@@ -18,11 +18,11 @@ from django.utils import timezone
 
 import assembler
 from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectation
+from assembler.storable import StoredJsonError, check_stored_json
 from promptadmin.content.models import NPC, Entry, slug_validator
 from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.releases import serving
 from promptadmin.releases.impact import failing
 from promptadmin.releases.models import (

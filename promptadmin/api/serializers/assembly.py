@@ -12,6 +12,7 @@ from rest_framework.exceptions import ValidationError
 import assembler
 from assembler.request import DEFAULT_FLOOR
 from assembler.result import LayerStatus, StepAction
+from assembler.storable import has_lone_surrogate
 from promptadmin.api import fields as f
 from promptadmin.api.fastpath import well_formed
 from promptadmin.api.serializers.common import (
@@ -25,7 +26,6 @@ from promptadmin.api.serializers.common import (
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import MAX_TIER
 from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
-from promptadmin.core.storedjson import has_lone_surrogate
 
 
 @extend_schema_field(

@@ -8,13 +8,8 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
+from assembler.storable import StoredJsonError, check_stored_json, has_lone_surrogate, printable
 from promptadmin.api import fields as f
-from promptadmin.core.storedjson import (
-    StoredJsonError,
-    check_stored_json,
-    has_lone_surrogate,
-    printable,
-)
 
 MAX_TEXT = 200_000
 INT32 = 2**31 - 1

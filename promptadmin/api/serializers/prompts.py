@@ -11,11 +11,11 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
+from assembler.storable import StoredJsonError, check_stored_json
 from assembler.templates import SYNTAXES
 from promptadmin.api import fields as f
 from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, storable_json
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.prompts.models import (
     LABEL_HELP,
     LABEL_RE,

@@ -9,11 +9,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from assembler.storable import StoredJsonError, check_stored_json
 from assembler.templates import TemplateSyntaxError, parse
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.errors import InUseError, StaleStateError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.prompts.models import NAME_HELP, NAME_RE, AdapterInstruction, Interface
 from promptadmin.prompts.services import CHANGING_PROMPTS, prompts_changed
 

@@ -13,11 +13,11 @@ from django.db import transaction
 from django.db.models import Max
 
 from assembler.format_lint import FormatFinding, lint_prompt
+from assembler.storable import StoredJsonError, check_stored_json
 from assembler.templates import SYNTAXES
 from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
 from promptadmin.core.errors import InUseError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
     LABEL_HELP,

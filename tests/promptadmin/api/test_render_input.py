@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ValidationError
 
+from assembler import storable
 from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.serializers.common import MAX_TEXT
 from promptadmin.api.serializers.prompts import RenderSerializer
-from promptadmin.core import storedjson
 from scripts import bench_api
 
 PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,7 +35,7 @@ json_values = st.recursive(
         st.integers(-(2**63), 2**63 - 1),
         # What stored JSON takes: finite, and not stored as an integer beyond 64 bits.
         st.floats(allow_nan=False, allow_infinity=False).filter(
-            lambda f: storedjson.float_problem(f) is None
+            lambda f: storable.float_problem(f) is None
         ),
         storable_text,
     ),
