@@ -177,6 +177,7 @@ class RequestError(ValueError):
 
 BlockFormat: TypeAlias = Literal["delimited", "xml", "markdown"]
 BLOCK_FORMATS: tuple[BlockFormat, ...] = ("delimited", "xml", "markdown")
+DEFAULT_BLOCK_FORMAT: BlockFormat = "delimited"
 
 StateValue: TypeAlias = "str | Mapping[str, object] | None"
 """A dynamic layer: text, a JSON object (rendered as ``key: value`` lines), or nothing."""
@@ -269,7 +270,7 @@ class Policy:
     """
 
     floors: Mapping[str, float] | None = None
-    block_format: BlockFormat = "delimited"
+    block_format: BlockFormat = DEFAULT_BLOCK_FORMAT
 
     def __post_init__(self) -> None:
         if self.block_format not in BLOCK_FORMATS:
@@ -439,7 +440,7 @@ class AssembleParams:
     npcs: Sequence[tuple[str, int]] = ()
     state: Mapping[str, StateValue] = field(default_factory=dict)
     floors: Mapping[str, float] | None = None
-    block_format: BlockFormat = "delimited"
+    block_format: BlockFormat = DEFAULT_BLOCK_FORMAT
     strict: bool = False
     conversation: str | None = None
     history_budget: int | None = None
@@ -806,10 +807,10 @@ def _floors(reader: _Reader, value: Any) -> dict[str, float] | None:
 def _policy(reader: _Reader, value: Any) -> tuple[dict[str, float] | None, BlockFormat]:
     path: Path = ("policy",)
     if not reader.present(path, value) or reader.object(path, value, POLICY_FIELDS) is None:
-        return None, "delimited"
+        return None, DEFAULT_BLOCK_FORMAT
     floors = _floors(reader, value["floors"]) if "floors" in value else None
-    block_format = value.get("block_format", "delimited")
-    if block_format != "delimited":
+    block_format = value.get("block_format", DEFAULT_BLOCK_FORMAT)
+    if block_format != DEFAULT_BLOCK_FORMAT:
         block_format = reader.choice((*path, "block_format"), block_format, BLOCK_FORMATS)
     return floors, block_format
 
@@ -853,7 +854,7 @@ def _assembly(data: Any, fields: Sequence[str]) -> tuple[AssembleParams, dict[st
     npcs = _npcs(reader, body["npcs"]) if "npcs" in body else ()
     state = _state(reader, body["state"]) if "state" in body else {}
     floors, block_format = (
-        _policy(reader, body["policy"]) if "policy" in body else (None, "delimited")
+        _policy(reader, body["policy"]) if "policy" in body else (None, DEFAULT_BLOCK_FORMAT)
     )
     strict = reader.flag(("strict",), body.get("strict", False))
     conversation = _optional_text(

@@ -8,13 +8,14 @@ assembler's dataclasses.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Q
 
 import assembler
+from assembler.request import AssembleParams
 from promptadmin.content.models import (
     NPC,
     SEGMENT_SCOPES,
@@ -35,27 +36,6 @@ class AssemblyInputError(Exception):
     def __init__(self, errors: Mapping[str, str]) -> None:
         self.errors = dict(errors)
         super().__init__("; ".join(f"{name}: {message}" for name, message in self.errors.items()))
-
-
-@dataclass(frozen=True)
-class AssembleParams:
-    """An assembly request as API consumers and the studio express it (slugs, not ids)."""
-
-    entry: str
-    world: str | None = None
-    first_turn: bool = False
-    token_budget: int = assembler.DEFAULT_TOKEN_BUDGET
-    npc_budget: int = assembler.DEFAULT_NPC_BUDGET
-    npcs: Sequence[tuple[str, int]] = ()
-    state: Mapping[str, Any] = field(default_factory=dict)
-    floors: Mapping[str, float] | None = None
-    block_format: str = "delimited"
-    strict: bool = False
-    conversation: str | None = None
-    history_budget: int | None = None
-    # A release, a label or "working"; resolved by the caller into a ``Loader`` (this
-    # module never looks at it: releases read content, not the other way round).
-    release: str | None = None
 
 
 @dataclass(frozen=True)
@@ -306,7 +286,7 @@ def request_for(
             first_turn=params.first_turn,
             token_budget=params.token_budget,
             npc_budget=params.npc_budget,
-            policy=assembler.Policy(floors=params.floors, block_format=params.block_format),  # type: ignore[arg-type]
+            policy=assembler.Policy(floors=params.floors, block_format=params.block_format),
             strict=params.strict,
             history=history,
         )

@@ -21,10 +21,8 @@ from django.utils import timezone
 from rest_framework_api_key.models import AbstractAPIKey
 from simple_history.models import HistoricalRecords
 
+from assembler.request import MAX_SLUG
 from promptadmin.core.storedjson import validate_stored_json
-
-# Tiers are stored in small integer columns.
-MAX_TIER = 32767
 
 SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
 slug_validator = RegexValidator(
@@ -110,7 +108,7 @@ class KeptOnInsertDateTimeField(models.DateTimeField):
 
 
 class TimestampedContent(models.Model):
-    slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
+    slug = models.SlugField(max_length=MAX_SLUG, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     # Bumped on every saved change (an entry's world, rulesets and cast included): the

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 import assembler
 from assembler.impact import Expectation, parse_expectation
-from promptadmin.content.assembly import AssembleParams
+from assembler.request import AssembleParams
 from promptadmin.content.models import EntryNpc
 from promptadmin.releases.models import Scenario
 

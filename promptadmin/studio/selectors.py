@@ -11,7 +11,8 @@ from django.urls import reverse
 
 import assembler
 from assembler.explain import segment_name
-from promptadmin.content.assembly import AssembleParams, all_entries, request_for
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import all_entries, request_for
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import (
     DEPRECATED_SCOPES,

@@ -13,8 +13,9 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from assembler.request import MAX_TIER
 from promptadmin.content.kinds import KINDS
-from promptadmin.content.models import MAX_TIER, NPC, Entry, Ruleset, World, is_slug
+from promptadmin.content.models import NPC, Entry, Ruleset, World, is_slug
 from promptadmin.content.services import catalog
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role

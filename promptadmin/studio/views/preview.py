@@ -98,8 +98,7 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
             served = resolve(params.release)
             result = preview_prompt(params, include_inactive=True, load=served.load)
         except AssemblyInputError as exc:
-            for name, message in exc.errors.items():
-                form.add_error(name if name in form.fields else None, message)
+            form.add_request_errors({name: [message] for name, message in exc.errors.items()})
         else:
             page = present(result, dict(form.npc_options))
     htmx = request.htmx
