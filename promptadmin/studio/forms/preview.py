@@ -180,7 +180,8 @@ class PreviewForm(forms.Form):
             raw = cleaned.get(name) or ""
             if raw.strip().startswith("{"):
                 try:
-                    cleaned[name] = object_from_text(raw, label)
+                    # Typed JSON is read here; the request parser checks what it holds.
+                    cleaned[name] = object_from_text(raw, label, checked=False)
                 except ValidationError as exc:
                     self.add_error(name, exc)
         if "entry" in cleaned:
