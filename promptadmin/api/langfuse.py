@@ -37,6 +37,7 @@ from rest_framework import authentication, exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from assembler.request import DEFAULT_TEMPLATE
 from assembler.storable import printable
 from assembler.templates import TemplateConversionError, to_curly
 from promptadmin.api.authentication import actor_of, verified_key
@@ -48,7 +49,6 @@ from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.content.models import ApiKey
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
-    DEFAULT_TEMPLATE,
     LABEL_HELP,
     LABEL_RE,
     LATEST,

@@ -16,11 +16,12 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from django.db.models import Max, Prefetch, QuerySet
 
 from assembler.format_lint import FormatFinding, lint_prompt
+from assembler.request import DEFAULT_TEMPLATE
 from assembler.templates import (
     MissingVariablesError,
     TemplateError,
@@ -43,7 +44,6 @@ from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
     DEFAULT_LABEL,
-    DEFAULT_TEMPLATE,
     LATEST,
     AdapterInstruction,
     Interface,
@@ -55,9 +55,6 @@ from promptadmin.prompts.models import (
 # Readers outside the prompts domain (the summarizer) address a prompt by its name.
 from promptadmin.prompts.models import parse_langfuse_name as parse_langfuse_name
 from promptadmin.prompts.services import PROMPTS_GENERATION_KEY
-
-RenderFormat = Literal["messages", "text"]
-RENDER_FORMATS: tuple[RenderFormat, ...] = ("messages", "text")
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,12 @@ from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectati
 from assembler.request import AssembleParams, RequestError, parse_assemble_params
 from assembler.storable import StoredJsonError, check_stored_json, printable
 from promptadmin.content.models import NPC, Entry, is_slug
-from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
+from promptadmin.core.actors import (
+    Actor,
+    attribution,
+    record_actor,
+    user_or_none,
+)
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
 from promptadmin.core.roles import Role, require
 from promptadmin.releases import serving
@@ -80,10 +85,6 @@ class WorkingCopyChanged(Exception):
             f"The working copy changed since it was reviewed (content hash {reviewed[:12]}…, "
             f"now {current[:12]}…): compare again, then publish what you reviewed."
         )
-
-
-def _attribution(actor: Actor) -> dict[str, Any]:
-    return {"user": user_or_none(actor), "via": key_label(actor)[:100] if is_key(actor) else ""}
 
 
 # A PostgreSQL advisory lock: taken while a release name or a new label is checked and
@@ -244,12 +245,12 @@ def _copy_rows(
 
 def _store(content: ContentSet, *, name: str, notes: str, actor: Actor) -> Release:
     """Write ``content`` as a release: constant queries whatever its size."""
-    who = _attribution(actor)
+    who = attribution(actor)
     release = Release.objects.create(
         name=name,
         notes=notes,
-        created_by=who["user"],
-        created_via=who["via"],
+        created_by=who.user,
+        created_via=who.via,
         content_hash=content.content_hash(),
         segment_count=len(content.segments),
         catalog=dict(content.catalog),
@@ -432,13 +433,13 @@ def _move(
         current.release = release
         current.moved_at = timezone.now()
         current.save(update_fields=["release", "moved_at"])
-    who = _attribution(actor)
+    who = attribution(actor)
     move = ReleaseLabelMove.objects.create(
         label=label,
         from_release=before,
         to_release=release,
-        by=who["user"],
-        via=who["via"],
+        by=who.user,
+        via=who.via,
         note=note,
         confirmed_failures=failures,
     )

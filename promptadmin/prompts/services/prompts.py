@@ -15,11 +15,16 @@ from django.db.models import Max
 from assembler.format_lint import FormatFinding, lint_prompt
 from assembler.storable import StoredJsonError, check_stored_json
 from assembler.templates import SYNTAXES
-from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
+from promptadmin.core.actors import (
+    Actor,
+    attribution,
+    record_actor,
+)
 from promptadmin.core.errors import InUseError
 from promptadmin.core.roles import Role, require
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
+    LABEL_COLUMN,
     LABEL_HELP,
     LABEL_RE,
     LATEST,
@@ -42,14 +47,6 @@ Errors = dict[str, list[str]]
 
 #: The config key under which the Langfuse API serves a version's user templates.
 CONFIG_RESERVED = "user_templates"
-
-
-def _actor_fields(actor: Actor) -> tuple[Any, str]:
-    """The user to record, and the label of a key ("" for people and scripts)."""
-    if is_key(actor):
-        return None, key_label(actor)[:150]
-    user = user_or_none(actor)
-    return user, ""
 
 
 def _text_problem(value: object, *, max_length: int = MAX_TEMPLATE_TEXT) -> str | None:
@@ -282,7 +279,7 @@ def prompt_version_create(
     number = prompt.last_version_number + 1
     Prompt.objects.filter(pk=prompt.pk).update(last_version_number=number)
     prompt.last_version_number = number
-    user, author_label = _actor_fields(actor)
+    user, author_label = attribution(actor, max_length=LABEL_COLUMN)
     version = PromptVersion(
         prompt=prompt,
         number=number,
@@ -363,7 +360,7 @@ def _set_label(actor: Actor, prompt: Prompt, name: str, version: PromptVersion) 
     label = Label.objects.filter(prompt=prompt, name=name).first()
     if label is not None and label.version_id == version.pk:
         return False
-    user, actor_label = _actor_fields(actor)
+    user, actor_label = attribution(actor, max_length=LABEL_COLUMN)
     if label is None:
         Label.objects.create(prompt=prompt, name=name, version=version)
         action, old = LabelAction.SET, None
@@ -426,7 +423,7 @@ def prompt_label_remove(*, actor: Actor, prompt: Prompt, name: str) -> None:
     label = Label.objects.select_related("version").filter(prompt=prompt, name=name).first()
     if label is None:
         raise PromptLookupError(f"{prompt.langfuse_name} has no label '{name}'.")
-    user, actor_label = _actor_fields(actor)
+    user, actor_label = attribution(actor, max_length=LABEL_COLUMN)
     LabelEvent.objects.create(
         prompt=prompt,
         label=name,

@@ -13,9 +13,9 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
+from assembler.request import DEFAULT_TEMPLATE, RENDER_FORMATS
 from assembler.templates import SYNTAXES
 from promptadmin.core.storedjson import object_from_text
-from promptadmin.prompts.models import DEFAULT_TEMPLATE
 
 TEMPLATE_ROW = re.compile(r"^template_(name|text)_([0-9]{1,3})$")
 MAX_ROWS = 60
@@ -156,6 +156,9 @@ class CompareForm(forms.Form):
     b = forms.IntegerField(min_value=1, max_value=2**31 - 1, label="with version")
 
 
+FORMAT_LABELS = {"messages": "Messages", "text": "Raw texts"}
+
+
 class PlaygroundForm(forms.Form):
     """The version (``label:NAME`` or ``version:N``), template, interface and the
     caller's inputs; one text field per variable is added by the view (``var_NAME``)."""
@@ -171,7 +174,7 @@ class PlaygroundForm(forms.Form):
         'Values adapter instructions use, e.g. {"json_schema": {...}}; missing keys render empty.',
     )
     format = forms.ChoiceField(
-        choices=[("messages", "Messages"), ("text", "Raw texts")],
+        choices=[(name, FORMAT_LABELS[name]) for name in RENDER_FORMATS],
         initial="messages",
         required=False,
     )

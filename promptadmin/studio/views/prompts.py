@@ -15,12 +15,12 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from assembler.format_lint import lint_prompt
+from assembler.request import DEFAULT_TEMPLATE
 from assembler.templates import check
 from promptadmin.core.roles import Role
 from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
-    DEFAULT_TEMPLATE,
     LATEST,
     Interface,
     Label,
