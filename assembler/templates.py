@@ -304,9 +304,7 @@ def variables(template: str, syntax: str = DEFAULT_SYNTAX) -> tuple[str, ...]:
     return parse(template, syntax).variables
 
 
-def used_variables(
-    syntax: str, system: str, user_templates: Mapping[str, str]
-) -> tuple[str, ...]:
+def used_variables(syntax: str, system: str, user_templates: Mapping[str, str]) -> tuple[str, ...]:
     """Every variable a prompt version's texts use, each once, in order of first use: the
     system text's, then each user template's by name. A text with a syntax error gives
     the names it could read (as :func:`check` does).

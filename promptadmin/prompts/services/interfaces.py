@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from assembler.request import INT32
 from assembler.storable import StoredJsonError, check_stored_json
 from assembler.templates import TemplateSyntaxError, parse
 from promptadmin.core.actors import Actor, record_actor
@@ -20,7 +21,7 @@ from promptadmin.prompts.services import CHANGING_PROMPTS, prompts_changed
 INTERFACE_FIELDS = ("name", "supports_system_prompt", "supports_structured_output")
 ADAPTER_FIELDS = ("interface", "task", "order", "system_addition", "user_addition", "active")
 MAX_ADDITION = 50_000
-MAX_ORDER = 2**31 - 1
+MAX_ORDER = INT32
 
 
 def _check_interface(changes: dict[str, Any], instance: Interface | None) -> None:

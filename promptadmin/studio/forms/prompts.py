@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from assembler.request import DEFAULT_TEMPLATE, RENDER_FORMATS
+from assembler.request import DEFAULT_TEMPLATE, INT32, RENDER_FORMATS
 from assembler.templates import SYNTAXES
 from promptadmin.core.storedjson import object_from_text
 
@@ -144,7 +144,7 @@ class VersionForm(forms.Form):
 
 class LabelForm(forms.Form):
     name = forms.CharField(max_length=36, label="Label")
-    version = forms.IntegerField(min_value=1, max_value=2**31 - 1)
+    version = forms.IntegerField(min_value=1, max_value=INT32)
 
 
 class LabelRemoveForm(forms.Form):
@@ -152,8 +152,8 @@ class LabelRemoveForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    a = forms.IntegerField(min_value=1, max_value=2**31 - 1, label="Compare version")
-    b = forms.IntegerField(min_value=1, max_value=2**31 - 1, label="with version")
+    a = forms.IntegerField(min_value=1, max_value=INT32, label="Compare version")
+    b = forms.IntegerField(min_value=1, max_value=INT32, label="with version")
 
 
 FORMAT_LABELS = {"messages": "Messages", "text": "Raw texts"}
