@@ -423,7 +423,10 @@ def _check_scopes(owner: str, segments: Sequence[Segment], scope: str) -> None:
             )
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, unlike the assembler's own input: the parser builds one on every request,
+# and a frozen dataclass takes microseconds to build (every field set through
+# object.__setattr__). Nothing changes one once read.
+@dataclass(slots=True)
 class AssembleParams:
     """An assembly request as callers express it (slugs, not content), as
     :func:`parse_assemble_params` reads it.
@@ -447,7 +450,7 @@ class AssembleParams:
     release: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as AssembleParams
 class RenderParams:
     """A request to render a registered prompt, as :func:`parse_render_params` reads it.
 
@@ -539,6 +542,18 @@ def _unknown(fields: Sequence[str]) -> str:
 
 
 _MISSING: Any = object()
+_NPC_KEYS = frozenset(NPC_FIELDS)
+_ALLOWED: dict[Sequence[str], frozenset[str]] = {}
+
+
+def _allowed(fields: Sequence[str]) -> frozenset[str]:
+    """``fields`` as a set, made once per list of fields."""
+    allowed = _ALLOWED.get(fields)
+    if allowed is None:
+        allowed = _ALLOWED[fields] = frozenset(fields)
+    return allowed
+
+
 _CONVERSATION_KEY = re.compile(CONVERSATION_KEY_PATTERN)
 _RELEASE = re.compile(rf"^{RELEASE_PATTERN}\Z")
 
@@ -563,9 +578,10 @@ class _Reader:
         if not isinstance(value, dict):
             self.fail(path, f"Invalid data. Expected a dictionary, but got {type(value).__name__}.")
             return None
-        if not value.keys() <= set(fields):
+        allowed = _allowed(fields)
+        if not value.keys() <= allowed:
             # Escaped: a name that cannot be shown (or sent) would break the answer.
-            for name in sorted(str(key) for key in value.keys() - set(fields)):
+            for name in sorted(str(key) for key in value.keys() - allowed):
                 self.fail((*path, printable(name)), _unknown(fields), "unknown_field")
         return value
 
@@ -587,9 +603,21 @@ class _Reader:
         blank: bool = False,
         trim: bool = True,
         check: Callable[[str], Problem | None] | None = None,
+        stored: bool = False,
     ) -> str | None:
         """Text of at most ``limit`` characters, trimmed unless ``trim`` is false; no NUL
-        and no lone surrogate (neither can be stored or sent)."""
+        and no lone surrogate (neither can be stored or sent); ``check`` words any other
+        problem, ``stored`` the text's as stored JSON."""
+        if (
+            type(value) is str
+            and check is None
+            and 0 < len(value) <= limit
+            and value.isascii()
+            and "\x00" not in value
+        ):
+            text = value.strip() if trim else value
+            if text:
+                return text
         if not isinstance(value, str):
             self.fail(path, NOT_TEXT)
             return None
@@ -602,10 +630,10 @@ class _Reader:
         if len(value) > limit:
             self.fail(path, _longer_than(limit), "max_length")
             return None
-        if text.isascii() and "\x00" not in text and check is None:
-            return text
         found = len(self.problems)
         problem = check(text) if check is not None else None
+        if problem is None and stored:
+            problem = _storable_text(text)
         if problem is not None:
             self.fail(path, problem.message, problem.code)
         if "\x00" in text:
@@ -685,9 +713,9 @@ class _Reader:
 
 
 def _budget(reader: _Reader, data: Mapping[str, Any], name: str, default: int) -> int:
-    value = data.get(name, _MISSING)
-    if value is _MISSING:
-        return default
+    value = data.get(name, default)
+    if type(value) is int and 0 <= value <= MAX_BUDGET:
+        return value
     if reader.present((name,), value):
         return reader.integer((name,), value, 0, MAX_BUDGET) or 0
     return 0
@@ -736,6 +764,21 @@ def _npcs(reader: _Reader, value: Any) -> tuple[tuple[str, int], ...]:
     found = len(reader.problems)
     npcs = []
     for index, item in enumerate(value):
+        # What games send, read inline (this runs on every turn); the rest, in full.
+        kind = type(item)
+        slug, tier = (item, 0) if kind is str else (None, None)
+        if kind is dict and item.keys() <= _NPC_KEYS:
+            slug, tier = item.get("npc"), item.get("tier", 0)
+        if (
+            type(slug) is str
+            and 0 < len(slug) <= MAX_SLUG
+            and slug.isascii()
+            and "\x00" not in slug
+            and type(tier) is int
+            and 0 <= tier <= MAX_TIER
+        ):
+            npcs.append((slug, tier))
+            continue
         npc = _npc(reader, (*path, index), item)
         if npc is not None:
             npcs.append(npc)
@@ -869,9 +912,7 @@ def _assembly(data: Any, fields: Sequence[str]) -> tuple[AssembleParams, dict[st
     elif release is not None:
         release = reader.text(("release",), release, MAX_SLUG, check=_release)
     options = {
-        name: reader.flag((name,), body.get(name, False))
-        for name in fields
-        if name not in ASSEMBLE_FIELDS
+        name: reader.flag((name,), body.get(name, False)) for name in fields[len(ASSEMBLE_FIELDS) :]
     }
     reader.done()
     params = AssembleParams(
@@ -951,7 +992,7 @@ def parse_render_params(data: object) -> RenderParams:
         MAX_TEXT,
         blank=True,
         trim=False,
-        check=_storable_text,
+        stored=True,
     )
     context = reader.json_object(
         ("instruction_context",), body.get("instruction_context", {}), at=False
