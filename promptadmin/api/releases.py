@@ -462,15 +462,18 @@ class ScenarioListView(RenderBeforeCommit):
         summary="Save a preview configuration as a scenario, with expectations",
     )
     def post(self, request: Request) -> Response:
-        values = _scenario_input(request.data, scenario=None, partial=False)
+        values = _scenario_input(request.data, partial=False)
         scenario = _scenario_change(services.scenario_create, actor=actor_of(request), **values)
         return Response(s.ScenarioSerializer.of(scenario), status=status.HTTP_201_CREATED)
 
 
-def _scenario_input(data: Any, *, scenario: Scenario | None, partial: bool) -> dict[str, Any]:
-    """The fields sent, checked for what they are by the scenario services (the request
-    fields by the one request parser, as /assemble reads them); what they refer to is
-    checked when saved, after the If-Match precondition."""
+def _scenario_input(
+    data: Any, *, partial: bool, scenario: Scenario | None = None
+) -> dict[str, Any]:
+    """The fields sent, as an object holding the required ones; a change to ``scenario``
+    is also checked for what its fields are (by the scenario services: the request fields
+    by the one request parser, as /assemble reads them), before the If-Match precondition
+    and what they refer to."""
     if not isinstance(data, dict):
         raise ValidationError(
             {
@@ -483,7 +486,8 @@ def _scenario_input(data: Any, *, scenario: Scenario | None, partial: bool) -> d
     missing = {name: ["This field is required."] for name in required if name not in data}
     if missing:
         raise ValidationError(missing)
-    _scenario_change(services.scenario_fields_check, data, scenario=scenario)
+    if scenario is not None:
+        _scenario_change(services.scenario_fields_check, data, scenario=scenario)
     return data
 
 

@@ -566,19 +566,19 @@ def _scenario_expectations(items: Any, errors: Errors) -> list[dict[str, Any]]:
     return parsed
 
 
-def _scenario_fields(values: dict[str, Any]) -> tuple[dict[str, Any], AssembleParams | None]:
-    """A scenario's fields checked for what they are, whatever they refer to (ValidationError
-    naming each bad one), and normalised; with its assembly request."""
-    errors: Errors = {}
+def _scenario_fields(
+    values: dict[str, Any], errors: Errors
+) -> tuple[dict[str, Any], AssembleParams | None]:
+    """A scenario's fields checked for what they are, whatever they refer to (each bad one
+    named in ``errors``), and normalised; with its assembly request, if it is one."""
     unknown = sorted(set(values) - set(SCENARIO_FIELDS))
     for name in unknown:
         errors[printable(name)] = [f"Unknown field; the fields are: {', '.join(SCENARIO_FIELDS)}."]
     name = _scenario_name(values.get("name"), errors)
     params = _scenario_request(values, errors)
     expectations = _scenario_expectations(values.get("expectations", []), errors)
-    if errors:
-        raise ValidationError(errors)
-    assert params is not None
+    if params is None:
+        return {}, None
     return {
         "name": name,
         "entry": params.entry,
@@ -591,9 +591,9 @@ def _scenario_fields(values: dict[str, Any]) -> tuple[dict[str, Any], AssemblePa
     }, params
 
 
-def _scenario_references(params: AssembleParams) -> None:
-    """Refuse a scenario whose entry or NPCs do not exist (in the working copy)."""
-    errors: Errors = {}
+def _scenario_references(params: AssembleParams, errors: Errors) -> None:
+    """Name in ``errors`` the scenario's entry or NPCs that do not exist (in the working
+    copy)."""
     if not (is_slug(params.entry) and Entry.objects.filter(slug=params.entry).exists()):
         errors["entry"] = [f"No entry with slug '{params.entry}'."]
     slugs = [slug for slug, _tier in params.npcs]
@@ -601,28 +601,28 @@ def _scenario_references(params: AssembleParams) -> None:
     unknown = [slug for slug in slugs if slug not in known]
     if unknown:
         errors["npcs"] = [f"Unknown NPC slugs: {', '.join(unknown)}."]
-    if errors:
-        raise ValidationError(errors)
 
 
 def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
     """A scenario's fields checked (ValidationError naming each bad one) and normalised."""
-    cleaned, params = _scenario_fields(values)
-    assert params is not None
-    _scenario_references(params)
+    errors: Errors = {}
+    cleaned, params = _scenario_fields(values, errors)
+    if params is not None:
+        _scenario_references(params, errors)
+    if errors:
+        raise ValidationError(errors)
     return cleaned
 
 
-def scenario_fields_check(values: dict[str, Any], *, scenario: Scenario | None = None) -> None:
-    """Refuse scenario fields that are malformed whatever they refer to (ValidationError
-    naming each bad one): ``scenario``'s fields with ``values`` applied, or a new
-    scenario's. What the names refer to is checked when saved; nothing is saved here."""
-    base = (
-        SCENARIO_DEFAULTS
-        if scenario is None
-        else {name: getattr(scenario, name) for name in SCENARIO_FIELDS}
-    )
-    _scenario_fields({**base, **values})
+def scenario_fields_check(values: dict[str, Any], *, scenario: Scenario) -> None:
+    """Refuse changes to ``scenario`` that are malformed whatever they refer to
+    (ValidationError naming each bad field); what the names refer to is checked when
+    saved, and nothing is saved here."""
+    base = {name: getattr(scenario, name) for name in SCENARIO_FIELDS}
+    errors: Errors = {}
+    _scenario_fields({**base, **values}, errors)
+    if errors:
+        raise ValidationError(errors)
 
 
 @transaction.atomic
