@@ -96,7 +96,9 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
         params = form.params()
         try:
             served = resolve(params.release)
-            result = preview_prompt(params, include_inactive=True, load=served.load)
+            result = preview_prompt(
+                params, include_inactive=True, load=served.load, lore=served.lore
+            )
         except AssemblyInputError as exc:
             for name, message in exc.errors.items():
                 form.add_error(name if name in form.fields else None, message)
