@@ -37,11 +37,6 @@ from promptadmin.api.preconditions import (
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import lore as s
 from promptadmin.content.models import World, is_slug
-from promptadmin.core.storedjson import (
-    UnencodableKeyError,
-    loads,
-    refuse_unencodable_keys,
-)
 from promptadmin.lore import selectors, services, worldinfo
 from promptadmin.lore.models import LoreEntry
 
@@ -231,28 +226,11 @@ class LoreImportView(RenderBeforeCommit):
         body.is_valid(raise_exception=True)
         world = _world(body.validated_data["world"])
         assert world is not None
-        data = _read_json(body.validated_data["file"].read())
+        data = worldinfo.read(body.validated_data["file"].read())
         report = services.lorebook_import(
             actor=actor_of(request), world=world, data=data, dry_run=body.validated_data["dry_run"]
         )
         return Response(report.to_dict())
-
-
-def _read_json(raw: bytes) -> Any:
-    """The uploaded file's JSON, or a 400 on ``file`` saying why it cannot be read."""
-    try:
-        text = raw.decode("utf-8-sig")
-        data = loads(text)
-        refuse_unencodable_keys(data, text)
-    except RecursionError:
-        raise ValidationError({"file": ["The JSON nests too deeply."]}) from None
-    except UnencodableKeyError:
-        raise ValidationError(
-            {"file": ["A key holds a lone surrogate (U+D800 to U+DFFF): not UTF-8."]}
-        ) from None
-    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, NaN, huge numbers
-        raise ValidationError({"file": [f"Not a JSON file: {error}"]}) from None
-    return data
 
 
 class LoreExportView(APIView):

@@ -429,6 +429,9 @@ def lorebook_import(
         current = existing.get(import_key) or own.get(item.uid)
         try:
             values = _normalized(item.values)
+            if current is not None and "metadata" in values:
+                # What the file keeps replaces its own part; the rest of the metadata stays.
+                values["metadata"] = {**current.metadata, **values["metadata"]}
             if current is None:
                 entry = LoreEntry(world=world, import_key=import_key, **values)
                 validate_entry(entry)

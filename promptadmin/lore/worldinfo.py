@@ -39,6 +39,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from assembler.lore import MAX_LORE_PRIORITY, MIN_LORE_PRIORITY
+from promptadmin.core.storedjson import UnencodableKeyError, loads, refuse_unencodable_keys
 
 MAX_FILE_ENTRIES = 20_000
 """The most entries one imported file may hold."""
@@ -69,8 +70,8 @@ _REGEX_KEY = re.compile(r"^/.+/[a-z]*$", re.S)
 
 @dataclass
 class ParsedEntry:
-    """One entry of a file: its uid, the lore entry's field values, and what has no
-    equivalent here (``notes``)."""
+    """One entry of a file: its uid, the lore entry's field values (``metadata`` only when
+    the entry has fields kept there), and what has no equivalent here (``notes``)."""
 
     uid: str
     values: dict[str, Any]
@@ -83,6 +84,25 @@ def import_key(uid: str) -> str:
 
 def _file_error(message: str) -> ValidationError:
     return ValidationError({"file": message})
+
+
+def read(raw: bytes) -> Any:
+    """The JSON of an uploaded file, or ``ValidationError`` (field ``file``) saying why it
+    cannot be read: not UTF-8, not JSON, NaN or a number too large, nested too deeply, a
+    key holding a lone surrogate."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise _file_error(f"The file is {len(raw)} bytes; at most {MAX_FILE_BYTES} bytes.")
+    try:
+        text = raw.decode("utf-8-sig")
+        data = loads(text)
+        refuse_unencodable_keys(data, text)
+    except RecursionError:
+        raise _file_error("The JSON nests too deeply.") from None
+    except UnencodableKeyError:
+        raise _file_error("A key holds a lone surrogate (U+D800 to U+DFFF): not UTF-8.") from None
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError, NaN, huge numbers
+        raise _file_error(f"Not a JSON file: {error}") from None
+    return data
 
 
 def _items(data: Any) -> Iterable[tuple[str, Any]]:
@@ -151,10 +171,10 @@ def parse(data: Any) -> list[ParsedEntry]:
             "active": _negated(entry, "disable"),
             "case_sensitive": _flag(entry, "caseSensitive", False),
             "whole_words": _flag(entry, "matchWholeWords", True),
-            "metadata": {
-                METADATA_KEY: {name: value for name, value in entry.items() if name not in MAPPED}
-            },
         }
+        kept = {name: value for name, value in entry.items() if name not in MAPPED}
+        if kept:
+            values["metadata"] = {METADATA_KEY: kept}
         if isinstance(order, int) and not isinstance(order, bool):
             values["priority"] = max(MIN_LORE_PRIORITY, min(MAX_LORE_PRIORITY, order))
         parsed.append(ParsedEntry(uid, values, _notes(entry)))

@@ -65,7 +65,12 @@ def test_create_answers_every_field_of_the_contract(writer, coast) -> None:  # t
         "updated_at",
     ]
     assert data["match"] == {"whole_words": True, "case_sensitive": False}
-    assert (data["world"], data["priority"], data["group"], data["revision"]) == ("coast", 0, None, 1)
+    assert (data["world"], data["priority"], data["group"], data["revision"]) == (
+        "coast",
+        0,
+        None,
+        1,
+    )
     assert (data["constant"], data["recursive"], data["active"]) == (False, True, True)
     assert data["token_count"] == tokenizer().count(BELL["content"])
     assert response["ETag"] == f'"loreentry-{data["id"]}-r1"'
@@ -256,7 +261,13 @@ def test_the_test_endpoint_says_which_entries_fire_and_why(reader, coast) -> Non
     ]
     first = data["entries"][0]
     assert set(first) == {"id", "title", "status", "trigger", "by", "tokens", "reason", "matches"}
-    assert first["trigger"] == {"key": "bell", "source": "text", "message": None, "start": 2, "end": 6}
+    assert first["trigger"] == {
+        "key": "bell",
+        "source": "text",
+        "message": None,
+        "start": 2,
+        "end": 6,
+    }
     assert first["reason"] == "triggered: key 'bell' in the text"
     assert first["matches"] == [{"key": "bell", "start": 2, "end": 6}]
     assert first["tokens"] == tokenizer().count("The bell fell in the flood.")
