@@ -200,7 +200,7 @@ def test_put_patch_and_delete_need_the_current_etag(writer, coast) -> None:  # t
     entry = make(coast)
     url = f"/api/v1/lore/{entry.pk}/"
     assert writer.patch(url, {"priority": 3}, format="json").status_code == 428
-    stale = '"loreentry-%d-r9"' % entry.pk
+    stale = f'"loreentry-{entry.pk}-r9"'
     assert writer.patch(url, {"priority": 3}, format="json", HTTP_IF_MATCH=stale).status_code == 412
     current = writer.get(url)["ETag"]
     patched = writer.patch(url, {"priority": 3}, format="json", HTTP_IF_MATCH=current)
