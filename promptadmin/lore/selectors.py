@@ -19,6 +19,7 @@ from django.db.models import Q, QuerySet, Sum
 import assembler
 from assembler.lore import LoreActivation
 from assembler.lore import LoreEntry as AssemblerLoreEntry
+from promptadmin.content.models import World
 from promptadmin.core.cache import generation
 from promptadmin.core.tokens import cached_count
 from promptadmin.lore.models import LoreEntry
@@ -163,6 +164,11 @@ def lore_groups(world: str | None = None) -> list[str]:
 def lore_total_tokens(entries: QuerySet[LoreEntry]) -> int:
     """The tokens of ``entries``' content, all together (from the cached counts)."""
     return int(entries.order_by().aggregate(total=Sum("token_count"))["total"] or 0)
+
+
+def world_by_id(pk: int) -> World | None:
+    """The world with id ``pk``, None once deleted (a revision may name one)."""
+    return World.objects.filter(pk=pk).first()
 
 
 def lore_revisions(entry: LoreEntry) -> list[Any]:

@@ -103,7 +103,7 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
             for name, message in exc.errors.items():
                 form.add_error(name if name in form.fields else None, message)
         else:
-            page = present(result, dict(form.npc_options))
+            page = present(result, dict(form.npc_options), dict(params.state))
     htmx = request.htmx
     context = {
         "section": "preview",
