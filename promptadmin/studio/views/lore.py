@@ -73,11 +73,13 @@ def _filtered(data: dict[str, Any]) -> Any:
 def lore_list(request: HtmxHttpRequest) -> HttpResponse:
     """A world's lore (or all of it): search, filters, keys as chips, the total tokens, a
     batch edit of a selection, and a box to test a line against the world's lore."""
-    world_slug = request.GET.get("world", "")
     form = LoreFilterForm(request.GET, groups=selectors.lore_groups())
-    found = _filtered(form.cleaned_data) if form.is_valid() else LoreEntry.objects.none()
+    valid = form.is_valid()
+    found = _filtered(form.cleaned_data) if valid else LoreEntry.objects.none()
     page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
-    test_world = world_slug if world_slug and world_slug != EVERY_WORLD else ""
+    # The world the test box and the new-entry link start from: a world chosen, if any.
+    chosen = form.cleaned_data.get("world", "") if valid else ""
+    test_world = chosen if chosen != EVERY_WORLD else ""
     return render_page(
         request,
         fragment_or_page(request, LIST, "results"),

@@ -247,3 +247,18 @@ def test_the_preview_shows_lore_and_its_trigger(viewer: Client, content: Any) ->
     assert "layer-lore" in html
     assert "Who rang the <mark>bell</mark> last night?" in html
     assert "It was cast from a sunken ship." in html
+
+
+@pytest.mark.parametrize("world", ["<script>", "nowhere", "x" * 500])
+def test_a_bad_world_in_the_url_lists_nothing_and_offers_no_world(
+    viewer: Client, content: Any, world: str
+) -> None:
+    make(content["world"])
+    response = viewer.get(LIST, {"world": world})
+    assert response.status_code == 200
+    assert response.context["page"].paginator.count == 0
+    assert response.context["test_world"] == ""
+
+
+def test_a_nul_in_the_url_is_a_400(viewer: Client, content: Any) -> None:
+    assert viewer.get(LIST, {"world": "a\x00b", "q": "\x00"}).status_code == 400
