@@ -448,6 +448,7 @@ class AssembleParams:
     conversation: str | None = None
     history_budget: int | None = None
     release: str | None = None
+    lore: LoreOptions = field(default_factory=LoreOptions)
 
 
 @dataclass(slots=True)  # not frozen, as AssembleParams

@@ -27,6 +27,7 @@ from assembler.request import (
 from assembler.result import Fate, LayerStatus, NpcStatus, StepAction
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.common import StrictSerializer, slug_field
+from promptadmin.api.serializers.lore import LoreReportSerializer
 from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
 
 
@@ -219,6 +220,11 @@ class MetaSerializer(serializers.Serializer):
     lints = LintSerializer(many=True)
     content_hash = f.Text()
     history = HistoryReportSerializer(required=False)
+    lore = LoreReportSerializer(
+        many=True,
+        help_text="Every lore entry triggered, in the order the lore budget took them, and "
+        "what became of it.",
+    )
     release = ServedReleaseSerializer(help_text="The content served.")
 
 

@@ -96,11 +96,13 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
         params = form.params()
         try:
             served = resolve(params.release)
-            result = preview_prompt(params, include_inactive=True, load=served.load)
+            result = preview_prompt(
+                params, include_inactive=True, load=served.load, lore=served.lore
+            )
         except AssemblyInputError as exc:
             form.add_request_errors({name: [message] for name, message in exc.errors.items()})
         else:
-            page = present(result, dict(form.npc_options))
+            page = present(result, dict(form.npc_options), dict(params.state))
     htmx = request.htmx
     context = {
         "section": "preview",
