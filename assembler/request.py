@@ -482,6 +482,7 @@ ASSEMBLE_FIELDS: tuple[str, ...] = (
     "conversation",
     "history_budget",
     "release",
+    "lore",
 )
 """The fields of an assembly request, in the order errors and the schema list them."""
 
@@ -489,6 +490,7 @@ PREVIEW_FIELDS: tuple[str, ...] = (*ASSEMBLE_FIELDS, "include_inactive")
 """An assembly request for authors: ``include_inactive`` also lists inactive segments."""
 
 POLICY_FIELDS: tuple[str, ...] = ("floors", "block_format")
+LORE_FIELDS: tuple[str, ...] = ("scan_depth", "budget", "recursion", "enabled")
 NPC_FIELDS: tuple[str, ...] = ("npc", "tier")
 
 RENDER_FIELDS: tuple[str, ...] = (
@@ -859,6 +861,23 @@ def _policy(reader: _Reader, value: Any) -> tuple[dict[str, float] | None, Block
     return floors, block_format
 
 
+def _lore(reader: _Reader, value: Any) -> LoreOptions:
+    """How lore enters the assembly (:class:`LoreOptions`); each option has a default."""
+    path: Path = ("lore",)
+    if not reader.present(path, value) or reader.object(path, value, LORE_FIELDS) is None:
+        return LoreOptions()
+    found = len(reader.problems)
+    options: dict[str, Any] = {}
+    for name, high in (("scan_depth", MAX_LORE_SCAN_DEPTH), ("recursion", MAX_LORE_RECURSION)):
+        if name in value and reader.present((*path, name), value[name]):
+            options[name] = reader.integer((*path, name), value[name], 0, high)
+    if value.get("budget") is not None:  # null: the default share of the token budget
+        options["budget"] = reader.integer((*path, "budget"), value["budget"], 0, MAX_BUDGET)
+    if "enabled" in value:
+        options["enabled"] = reader.flag((*path, "enabled"), value["enabled"])
+    return LoreOptions(**options) if len(reader.problems) == found else LoreOptions()
+
+
 def _conversation_key(text: str) -> Problem | None:
     if _CONVERSATION_KEY.match(text):
         return None
@@ -912,6 +931,7 @@ def _assembly(data: Any, fields: Sequence[str]) -> tuple[AssembleParams, dict[st
         reader.fail(("release",), BAD_RELEASE)
     elif release is not None:
         release = reader.text(("release",), release, MAX_SLUG, check=_release)
+    lore = _lore(reader, body["lore"]) if "lore" in body else LoreOptions()
     options = {
         name: reader.flag((name,), body.get(name, False)) for name in fields[len(ASSEMBLE_FIELDS) :]
     }
@@ -930,6 +950,7 @@ def _assembly(data: Any, fields: Sequence[str]) -> tuple[AssembleParams, dict[st
         conversation=conversation,
         history_budget=history_budget,
         release=release,
+        lore=lore,
     )
     return params, options
 

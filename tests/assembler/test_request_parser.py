@@ -22,6 +22,7 @@ from assembler.request import (
     MAX_TEXT,
     MAX_TIER,
     AssembleParams,
+    LoreOptions,
     RenderParams,
     RequestError,
     parse_assemble_params,
@@ -230,6 +231,12 @@ def test_every_bad_field_is_named_at_once() -> None:
         ({"release": "Production"}, "release", "Expected a label, a release name"),
         ({"release": 5}, "release", "Expected a label, a release name"),
         ({"k\ud800": 1}, "k\\ud800", "Unknown field; the fields are: entry, world,"),
+        ({"lore": {"scan_depth": 101}}, "lore.scan_depth", "less than or equal to 100"),
+        ({"lore": {"recursion": -1}}, "lore.recursion", "greater than or equal to 0"),
+        ({"lore": {"budget": MAX_BUDGET + 1}}, "lore.budget", "less than or equal"),
+        ({"lore": {"enabled": 1}}, "lore.enabled", "Expected true or false."),
+        ({"lore": {"depth": 1}}, "lore.depth", "the fields are: scan_depth, budget,"),
+        ({"lore": []}, "lore", "Expected a dictionary, but got list."),
     ],
 )
 def test_each_limit_is_refused_in_its_own_words(
@@ -239,6 +246,12 @@ def test_each_limit_is_refused_in_its_own_words(
         parse_assemble_params({"entry": "drowned-bell", **change})
     assert list(raised.value.errors) == [field]
     assert message in raised.value.errors[field][0]
+
+
+def test_lore_options_default_one_by_one() -> None:
+    params = parse_assemble_params({"entry": "a", "lore": {"budget": None, "enabled": False}})
+    assert params.lore == LoreOptions(enabled=False)
+    assert parse_assemble_params({"entry": "a"}).lore == LoreOptions()
 
 
 def test_a_body_that_is_not_an_object_is_refused_as_a_whole() -> None:

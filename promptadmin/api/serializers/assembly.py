@@ -15,9 +15,13 @@ from rest_framework import serializers
 import assembler
 from assembler.findings import LintLevel
 from assembler.history import HistoryMode
+from assembler.lore import DEFAULT_LORE_RECURSION, DEFAULT_LORE_SCAN_DEPTH
 from assembler.request import (
     DEFAULT_BLOCK_FORMAT,
     DEFAULT_FLOOR,
+    DEFAULT_LORE_SHARE,
+    MAX_LORE_RECURSION,
+    MAX_LORE_SCAN_DEPTH,
     MAX_NPCS,
     MAX_SLUG,
     MAX_TEXT,
@@ -94,6 +98,32 @@ class PolicySerializer(StrictSerializer):
     )
 
 
+class LoreOptionsSerializer(StrictSerializer):
+    """How lore enters the prompt: which text activation scans, and the lore block's room."""
+
+    scan_depth = f.Integer(
+        min_value=0,
+        max_value=MAX_LORE_SCAN_DEPTH,
+        default=DEFAULT_LORE_SCAN_DEPTH,
+        help_text="The newest history messages scanned (besides input, game_state, player).",
+    )
+    budget = f.Integer(
+        min_value=0,
+        max_value=assembler.MAX_BUDGET,
+        allow_null=True,
+        default=None,
+        help_text=f"Tokens of the lore block (default: {DEFAULT_LORE_SHARE:.0%} of the token "
+        "budget).",
+    )
+    recursion = f.Integer(
+        min_value=0,
+        max_value=MAX_LORE_RECURSION,
+        default=DEFAULT_LORE_RECURSION,
+        help_text="Rounds in which activated entries' content may activate more.",
+    )
+    enabled = f.Flag(default=True, help_text="false: no lore in this prompt.")
+
+
 class AssembleInputSerializer(StrictSerializer):
     entry = slug_field(help_text="Entry slug.")
     world = slug_field(
@@ -145,6 +175,7 @@ class AssembleInputSerializer(StrictSerializer):
         "copy). Default: the 'production' label's release when that label exists, else the "
         "working copy; meta.release says which was served.",
     )
+    lore = LoreOptionsSerializer(required=False)
 
 
 class PreviewInputSerializer(AssembleInputSerializer):

@@ -17,6 +17,7 @@ from assembler import DYNAMIC_SCOPES
 from assembler.request import (
     ASSEMBLE_FIELDS,
     DEFAULT_FLOOR,
+    LORE_FIELDS,
     MAX_BUDGET,
     MAX_NPCS,
     MAX_SLUG,
@@ -30,6 +31,7 @@ from assembler.request import (
 from promptadmin.api.serializers.assembly import (
     AssembleInputSerializer,
     FloorsSerializer,
+    LoreOptionsSerializer,
     PolicySerializer,
     PreviewInputSerializer,
     StateSerializer,
@@ -50,6 +52,7 @@ def test_the_schema_describes_the_fields_the_parser_reads() -> None:
     assert tuple(StateSerializer().fields) == DYNAMIC_SCOPES
     assert tuple(FloorsSerializer().fields) == DYNAMIC_SCOPES
     assert tuple(PolicySerializer().fields) == POLICY_FIELDS
+    assert tuple(LoreOptionsSerializer().fields) == LORE_FIELDS
     assert tuple(ScenarioInputSerializer().fields) == SCENARIO_FIELDS
     floors = PolicySerializer().fields["floors"]
     assert floors.help_text == f"Default: {DEFAULT_FLOOR:g} for each layer."
