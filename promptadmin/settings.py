@@ -397,6 +397,8 @@ SPECTACULAR_SETTINGS = {
         "SummaryStatusEnum": "promptadmin.conversations.models.SummaryStatus",
         "ImportJobStatusEnum": "promptadmin.content.models.ImportJob.Status",
         "ImportFormatEnum": "promptadmin.content.legacy.FORMATS",
+        "OutcomeReasonEnum": "assembler.result.OUTCOME_REASONS",
+        "OutcomeChangeKindEnum": "assembler.result.CHANGE_KINDS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",
