@@ -8,7 +8,7 @@ cuts and expectations are the assembler's (:mod:`assembler.impact`).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,38 +17,72 @@ from assembler.impact import cuts, failure
 from promptadmin.content.assembly import AssemblyInputError, build_request
 from promptadmin.core.tokens import tokenizer
 from promptadmin.releases.scenarios import ScenarioSpec
-from promptadmin.releases.snapshot import SEGMENT_FIELDS, Bundles, ContentSet, SnapSegment
+from promptadmin.releases.snapshot import (
+    CATALOG_KEYS,
+    SEGMENT_FIELDS,
+    Bundles,
+    ContentSet,
+    SnapSegment,
+)
+
+# What a version may lack of a scenario's content, by catalog key (see ScenarioRun.missing).
+ENTRIES, NPCS = CATALOG_KEYS["entry"], CATALOG_KEYS["npc"]
+_KIND_WORDS = {ENTRIES: "entry", NPCS: "NPC"}
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """One scenario assembled from one version of the content."""
+class ScenarioRun:
+    """One scenario assembled from one version of the content.
+
+    ``outcome`` is the prompt's ``meta.outcome`` (None when it was not assembled);
+    ``missing`` what this version lacks of the scenario's content, as (catalog key, slug):
+    then nothing is assembled, and that is no error (the entry is new, or gone).
+    """
 
     tokens: int | None = None
     prompt: str = ""
     cuts: dict[str, str] = field(default_factory=dict)
+    outcome: dict[str, list[dict[str, Any]]] | None = None
     failures: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    missing: tuple[tuple[str, str], ...] = ()
 
 
-def evaluate(spec: ScenarioSpec, bundles: Bundles) -> Outcome:
-    """Assemble ``spec`` from ``bundles``; an entry or NPC missing there is an error,
-    except an NPC of an implicit scenario's cast (the cast is the working copy's)."""
+def evaluate(spec: ScenarioSpec, bundles: Bundles) -> ScenarioRun:
+    """Assemble ``spec`` from ``bundles``. An entry or NPC missing there is reported as
+    missing, except an NPC of an implicit scenario's cast (the cast is the working copy's:
+    one a version lacks is left out)."""
     if spec.cast_npcs:
         spec = replace(spec, npcs=tuple(npc for npc in spec.npcs if npc[0] in bundles.npcs))
+    missing = [(ENTRIES, spec.entry)] if spec.entry not in bundles.entries else []
+    missing += [(NPCS, slug) for slug, _tier in spec.npcs if slug not in bundles.npcs]
+    if missing:
+        return ScenarioRun(missing=tuple(missing))
     try:
         request = build_request(spec.params(), load=bundles.load)
         result = assembler.assemble(request, tokenizer())
     except AssemblyInputError as exc:
-        return Outcome(error="; ".join(exc.errors.values()))
+        return ScenarioRun(error="; ".join(exc.errors.values()))
     failures: dict[str, str] = {}
     for expectation in spec.expectations:
         why = failure(expectation, result)
         if why is not None:
             failures[expectation.description] = why
-    return Outcome(
-        tokens=result.meta.tokens, prompt=result.prompt, cuts=cuts(result), failures=failures
+    return ScenarioRun(
+        tokens=result.meta.tokens,
+        prompt=result.prompt,
+        cuts=cuts(result),
+        outcome=result.meta.outcome.to_dict(),
+        failures=failures,
     )
+
+
+def missing_words(
+    missing: Sequence[tuple[str, str]], names: Mapping[tuple[str, str], str]
+) -> list[str]:
+    """What a version lacks, as authors know it: ``entry 'The cinder gate'``, by its name
+    in ``names`` ((catalog key, slug) → name) or else its slug."""
+    return [f"{_KIND_WORDS[key]} '{names.get((key, slug), slug)}'" for key, slug in missing]
 
 
 def _segment_summary(row: SnapSegment) -> dict[str, Any]:
@@ -141,7 +175,16 @@ def object_changes(before: ContentSet, after: ContentSet) -> dict[str, list[dict
     }
 
 
-def scenario_changes(spec: ScenarioSpec, before: Outcome, after: Outcome) -> dict[str, Any]:
+def scenario_changes(
+    spec: ScenarioSpec,
+    before: ScenarioRun,
+    after: ScenarioRun,
+    names: Mapping[tuple[str, str], str] | None = None,
+) -> dict[str, Any]:
+    """How one scenario's prompt changes. ``new``: its content did not exist before
+    (``missing_before`` says what), and it assembles now: its ``outcome_after`` says what it
+    loses. ``names`` names the objects, as in :func:`missing_words`."""
+    names = names or {}
     return {
         "scenario": spec.name,
         "saved": spec.scenario_id is not None,
@@ -168,7 +211,13 @@ def scenario_changes(spec: ScenarioSpec, before: Outcome, after: Outcome) -> dic
         ],
         "error_before": before.error,
         "error_after": after.error,
-        "changed": before.prompt != after.prompt or before.error != after.error,
+        "new": bool(before.missing) and not after.missing and after.error is None,
+        "missing_before": missing_words(before.missing, names),
+        "missing_after": missing_words(after.missing, names),
+        "outcome_before": before.outcome,
+        "outcome_after": after.outcome,
+        "changed": (before.prompt, before.error, before.missing)
+        != (after.prompt, after.error, after.missing),
         "preview_query": spec.preview_query(),
     }
 
@@ -178,11 +227,14 @@ def compare(
 ) -> dict[str, Any]:
     """The impact report of going from ``before`` to ``after``."""
     old, new = before.bundles(), after.bundles()
+    names = {key: row.get("name", "") for key, row in before.objects().items()}
+    names.update((key, row.get("name", "")) for key, row in after.objects().items())
     return {
         "segments": segment_changes(before, after),
         "objects": object_changes(before, after),
         "scenarios": [
-            scenario_changes(spec, evaluate(spec, old), evaluate(spec, new)) for spec in scenarios
+            scenario_changes(spec, evaluate(spec, old), evaluate(spec, new), names)
+            for spec in scenarios
         ],
     }
 
@@ -194,11 +246,14 @@ def failing(content: ContentSet, scenarios: Sequence[ScenarioSpec]) -> list[dict
     for spec in scenarios:
         if not spec.expectations:
             continue
-        outcome = evaluate(spec, bundles)
-        if outcome.error is not None:
-            found.append(
-                {"scenario": spec.name, "expectation": "assembles", "reason": outcome.error}
-            )
-        for name, why in outcome.failures.items():
+        run = evaluate(spec, bundles)
+        if run.missing:
+            # What is missing has no name in this version: its slug says which.
+            lacks = ", ".join(missing_words(run.missing, {}))
+            reason = f"this version has no {lacks}"
+            found.append({"scenario": spec.name, "expectation": "assembles", "reason": reason})
+        if run.error is not None:
+            found.append({"scenario": spec.name, "expectation": "assembles", "reason": run.error})
+        for name, why in run.failures.items():
             found.append({"scenario": spec.name, "expectation": name, "reason": why})
     return found

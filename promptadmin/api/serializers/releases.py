@@ -10,7 +10,11 @@ from rest_framework import serializers
 import assembler
 from assembler.impact import EXPECTATION_KINDS
 from promptadmin.api import fields as f
-from promptadmin.api.serializers.assembly import NpcRequestField, StateSerializer
+from promptadmin.api.serializers.assembly import (
+    NpcRequestField,
+    OutcomeSerializer,
+    StateSerializer,
+)
 from promptadmin.api.serializers.common import StrictSerializer, utf8_text
 from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
 
@@ -270,6 +274,20 @@ class ScenarioImpactSerializer(serializers.Serializer):
     expectations_still_failing = ExpectationResultSerializer(many=True)
     error_before = f.Text(allow_null=True)
     error_after = f.Text(allow_null=True)
+    new = f.Flag(
+        help_text="Its entry (or an NPC it names) did not exist before, and it assembles now: "
+        "outcome_after says what it loses."
+    )
+    missing_before = serializers.ListField(
+        child=f.Text(), help_text="What the before side lacks, e.g. \"entry 'The cinder gate'\"."
+    )
+    missing_after = serializers.ListField(child=f.Text(), help_text="What the after side lacks.")
+    outcome_before = OutcomeSerializer(
+        allow_null=True, help_text="meta.outcome before (null: not assembled)."
+    )
+    outcome_after = OutcomeSerializer(
+        allow_null=True, help_text="meta.outcome after (null: not assembled)."
+    )
     changed = f.Flag(help_text="Whether the prompt differs.")
     preview_query = f.Text(help_text="The studio preview's query string for this scenario.")
 

@@ -15,6 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from assembler.explain import CHANGE_KIND_WORDS
+from assembler.result import CHANGE_KINDS
 from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
 from promptadmin.core.roles import Role
 from promptadmin.releases import selectors, services
@@ -56,6 +58,13 @@ def _report(before: str | None, after: str) -> dict[str, Any]:
     report["still_failing_count"] = sum(len(s["expectations_still_failing"]) for s in scenarios)
     query = {"before": before or "", "after": after}
     for scenario in scenarios:
+        # A new scenario is shown by what it loses, as the preview says it.
+        outcome = scenario["outcome_after"] or {}
+        scenario["lost_after"] = [
+            {**change, "kind_words": CHANGE_KIND_WORDS[change["kind"]]}
+            for kind in CHANGE_KINDS
+            for change in outcome.get(kind, [])
+        ]
         scenario["prompts_url"] = (
             reverse("studio:release_prompts") + f"?{urlencode(query)}&{scenario['preview_query']}"
         )
