@@ -143,10 +143,11 @@ def assemble_trisection(
     findings: list[FormatFinding] = []
     for instruction in sorted(adapter_instructions, key=lambda item: item.order):
         syntax = instruction.syntax
-        for role, template, parts in (
+        additions: tuple[tuple[Role, str, list[str]], ...] = (
             ("system", instruction.system_addition, system_parts),
             ("user", instruction.user_addition, user_parts),
-        ):
+        )
+        for role, template, parts in additions:
             rendered = render(template, syntax, context, lenient=True)
             parts.append(rendered.text)
             findings += adapter_findings(interface.name, role, template, syntax, rendered)
