@@ -207,12 +207,16 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
         variables=declared,
         expected_system=expected_system,
     )
-    # What the task's adapter instructions would add, rendered without context.
-    findings += adapter_context_findings(data.get("task") or "")
     return {
         "variables": list(used),
         "declared": declared,
         "findings": [finding.to_dict() for finding in findings],
+        # Not the version's own findings: what the adapter instructions of its task add
+        # when a caller sends no instruction context (the caller's to send).
+        "adapter_notes": [
+            finding.to_dict() for finding in adapter_context_findings(data.get("task") or "")
+        ],
+        "task": data.get("task") or "",
         "tokens": [("system", count(system))]
         + [(name, count(text)) for name, text in templates.items()],
         "encoding": tokenizer().name,
