@@ -213,6 +213,7 @@ def test_assemble_works_uncached_when_redis_is_down(
 
 
 def test_meta_outcome_is_the_net_result_in_plain_words(reader) -> None:  # type: ignore[no-untyped-def]
+    cache.clear()
     scene = make_cinder_gate()
     long_war = scene["long_war"].pk
     body = {**scene["params"], "npcs": [{"npc": s, "tier": t} for s, t in scene["cast"]]}

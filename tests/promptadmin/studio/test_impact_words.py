@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 from django.utils.html import escape
 
@@ -33,6 +34,7 @@ def fresh_process() -> None:
 
 @pytest.fixture
 def scene() -> dict[str, Any]:
+    cache.clear()
     scene = make_cinder_gate()
     params = scene["params"]
     services.scenario_create(
