@@ -39,7 +39,6 @@ import argparse
 import http.client
 import json
 import math
-import multiprocessing
 import os
 import random
 import signal
@@ -56,11 +55,11 @@ from statistics import median
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+# Imports beyond the standard library are made where needed: the load clients (new
+# processes importing this module) start at once, and the parent process needs no Django.
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
-from scripts.bench_api import recreate_database, wait_until_up  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/promptadmin_bench_scale"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/13"
@@ -93,6 +92,17 @@ SHARES = {
     "deprecated": 0.02,
 }
 CORE_AT_FULL = 20
+# Each kind of segment: its scope and the foreign key naming its owner (None: no owner).
+LAYOUT: dict[str, tuple[str, str | None]] = {
+    "core": ("core", None),
+    "ruleset": ("ruleset", "ruleset"),
+    "world": ("world", "world"),
+    "entry_start": ("entry_start", "entry"),
+    "npc": ("npc", "npc"),
+    "inactive": ("entry", "entry"),
+    "deprecated": ("game_state", None),  # and player, rng, input in turn
+    "entry": ("entry", "entry"),
+}
 DEPRECATED = ("game_state", "player", "rng", "input")
 
 
@@ -245,14 +255,13 @@ def seed(plan: Plan, *, log: Callable[[str], None] = print) -> Seeded:
         "ruleset": rulesets,
         "world": worlds,
         "entry": entries,
-        "entry_start": entries,
         "npc": npcs,
-        "inactive": entries,
     }
     texts = _texts(rng, 800)
     number = 0
     rows: list[Segment] = []
     for kind, count in _segment_kinds(plan):
+        scope, owner_field = LAYOUT[kind]
         for index in range(count):
             number += 1
             if kind == "ruleset":
@@ -264,16 +273,10 @@ def seed(plan: Plan, *, log: Callable[[str], None] = print) -> Seeded:
             elif number % 50 == 3:
                 content += " An oath binds them."
             content += f" (Note {number}.)"
-            scope = kind
-            values: dict[str, Any] = {}
-            if kind in owners:
-                owner = owners[kind][index % len(owners[kind])]
-                scope = {"inactive": "entry"}.get(kind, kind)
-                field_name = {"entry_start": "entry", "inactive": "entry"}.get(kind, kind)
-                values[field_name] = owner
-                values["sort_order"] = index // len(owners[kind])
-            else:
-                values["sort_order"] = index
+            values: dict[str, Any] = {"sort_order": index}
+            if owner_field is not None:
+                owned = owners[owner_field]
+                values = {owner_field: owned[index % len(owned)], "sort_order": index // len(owned)}
             if kind == "deprecated":
                 scope = DEPRECATED[index % len(DEPRECATED)]
             when = now - timedelta(minutes=plan.segments - number)
@@ -546,12 +549,15 @@ def _last_page_url(fetch: Fetch, url: str) -> str:
     shows the last page). Refuses to time page 1 under the last page's name."""
     import re
 
+    from django.urls import reverse
+
     first = fetch(url)[2]
     numbers = [int(n) for n in re.findall(rb"[?&;]page=(\d+)", first)]
     page = max(numbers) if numbers and max(numbers) > 2 else 10**6
     last = f"{url}?page={page}"
-    if fetch(last)[2] == first:
-        raise SystemExit(f"bench: {last} shows the first page; how does this list page now?")
+    link = re.escape(reverse("studio:segment_edit", args=[0]).encode()).replace(b"0", rb"(\d+)")
+    if set(re.findall(link, fetch(last)[2])) == set(re.findall(link, first)):
+        raise SystemExit(f"bench: {last} shows the first page's segments: how does it page now?")
     return last
 
 
@@ -740,40 +746,36 @@ def conversations(seeded: Seeded, rounds: int) -> Results:
 # -- assembling under load -------------------------------------------------------------
 
 
-def _load_client(
-    base: str,
-    key: str,
-    bodies: list[dict[str, Any]],
-    stop: Any,
-    done: Any,
-    out: Any,
-) -> None:
-    """One game server's connection: POST /api/v1/assemble, one at a time, each turn
-    with new player input, until ``stop``; (start, seconds, status) per request."""
-    parts = urlsplit(base)
-    headers = {"Authorization": f"Api-Key {key}", "Content-Type": "application/json"}
-    samples: list[tuple[float, float, int]] = []
+def _load_client_main(spec_path: str, samples_path: str) -> int:
+    """One game server's connection (a process of its own, started by
+    :func:`publish_under_load`): POST /api/v1/assemble, one request at a time, each turn
+    with new player input, until SIGTERM; one line per request, ``start seconds status``
+    (``time.monotonic()``, the same clock in every process)."""
+    spec = json.loads(Path(spec_path).read_text())
+    parts = urlsplit(spec["base"])
+    headers = {"Authorization": f"Api-Key {spec['key']}", "Content-Type": "application/json"}
+    stopping: list[bool] = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     turn = 0
-    while not stop.is_set():
-        body = dict(bodies[turn % len(bodies)])
-        body["state"] = {"input": f"I ask about the lantern oath (turn {os.getpid()}.{turn})."}
-        turn += 1
-        payload = json.dumps(body).encode()
-        started = time.monotonic()
-        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=120)
-        try:
-            connection.request("POST", "/api/v1/assemble", payload, headers)
-            response = connection.getresponse()
-            response.read()
-            status = response.status
-        except OSError:
-            status = 0
-        finally:
-            connection.close()
-        samples.append((started, time.monotonic() - started, status))
-        with done.get_lock():
-            done.value += 1
-    out.put(samples)
+    with open(samples_path, "w", buffering=1) as samples:
+        while not stopping:
+            body = dict(spec["bodies"][turn % len(spec["bodies"])])
+            body["state"] = {"input": f"I ask about the lantern oath (turn {os.getpid()}.{turn})."}
+            turn += 1
+            payload = json.dumps(body).encode()
+            started = time.monotonic()
+            connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=120)
+            try:
+                connection.request("POST", "/api/v1/assemble", payload, headers)
+                response = connection.getresponse()
+                response.read()
+                status = response.status
+            except OSError:
+                status = 0
+            finally:
+                connection.close()
+            samples.write(f"{started} {time.monotonic() - started} {status}\n")
+    return 0
 
 
 def publish_under_load(
@@ -782,45 +784,51 @@ def publish_under_load(
     """p99 of ``/assemble`` by label (``production``) in a steady window, then over the
     ``seconds`` after ``publish()`` returns, with ``clients`` connections at work all along.
     """
-    context = multiprocessing.get_context("spawn")
-    stop, done, out = context.Event(), context.Value("i", 0), context.Queue()
     entries = probe_entries(seeded, 20)
-    processes = [
-        context.Process(
-            target=_load_client,
-            args=(
-                base,
-                seeded.api_key,
-                [assemble_body(seeded, e, "production", 0) for e in entries[i::clients] or entries],
-                stop,
-                done,
-                out,
-            ),
-        )
-        for i in range(clients)
-    ]
-    for process in processes:
-        process.start()
-    samples: list[tuple[float, float, int]] = []
-    try:
-        # Warm up: every worker has served the production release before the window.
-        deadline = time.monotonic() + 300
-        while done.value < 10 * clients and time.monotonic() < deadline:
-            time.sleep(0.1)
-        steady = time.monotonic()
-        time.sleep(min(5.0, seconds))
-        publishing = time.monotonic()
-        publish()
-        published = time.monotonic()
-        time.sleep(seconds)
-    finally:
-        stop.set()
-        for _ in processes:
-            samples.extend(out.get(timeout=300))
-        for process in processes:
-            process.join(timeout=60)
-    before = [s for start, s, _ in samples if steady <= start < publishing]
-    after = [s for start, s, _ in samples if published <= start < published + seconds]
+    with tempfile.TemporaryDirectory(prefix="bench-scale-load-") as directory:
+        processes, outputs = [], []
+        for number in range(clients):
+            spec, output = Path(directory, f"{number}.json"), Path(directory, f"{number}.txt")
+            bodies = [assemble_body(seeded, e, "production", 0) for e in entries[number::clients]]
+            spec.write_text(
+                json.dumps(
+                    {
+                        "base": base,
+                        "key": seeded.api_key,
+                        "bodies": bodies or [assemble_body(seeded, entries[0], "production", 0)],
+                    }
+                )
+            )
+            command = [sys.executable, __file__, "--load-client", str(spec), str(output)]
+            processes.append(subprocess.Popen(command, cwd=ROOT))
+            outputs.append(output)
+
+        def answered() -> int:
+            return sum(p.read_text().count("\n") for p in outputs if p.exists())
+
+        try:
+            # Warm up: every worker has served the production release before the window.
+            deadline = time.monotonic() + 300
+            while answered() < 10 * clients and time.monotonic() < deadline:
+                time.sleep(0.1)
+            steady = time.monotonic()
+            time.sleep(min(5.0, seconds))
+            publishing = time.monotonic()
+            publish()
+            published = time.monotonic()
+            time.sleep(seconds)
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=300)
+        samples = [
+            (float(start), float(took), int(status))
+            for output in outputs
+            for start, took, status in (line.split() for line in output.read_text().splitlines())
+        ]
+    before = [took for start, took, _ in samples if steady <= start < publishing]
+    after = [took for start, took, _ in samples if published <= start < published + seconds]
     errors = sum(1 for start, _, status in samples if start >= steady and status != 200)
     return {
         "assemble.steady": percentile(before, 0.99) if before else None,
@@ -854,9 +862,9 @@ def server_env(database_url: str, redis_url: str) -> dict[str, str]:
 
 
 @contextmanager
-def servers(env: dict[str, str], port: int, workers: int) -> Iterator[str]:
+def servers(env: dict[str, str], port: int, workers: int, *, celery: bool = True) -> Iterator[str]:
     """gunicorn (``workers`` sync workers, as the Dockerfile runs it) and a Celery worker
-    on the bench database; the base URL."""
+    (unless not ``celery``) on the bench database; the base URL."""
     bin_dir = Path(sys.executable).parent
     commands = [
         [
@@ -873,11 +881,13 @@ def servers(env: dict[str, str], port: int, workers: int) -> Iterator[str]:
             *("--concurrency", "1", "-n", f"bench-scale-{os.getpid()}@%h"),
             *("--without-gossip", "--without-mingle", "--without-heartbeat"),
         ],
-    ]
+    ][: 2 if celery else 1]
     log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below
         "w+", prefix="bench-scale-servers-", suffix=".log", delete=False
     )
     print(f"bench: gunicorn and a Celery worker on port {port}, output in {log.name}")
+    from scripts.bench_api import wait_until_up
+
     started = [
         subprocess.Popen(c, cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True)
         for c in commands
@@ -893,7 +903,7 @@ def servers(env: dict[str, str], port: int, workers: int) -> Iterator[str]:
     finally:
         log.close()
         for process in started:
-            os.killpg(process.pid, signal.SIGTERM)
+            os.killpg(process.pid, signal.SIGINT)  # quick shutdown: nothing left to serve
         for process in started:
             try:
                 process.wait(timeout=30)
@@ -980,6 +990,8 @@ def measure(
 
 def run_size(segments: int, options: Options, out: Path) -> int:
     """The child process of one size: recreate the database, seed, measure, write JSON."""
+    from scripts.bench_api import recreate_database
+
     database_url = os.environ.get("BENCH_SCALE_DATABASE_URL", DEFAULT_DATABASE_URL)
     redis_url = os.environ.get("BENCH_SCALE_REDIS_URL", DEFAULT_REDIS_URL)
     env = server_env(database_url, redis_url)
@@ -1148,9 +1160,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--fresh-assemble", help=argparse.SUPPRESS)
+    parser.add_argument("--load-client", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.fresh_assemble:
         return _fresh_assemble_main(args.fresh_assemble)
+    if args.load_client:
+        return _load_client_main(*args.load_client)
     options = Options(
         repeat=args.repeat,
         rounds=args.rounds,
