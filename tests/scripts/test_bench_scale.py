@@ -49,6 +49,14 @@ def test_the_table_gives_each_target_its_verdict_at_the_largest_size() -> None:
     assert len(lines) == 2 + 3
 
 
+def test_a_request_stuck_through_the_window_after_a_publish_counts() -> None:
+    # Three clients stuck from before the window to after it (a stall), one that started
+    # and ended before it, and one quick request in it.
+    samples = [(9.0, 30.0, 200), (9.5, 29.0, 200), (9.9, 31.0, 200), (1.0, 0.5, 200)]
+    samples.append((12.0, 0.02, 200))
+    assert sorted(bench_scale.waited_on(samples, 10.0, 20.0)) == [0.02, 29.0, 30.0, 31.0]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_bench_seeds_a_game_and_measures_every_operation_once() -> None:
     plan = bench_scale.plan_for(50)
