@@ -1,12 +1,13 @@
 """Which content an assembly is served from: a release, a label's release or the working copy.
 
-A release never changes, so its bundles are kept in process memory: assembling a release
-named explicitly costs no query and no cache round trip. Not for as long as the process
-lives, though: memory bounds it to the LOADED_RELEASES releases served most recently (the
-next one pushes out the least recently used, which is loaded again, in one query, the
-next time it is served). Labels move, so they are read through the shared cache (one
-round trip, the label map), refreshed the moment a move commits. A name is a label before
-it is a release's (an admin may set a label a release is named after, see
+A release never changes. A process keeps the manifests of the LOADED_RELEASES releases
+served most recently (one query to read one again), and the bundles those name in the
+bundle memory every release shares (``releases.bundles``): a release's first request
+reads only the bundles it needs that no release served before had loaded, so a new
+release one edit away from the last costs one small query, and memory grows with the
+bundles served, not with the releases. Labels move, so they are read through the shared
+cache (one round trip, the label map), refreshed the moment a move commits. A name is a
+label before it is a release's (an admin may set a label a release is named after, see
 releases.services.release_label_set), so a release named in a request is served from
 process memory without asking only for NAME_TRUSTED_SECONDS after the label map last
 said no label has that name.
@@ -25,6 +26,7 @@ from django.db.models import Q
 
 from promptadmin.content.assembly import AssemblyInputError, Loader, load_content
 from promptadmin.core.cache import shared, shared_changed
+from promptadmin.releases.bundles import Version, memory, release_version
 from promptadmin.releases.models import (
     PRODUCTION,
     WORKING,
@@ -32,21 +34,18 @@ from promptadmin.releases.models import (
     ReleaseLabel,
     ReleaseLabelMove,
 )
-from promptadmin.releases.snapshot import Bundles, release_content
 
 # The shape of the cached map is in its key: a process running other code never reads a map
 # of another shape.
 LABELS_KEY = "releases:labels:v2"
-# Releases whose bundles a process keeps: a release of 10,000 segments of 30 to 120 words
-# takes about 9 MB, so 8 take about 75 MB in each process. Serving is production's, maybe
-# staging's, and a few named ones; a bound of 32 would let a burst of old releases named
-# in previews hold some 300 MB.
-LOADED_RELEASES = 8
+# Releases whose manifests a process keeps (their bundles are in the shared bundle memory):
+# a manifest of 1,000 entries and 2,000 NPCs takes about 1 MB loaded.
+LOADED_RELEASES = 16
 # How long a process serves a release named in a request from its memory before reading
 # the label map again: how long, at most, a new label of that name goes unseen there.
 NAME_TRUSTED_SECONDS = 2.0
 
-_loaded: OrderedDict[str, Bundles] = OrderedDict()
+_loaded: OrderedDict[str, Version] = OrderedDict()
 # Names of _loaded that were no label's, and when the label map said so (time.monotonic()).
 _not_labels: dict[str, float] = {}
 _lock = threading.Lock()
@@ -106,37 +105,50 @@ def labels_changed() -> None:
     shared_changed(LABELS_KEY, labels_from_database, label_map_version)
 
 
-def _remembered(name: str) -> Bundles | None:
+def _remembered(name: str) -> Version | None:
     with _lock:
-        bundles = _loaded.get(name)
-        if bundles is not None:
+        version = _loaded.get(name)
+        if version is not None:
             _loaded.move_to_end(name)
-        return bundles
+        return version
 
 
-def release_bundles(name: str) -> Bundles | None:
-    """The bundles of the release named ``name``, from process memory or loaded once."""
-    bundles = _remembered(name)
-    if bundles is not None:
-        return bundles
-    release = Release.objects.filter(Q(name=name) | Q(aliases__name=name)).first()
+def loaded_release(name: str) -> Version | None:
+    """The release named ``name``, from process memory or read once (its manifest only:
+    its bundles are read when a request needs them, and kept)."""
+    version = _remembered(name)
+    if version is not None:
+        return version
+    release = (
+        Release.objects.filter(Q(name=name) | Q(aliases__name=name))
+        .only("id", "manifest", "content_hash", "segment_count")
+        .first()
+    )
     if release is None:
         return None
-    bundles = release_content(release).bundles()
+    version = release_version(release, keep=True)
     with _lock:
-        _loaded[name] = bundles
+        _loaded[name] = version
         while len(_loaded) > LOADED_RELEASES:
             _not_labels.pop(_loaded.popitem(last=False)[0], None)
-    return bundles
+    return version
 
 
-def _named_release(name: str) -> Bundles | None:
+def _named_release(name: str) -> Version | None:
     """The release called ``name`` from process memory, while ``name`` is known to be no
     label's (see NAME_TRUSTED_SECONDS)."""
     seen = _not_labels.get(name)
     if seen is None or time.monotonic() - seen >= NAME_TRUSTED_SECONDS:
         return None
     return _remembered(name)
+
+
+def forget() -> None:
+    """Forget every release and bundle loaded, as a fresh process starts (tests, scripts)."""
+    with _lock:
+        _loaded.clear()
+        _not_labels.clear()
+    memory.clear()
 
 
 WORKING_COPY = Served(WORKING, None, load_content)
@@ -152,23 +164,23 @@ def resolve(requested: str | None) -> Served:
     if requested == WORKING:
         return WORKING_COPY
     if requested is not None:
-        bundles = _named_release(requested)
-        if bundles is not None:
-            return Served(requested, None, bundles.load)
+        version = _named_release(requested)
+        if version is not None:
+            return Served(requested, None, version.load)
     label = requested or PRODUCTION
     name = labels().get(label)
     if name is not None:
-        bundles = release_bundles(name)
-        if bundles is not None:
-            return Served(name, label, bundles.load)
+        version = loaded_release(name)
+        if version is not None:
+            return Served(name, label, version.load)
     if requested is None:
         return WORKING_COPY
-    bundles = release_bundles(requested)
-    if bundles is None:
+    version = loaded_release(requested)
+    if version is None:
         raise AssemblyInputError(
             {"release": f"No release or label named '{requested}' (or use 'working')."}
         )
     with _lock:
         if requested in _loaded:
             _not_labels[requested] = time.monotonic()
-    return Served(requested, None, bundles.load)
+    return Served(requested, None, version.load)

@@ -1,33 +1,28 @@
 """Content as a whole, from the working copy or from a release, in one plain shape.
 
-A :class:`ContentSet` is what a release stores and what two versions of the content are
-compared by: the objects (catalog) and every active segment, by id. It turns into the
-assembly bundles that ``promptadmin.content.assembly`` assembles from.
+A :class:`ContentSet` is what a release holds: the objects (catalog) and every active
+segment, by id. ``releases.bundles`` turns it into bundles and a manifest, and back.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
 
-import assembler
-from promptadmin.content.assembly import EntryBundle, NpcBundle
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import (
     REF_FIELDS,
     SEGMENT_SCOPES,
     Entry,
     EntryRuleset,
-    Scope,
     Segment,
 )
-from promptadmin.core.tokens import cached_count, tokenizer
-from promptadmin.releases.models import Release, ReleaseSegment
+from promptadmin.core.tokens import tokenizer
 
 # Where a content set's catalog (and so every release's ``catalog``) keeps each kind of
 # object, by the kind's key: under its ``section``, as the API names its collections
@@ -61,45 +56,17 @@ class SnapSegment:
     sort_order: int
     token_count: int
     token_encoding: str
-    sha256: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.sha256:
-            object.__setattr__(self, "sha256", text_hash(self.content))
 
     def fingerprint(self) -> list[Any]:
         """What identifies this segment's state: its id and :data:`SEGMENT_FIELDS`, the
         content by its hash."""
         return [
             self.id,
-            *(self.sha256 if name == "content" else getattr(self, name) for name in SEGMENT_FIELDS),
+            *(
+                text_hash(self.content) if name == "content" else getattr(self, name)
+                for name in SEGMENT_FIELDS
+            ),
         ]
-
-    def to_assembler(self) -> assembler.Segment:
-        return assembler.Segment(
-            id=self.id,
-            scope=self.scope,
-            content=self.content,
-            sort_order=self.sort_order,
-            tier=self.tier,
-            token_count=cached_count(self),
-            title=self.title,
-        )
-
-
-@dataclass(frozen=True)
-class Bundles:
-    """A content set ready to assemble: every entry's and NPC's bundle, by slug."""
-
-    entries: Mapping[str, EntryBundle]
-    npcs: Mapping[str, NpcBundle]
-
-    def load(
-        self, entry_slug: str, npc_slugs: Sequence[str]
-    ) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
-        """A ``promptadmin.content.assembly.Loader``: no query, no cache round trip."""
-        npcs = {slug: self.npcs[slug] for slug in npc_slugs if slug in self.npcs}
-        return self.entries.get(entry_slug), npcs
 
 
 @dataclass(frozen=True)
@@ -108,8 +75,9 @@ class ContentSet:
 
     catalog: Mapping[str, list[dict[str, Any]]]
     segments: Mapping[int, SnapSegment]
-    _bundles: list[Bundles] = field(default_factory=list, repr=False, compare=False)
+    # Worked out once: the content hash, the bundles (see releases.bundles.built).
     _hash: list[str] = field(default_factory=list, repr=False, compare=False)
+    _built: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     def content_hash(self) -> str:
         """SHA-256 of everything a release holds, in a canonical order; worked out once."""
@@ -124,52 +92,19 @@ class ContentSet:
 
     def objects(self) -> dict[tuple[str, str], dict[str, Any]]:
         """Every object by (kind, slug), without the database id (it may be reused)."""
-        return {
-            (plural, row["slug"]): {k: v for k, v in row.items() if k != "id"}
-            for plural in CATALOG_KEYS.values()
-            for row in self.catalog.get(plural, [])
-        }
-
-    def bundles(self) -> Bundles:
-        """The assembly bundles, built once per content set."""
-        if not self._bundles:
-            self._bundles.append(_build_bundles(self))
-        return self._bundles[0]
+        return catalog_objects(self.catalog)
 
 
-def _build_bundles(content: ContentSet) -> Bundles:
-    by_owner: dict[tuple[str, str], list[SnapSegment]] = {}
-    for row in content.segments.values():
-        by_owner.setdefault((row.scope, row.owner), []).append(row)
-
-    def layer(scope: str, owner: str) -> tuple[assembler.Segment, ...]:
-        rows = sorted(by_owner.get((scope, owner), ()), key=lambda r: (r.sort_order, r.id))
-        return tuple(row.to_assembler() for row in rows)
-
-    names = {row["slug"]: row["name"] for row in content.catalog.get(CATALOG_KEYS["ruleset"], [])}
-    core = layer(Scope.CORE, "")
-    entries = {
-        row["slug"]: EntryBundle(
-            entry_id=row["id"],
-            world_slug=row["world"],
-            rulesets=tuple(
-                assembler.Ruleset(
-                    slug=slug, name=names.get(slug, slug), segments=layer(Scope.RULESET, slug)
-                )
-                for slug in row["rulesets"]
-            ),
-            core=core,
-            world=layer(Scope.WORLD, row["world"]),
-            entry=layer(Scope.ENTRY, row["slug"]),
-            entry_start=layer(Scope.ENTRY_START, row["slug"]),
-        )
-        for row in content.catalog.get(CATALOG_KEYS["entry"], [])
+def catalog_objects(
+    catalog: Mapping[str, list[dict[str, Any]]],
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every object of ``catalog`` by (kind, slug), without the database id (it may be
+    reused)."""
+    return {
+        (plural, row["slug"]): {k: v for k, v in row.items() if k != "id"}
+        for plural in CATALOG_KEYS.values()
+        for row in catalog.get(plural, [])
     }
-    npcs = {
-        row["slug"]: NpcBundle(row["slug"], row["name"], layer(Scope.NPC, row["slug"]))
-        for row in content.catalog.get(CATALOG_KEYS["npc"], [])
-    }
-    return Bundles(entries=entries, npcs=npcs)
 
 
 _OBJECT_COLUMNS = ("id", "slug", "name", "description")
@@ -267,23 +202,3 @@ def _read_working_content() -> ContentSet:
             token_encoding=encoding,
         )
     return ContentSet(catalog=catalog, segments=segments)
-
-
-def release_content(release: Release) -> ContentSet:
-    """What ``release`` holds, in one query (texts joined)."""
-    rows = ReleaseSegment.objects.filter(release=release).values_list(
-        "segment_id",
-        "scope",
-        "owner",
-        "title",
-        "text__content",
-        "metadata",
-        "version",
-        "tier",
-        "sort_order",
-        "token_count",
-        "token_encoding",
-        "text_id",
-    )
-    segments = {row[0]: SnapSegment(*row) for row in rows}
-    return ContentSet(catalog=release.catalog, segments=segments)

@@ -20,11 +20,11 @@ from promptadmin.releases.models import (
     Release,
     ReleaseAlias,
     ReleaseLabel,
+    ReleaseBundle,
     ReleaseLabelMove,
-    ReleaseSegment,
-    ReleaseText,
 )
-from promptadmin.releases.snapshot import release_content, working_content
+from promptadmin.releases.bundles import manifest_hashes, release_content
+from promptadmin.releases.snapshot import working_content
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ PARAMS = AssembleParams(entry="drowned-bell", first_turn=True, npcs=NPCS)
 @pytest.fixture(autouse=True)
 def demo() -> None:
     cache.clear()
-    serving._loaded.clear()
+    serving.forget()
     call_command("seed_demo")
 
 
@@ -75,7 +75,7 @@ def test_a_release_is_immutable_under_later_edits_and_deletes(
         segments.segment_update(actor=None, segment=edited, content="Fog, always fog.")
         segments.segment_delete(actor=None, segment=deleted)
         catalog.catalog_update(actor=None, obj=deleted.npc, name="Renamed Cobb")
-    serving._loaded.clear()  # reload from the database: the stored rows are what count
+    serving.forget()  # reload from the database: the stored rows are what count
 
     assert from_release(release.name) == before
     assert "Fog, always fog." in assemble_prompt(PARAMS).prompt
@@ -91,10 +91,12 @@ def test_release_rows_refuse_to_change() -> None:
         release.save()
     with pytest.raises(ValidationError):
         release.delete()
-    row = ReleaseSegment.objects.filter(release=release).first()
-    assert row is not None
+    bundle = ReleaseBundle.objects.first()
+    assert bundle is not None
     with pytest.raises(ValidationError):
-        row.save()
+        bundle.save()
+    with pytest.raises(ValidationError):
+        bundle.delete()
 
 
 @pytest.mark.postgres
@@ -105,9 +107,10 @@ def test_the_database_refuses_to_change_a_release_whatever_the_code_path() -> No
     release = services.release_create(actor=user, name="r-one", labels=["production"])
     attempts = [
         lambda: Release.objects.filter(pk=release.pk).update(notes="rewritten"),
-        lambda: ReleaseSegment.objects.filter(release=release).update(sort_order=9),
-        lambda: ReleaseSegment.objects.filter(release=release).delete(),
-        lambda: ReleaseText.objects.update(content="gone"),
+        lambda: Release.objects.filter(pk=release.pk).update(manifest={}),
+        lambda: Release.objects.filter(pk=release.pk).delete(),
+        lambda: ReleaseBundle.objects.update(content="gone"),
+        lambda: ReleaseBundle.objects.filter(kind="npc").delete(),
         lambda: ReleaseLabelMove.objects.update(note="rewritten"),
     ]
     for attempt in attempts:
@@ -119,14 +122,16 @@ def test_the_database_refuses_to_change_a_release_whatever_the_code_path() -> No
     assert release.created_by is None and release.notes == ""
 
 
-def test_unchanged_text_is_stored_once_across_releases() -> None:
-    services.release_create(actor=None, name="r-one")
-    texts = ReleaseText.objects.count()
+def test_a_release_after_a_one_segment_change_writes_one_bundle() -> None:
+    one = services.release_create(actor=None, name="r-one")
+    bundles = ReleaseBundle.objects.count()
     segment = Segment.objects.get(import_key="w-iron-tone")
     segments.segment_update(actor=None, segment=segment, content="Fog, always fog.")
-    services.release_create(actor=None, name="r-two")
-    assert ReleaseText.objects.count() == texts + 1
-    assert ReleaseSegment.objects.count() == 2 * Segment.objects.filter(active=True).count()
+    two = services.release_create(actor=None, name="r-two")
+    assert ReleaseBundle.objects.count() == bundles + 1
+    changed = manifest_hashes(two.manifest) - manifest_hashes(one.manifest)
+    assert len(changed) == 1
+    assert ReleaseBundle.objects.get(sha256=changed.pop()).kind == "world"
 
 
 def test_the_content_hash_follows_the_content_only() -> None:
@@ -337,8 +342,8 @@ def test_a_release_of_the_working_copy_takes_constant_queries(
     with django_assert_max_num_queries(18) as large:
         services.release_create(actor=None, name="r-two")
     assert len(large.captured_queries) == len(small.captured_queries)
-    assert ReleaseSegment.objects.filter(release__name="r-two").count() == (
-        Segment.objects.filter(active=True).count()
+    assert release_content(Release.objects.get(name="r-two")).segments.keys() == set(
+        Segment.objects.filter(active=True).values_list("pk", flat=True)
     )
 
 

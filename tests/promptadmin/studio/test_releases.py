@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def fresh_process() -> None:
-    serving._loaded.clear()
+    serving.forget()
 
 
 @pytest.fixture
