@@ -16,14 +16,14 @@ from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.core.errors import StaleStateError
 from promptadmin.releases import selectors, services, serving
+from promptadmin.releases.bundles import manifest_hashes, release_content
 from promptadmin.releases.models import (
     Release,
     ReleaseAlias,
-    ReleaseLabel,
     ReleaseBundle,
+    ReleaseLabel,
     ReleaseLabelMove,
 )
-from promptadmin.releases.bundles import manifest_hashes, release_content
 from promptadmin.releases.snapshot import working_content
 from tests.factories import UserFactory
 
