@@ -85,8 +85,8 @@ def main() -> int:
     from promptadmin.content.models import Entry, Segment
     from promptadmin.content.services import segments
     from promptadmin.releases import impact, selectors, services
-    from promptadmin.releases.scenarios import scenarios_for
     from promptadmin.releases.bundles import content_version, release_version
+    from promptadmin.releases.scenarios import scenarios_for
     from promptadmin.releases.snapshot import working_content
 
     seed()

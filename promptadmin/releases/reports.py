@@ -13,6 +13,7 @@ assembles the scenarios and notes its progress, which the page polls.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +51,9 @@ TASK = "promptadmin.releases.tasks.impact_report"
 _background = ThreadPoolExecutor(1, thread_name_prefix="impact")
 
 
+KEY_PATTERN = re.compile(r"impact:report:[0-9a-f]{64}")
+
+
 def report_key(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -> str:
     """Where the report of going from ``before`` to ``after`` judged by ``scenarios`` is
     kept: a hash of everything it follows from."""
@@ -65,6 +69,11 @@ def report_key(before: Version, after: Version, scenarios: Sequence[ScenarioSpec
 
 def progress_key(key: str) -> str:
     return f"{key}:progress"
+
+
+def kept(key: str) -> dict[str, Any] | None:
+    """The report kept under ``key``, if it is made."""
+    return cache.get(key)  # type: ignore[no-any-return]
 
 
 def report(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -> dict[str, Any]:
