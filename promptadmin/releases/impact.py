@@ -11,7 +11,7 @@ cuts and expectations are the assembler's (:mod:`assembler.impact`).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -109,7 +109,14 @@ def _changed_rows(before: Version, after: Version) -> tuple[dict[int, SnapSegmen
 
 
 def segment_changes(before: Version, after: Version) -> dict[str, list[dict[str, Any]]]:
-    old_rows, new_rows = _changed_rows(before, after)
+    """The segments added, changed and removed (read from the bundles that differ)."""
+    return segment_diff(*_changed_rows(before, after))
+
+
+def segment_diff(
+    old_rows: Mapping[int, SnapSegment], new_rows: Mapping[int, SnapSegment]
+) -> dict[str, list[dict[str, Any]]]:
+    """The segments added, changed and removed between two sets of segments by id."""
     added = [_segment_summary(new_rows[pk]) for pk in sorted(new_rows.keys() - old_rows.keys())]
     removed = [_segment_summary(old_rows[pk]) for pk in sorted(old_rows.keys() - new_rows.keys())]
     changed = []
