@@ -23,7 +23,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -171,67 +171,100 @@ def decode(sha: str, text: str) -> Part:
     )
 
 
-@dataclass
-class Built:
-    """A content set as bundles: its manifest, and each bundle's text and part by hash."""
+Owner = tuple[str, str]  # (bundle kind, slug); the core's slug is ""
 
-    manifest: Manifest
-    texts: dict[str, tuple[str, str]]  # hash -> (kind, canonical text)
-    _rows: dict[str, tuple[str, str, dict[str, Any], list[SnapSegment]]]
-    _parts: dict[str, Part] = field(default_factory=dict)
+
+@dataclass(frozen=True)
+class Held:
+    """A bundle made from segments read now (not read back from the store)."""
+
+    kind: str
+    slug: str
+    head: Mapping[str, Any]
+    rows: Sequence[SnapSegment]
+    text: str
 
     def part(self, sha: str) -> Part:
-        found = self._parts.get(sha)
-        if found is None:
-            kind, slug, head, rows = self._rows[sha]
-            found = self._parts[sha] = Part(
-                sha256=sha,
-                kind=kind,
-                slug=slug,
-                rows=rows,
-                name=head.get("name", ""),
-                entry_id=head.get("id"),
-                world=head.get("world", ""),
-                rulesets=head.get("rulesets", ()),
-            )
-        return found
-
-    def parts(self, hashes: Iterable[str]) -> dict[str, Part]:
-        return {sha: self.part(sha) for sha in hashes}
+        return Part(
+            sha256=sha,
+            kind=self.kind,
+            slug=self.slug,
+            rows=self.rows,
+            name=self.head.get("name", ""),
+            entry_id=self.head.get("id"),
+            world=self.head.get("world", ""),
+            rulesets=self.head.get("rulesets", ()),
+        )
 
 
-def built(content: ContentSet) -> Built:
-    """``content`` as bundles and a manifest; worked out once per content set."""
-    if content._built:
-        return content._built[0]  # type: ignore[no-any-return]
-    by_owner: dict[tuple[str, str], list[SnapSegment]] = {}
-    for row in content.segments.values():
-        by_owner.setdefault((BUNDLE_KIND[row.scope], row.owner), []).append(row)
-    texts: dict[str, tuple[str, str]] = {}
-    rows: dict[str, tuple[str, str, dict[str, Any], list[SnapSegment]]] = {}
+def heads(catalog: Mapping[str, list[dict[str, Any]]]) -> dict[Owner, dict[str, Any]]:
+    """Every object that has a bundle, and what of the object its bundle holds (besides
+    its segments): a ruleset's and an NPC's name; an entry's id, world and rulesets."""
+    found: dict[Owner, dict[str, Any]] = {(CORE, ""): {}}
+    for kind, section in SECTIONS.items():
+        for row in catalog.get(section, []):
+            found[(kind, row["slug"])] = {} if kind == "world" else {"name": row["name"]}
+    for row in catalog.get(ENTRIES, []):
+        found[("entry", row["slug"])] = {
+            "id": row["id"],
+            "world": row["world"],
+            "rulesets": list(row["rulesets"]),
+        }
+    return found
 
-    def bundle(kind: str, slug: str, head: dict[str, Any]) -> str:
-        found = by_owner.get((kind, slug), [])
-        text = encode(kind, slug, head, found)
-        sha = sha256(text)
-        texts[sha] = (kind, text)
-        rows[sha] = (kind, slug, head, found)
-        return sha
 
-    manifest: Manifest = {"format": MANIFEST_FORMAT, "core": bundle(CORE, "", {})}
+def hold(
+    kind: str, slug: str, head: Mapping[str, Any], rows: Sequence[SnapSegment]
+) -> tuple[str, Held]:
+    """An object's bundle made from its segments: its hash, and it."""
+    text = encode(kind, slug, head, rows)
+    return sha256(text), Held(kind, slug, head, rows, text)
+
+
+def manifest_of(
+    catalog: Mapping[str, list[dict[str, Any]]], sha_of: Mapping[Owner, str]
+) -> Manifest:
+    """The manifest of ``catalog``'s objects, whose bundles are ``sha_of``."""
+    manifest: Manifest = {"format": MANIFEST_FORMAT, "core": sha_of[(CORE, "")]}
     for kind, section in SECTIONS.items():
         manifest[section] = {
-            row["slug"]: bundle(kind, row["slug"], {"name": row["name"]} if kind != "world" else {})
-            for row in content.catalog.get(section, [])
+            row["slug"]: sha_of[(kind, row["slug"])] for row in catalog.get(section, [])
         }
-    entries: dict[str, list[str]] = {}
-    for row in content.catalog.get(ENTRIES, []):
-        head = {"id": row["id"], "world": row["world"], "rulesets": list(row["rulesets"])}
-        own = bundle("entry", row["slug"], head)
-        worlds, rulesets = manifest[SECTIONS["world"]], manifest[SECTIONS["ruleset"]]
-        entries[row["slug"]] = [own, worlds[row["world"]], *(rulesets[r] for r in row["rulesets"])]
-    manifest[ENTRIES] = entries
-    result = Built(manifest=manifest, texts=texts, _rows=rows)
+    worlds, rulesets = manifest[SECTIONS["world"]], manifest[SECTIONS["ruleset"]]
+    manifest[ENTRIES] = {
+        row["slug"]: [
+            sha_of[("entry", row["slug"])],
+            worlds[row["world"]],
+            *(rulesets[slug] for slug in row["rulesets"]),
+        ]
+        for row in catalog.get(ENTRIES, [])
+    }
+    return manifest
+
+
+def content_hash(catalog: Mapping[str, list[dict[str, Any]]], manifest: Manifest) -> str:
+    """SHA-256 of everything a release holds: its objects and its bundles' hashes.
+
+    (Releases made before bundles keep the hash they were made with, over every segment.)
+    """
+    objects = {plural: catalog.get(plural, []) for plural in CATALOG_KEYS.values()}
+    return sha256(canonical({"catalog": objects, "manifest": manifest}))
+
+
+def built(content: ContentSet) -> tuple[Manifest, dict[str, Held]]:
+    """``content`` as a manifest and its bundles by hash; worked out once per content set."""
+    if content._built:
+        return content._built[0]  # type: ignore[no-any-return]
+    by_owner: dict[Owner, list[SnapSegment]] = {}
+    for row in content.segments.values():
+        by_owner.setdefault((BUNDLE_KIND[row.scope], row.owner), []).append(row)
+    held: dict[str, Held] = {}
+    sha_of: dict[Owner, str] = {}
+    for (kind, slug), head in heads(content.catalog).items():
+        sha, bundle = hold(kind, slug, head, by_owner.get((kind, slug), []))
+        sha_of[(kind, slug)] = sha
+        held[sha] = bundle
+    result = (manifest_of(content.catalog, sha_of), held)
     content._built.append(result)
     return result
 
@@ -314,21 +347,25 @@ Fetch = Callable[[Collection[str]], Mapping[str, Part]]
 
 class Version:
     """One version of the content as assemblies and comparisons see it: a manifest, the
-    bundles it names (fetched by hash when first needed) and, when asked, the catalog."""
+    bundles it names and, when asked, the catalog. Bundles made from segments read now
+    are ``held``; the others are read from the store by hash when first needed."""
 
     def __init__(
         self,
         manifest: Manifest,
         *,
-        fetch: Fetch,
         catalog: Callable[[], Mapping[str, list[dict[str, Any]]]],
-        content_hash: str | None,
+        content_hash: str,
         segment_count: int,
+        held: Mapping[str, Held] | None = None,
+        keep: bool = False,
     ) -> None:
         self.manifest = manifest
         self.content_hash = content_hash
         self.segment_count = segment_count
-        self._fetch = fetch
+        self.held = dict(held or {})
+        self._keep = keep
+        self._parts: dict[str, Part] = {}
         self._catalog = catalog
         self._catalog_read: list[Mapping[str, list[dict[str, Any]]]] = []
 
@@ -349,27 +386,33 @@ class Version:
         return None if listed is None else [self.manifest["core"], *listed]
 
     def parts(self, hashes: Collection[str]) -> Mapping[str, Part]:
-        return self._fetch(hashes)
+        found: dict[str, Part] = {}
+        wanted = []
+        for sha in hashes:
+            part = self._parts.get(sha)
+            if part is None and sha in self.held:
+                part = self._parts[sha] = self.held[sha].part(sha)
+            if part is None:
+                wanted.append(sha)
+            else:
+                found[sha] = part
+        if wanted:
+            found.update(stored_parts(wanted, keep=self._keep))
+        return found
 
     def pinned(self, hashes: Collection[str]) -> Version:
         """This version with the bundles ``hashes`` read now, once, and kept by it alone
         (a comparison assembling many scenarios reads what they need in one query)."""
-        held = dict(self._fetch(hashes))
-
-        def fetch(wanted: Collection[str]) -> Mapping[str, Part]:
-            missing = [sha for sha in wanted if sha not in held]
-            if missing:
-                held.update(self._fetch(missing))
-            return {sha: held[sha] for sha in wanted}
-
         version = Version(
             self.manifest,
-            fetch=fetch,
             catalog=self._catalog,
             content_hash=self.content_hash,
             segment_count=self.segment_count,
+            held=self.held,
+            keep=self._keep,
         )
         version._catalog_read = self._catalog_read
+        version._parts.update(self.parts(hashes))
         return version
 
     def load(
@@ -378,7 +421,7 @@ class Version:
         """A ``promptadmin.content.assembly.Loader``: the bundles it needs, and no other."""
         listed = self.entry_hashes(entry_slug)
         npc_hashes = {slug: self.npc_hashes[slug] for slug in npc_slugs if slug in self.npc_hashes}
-        parts = self._fetch([*(listed or ()), *npc_hashes.values()])
+        parts = self.parts([*(listed or ()), *npc_hashes.values()])
         npcs = {slug: parts[sha].npc() for slug, sha in npc_hashes.items()}
         if listed is None:
             return None, npcs
@@ -401,20 +444,20 @@ class Version:
 
     def content(self) -> ContentSet:
         """Everything this version holds, as a content set (reads every bundle)."""
-        parts = self._fetch(manifest_hashes(self.manifest))
+        parts = self.parts(manifest_hashes(self.manifest))
         segments = {row.id: row for part in parts.values() for row in part.rows}
         return ContentSet(catalog=self.catalog, segments=segments)
 
 
 def content_version(content: ContentSet) -> Version:
-    """A content set (the working copy) as a version: its bundles are in memory."""
-    found = built(content)
+    """A content set as a version: every bundle made from its segments."""
+    manifest, held = built(content)
     return Version(
-        found.manifest,
-        fetch=found.parts,
+        manifest,
         catalog=lambda: content.catalog,
-        content_hash=content.content_hash(),
+        content_hash=content_hash(content.catalog, manifest),
         segment_count=len(content.segments),
+        held=held,
     )
 
 
@@ -424,7 +467,6 @@ def release_version(release: Release, *, keep: bool = False) -> Version:
     pk = release.pk
     return Version(
         release.manifest,
-        fetch=lambda hashes: stored_parts(hashes, keep=keep),
         catalog=lambda: (
             release.catalog
             if "catalog" in release.__dict__
@@ -432,6 +474,7 @@ def release_version(release: Release, *, keep: bool = False) -> Version:
         ),
         content_hash=release.content_hash,
         segment_count=release.segment_count,
+        keep=keep,
     )
 
 
@@ -440,10 +483,10 @@ def release_content(release: Release) -> ContentSet:
     return release_version(release).content()
 
 
-def store(found: Built) -> int:
-    """Write the bundles of ``found`` that are not stored yet; how many were written. A
-    bundle another release stored meanwhile is skipped."""
-    hashes = list(found.texts)
+def store(version: Version) -> int:
+    """Write the bundles ``version`` holds that are not stored yet; how many were written.
+    A bundle another release stored meanwhile is skipped."""
+    hashes = list(version.held)
     known: set[str] = set()
     for start in range(0, len(hashes), BATCH):
         chunk = hashes[start : start + BATCH]
@@ -451,8 +494,8 @@ def store(found: Built) -> int:
             ReleaseBundle.objects.filter(sha256__in=chunk).values_list("sha256", flat=True)
         )
     new = [
-        ReleaseBundle(sha256=sha, kind=kind, content=text)
-        for sha, (kind, text) in found.texts.items()
+        ReleaseBundle(sha256=sha, kind=bundle.kind, content=bundle.text)
+        for sha, bundle in version.held.items()
         if sha not in known
     ]
     ReleaseBundle.objects.bulk_create(new, batch_size=WRITE_BATCH, ignore_conflicts=True)

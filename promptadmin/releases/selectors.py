@@ -19,7 +19,8 @@ from promptadmin.releases.models import (
     ReleaseLabelMove,
 )
 from promptadmin.releases.scenarios import ScenarioSpec, scenarios_for
-from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet, working_content
+from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet
+from promptadmin.releases.working import working_version
 
 
 def releases() -> QuerySet[Release]:
@@ -58,7 +59,7 @@ def side(name: str | None) -> tuple[Version, dict[str, Any]]:
         described = {"name": "nothing", "label": None, "content_hash": None}
         return content_version(NOTHING), described
     if name == WORKING:
-        version = content_version(working_content())
+        version = working_version()
         return version, {"name": WORKING, "label": None, "content_hash": version.content_hash}
     release, label = _named(name)
     described = {"name": release.name, "label": label, "content_hash": release.content_hash}
@@ -112,7 +113,7 @@ def unpublished() -> dict[str, Any] | None:
     key = content_cache.key(content_cache.generation(), "unpublished", label.release.name)
     found: dict[str, Any] | None = content_cache.get_many([key]).get(key)
     if found is None:
-        old, new = release_version(label.release), content_version(working_content())
+        old, new = release_version(label.release), working_version()
         found = {
             "release": label.release.name,
             "segments": segment_changes(old, new),

@@ -23,7 +23,7 @@ from promptadmin.core.errors import StaleRevisionError, StaleStateError
 from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.releases import serving
-from promptadmin.releases.bundles import Version, built, content_version, release_version, store
+from promptadmin.releases.bundles import Version, release_version, store
 from promptadmin.releases.impact import failing
 from promptadmin.releases.models import (
     RESERVED_NAMES,
@@ -37,7 +37,7 @@ from promptadmin.releases.models import (
     release_name_validator,
 )
 from promptadmin.releases.scenarios import scenarios_for
-from promptadmin.releases.snapshot import ContentSet, working_content
+from promptadmin.releases.working import working_version
 
 MAX_NOTES = 10_000
 MAX_NPCS = 50  # as many as one assembly takes
@@ -172,22 +172,21 @@ def _check_notes(notes: str, field: str = "notes") -> None:
         raise ValidationError({field: exc.message}) from None
 
 
-def _store(content: ContentSet, *, name: str, notes: str, actor: Actor) -> Release:
-    """Write ``content`` as a release: its manifest, and the bundles no release stored
+def _store(version: Version, *, name: str, notes: str, actor: Actor) -> Release:
+    """Write ``version`` as a release: its manifest, and the bundles no release stored
     before (after a small change, the few that changed)."""
     who = _attribution(actor)
-    found = built(content)
     release = Release.objects.create(
         name=name,
         notes=notes,
         created_by=who["user"],
         created_via=who["via"],
-        content_hash=content.content_hash(),
-        segment_count=len(content.segments),
-        catalog=dict(content.catalog),
-        manifest=found.manifest,
+        content_hash=version.content_hash,
+        segment_count=version.segment_count,
+        catalog=dict(version.catalog),
+        manifest=version.manifest,
     )
-    store(found)
+    store(version)
     return release
 
 
@@ -223,9 +222,9 @@ def release_create(
     # at the default READ COMMITTED, where a text another release stored meanwhile is
     # skipped and a label another publish moved meanwhile is waited for; REPEATABLE READ
     # would fail this release with a serialization error instead.
-    content = working_content()
-    if expected_hash is not None and content.content_hash() != expected_hash:
-        raise WorkingCopyChanged(reviewed=expected_hash, current=content.content_hash())
+    content = working_version()
+    if expected_hash is not None and content.content_hash != expected_hash:
+        raise WorkingCopyChanged(reviewed=expected_hash, current=content.content_hash)
     with transaction.atomic():
         # The names checked above (before the costly read, to fail fast) again, under the
         # lock: one made meanwhile by another transaction is seen now.
@@ -233,7 +232,7 @@ def release_create(
         name = name or _default_name()
         _check_names(name, labels, actor=actor)
         if labels and not confirm:
-            failures = failing(content_version(content), scenarios_for(()))
+            failures = failing(content, scenarios_for(()))
             if failures:
                 raise ExpectationsFailing(failures)
         release = _store(content, name=name, notes=notes, actor=actor)
@@ -306,7 +305,7 @@ def _move(
     actor: Actor,
     note: str,
     confirmed: bool,
-    content: ContentSet | None = None,
+    content: Version | None = None,
 ) -> ReleaseLabelMove | None:
     current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
     if current is None and release is not None:
@@ -320,10 +319,7 @@ def _move(
         return None
     failures: list[dict[str, str]] = []
     if release is not None and confirmed:
-        version: Version = (
-            content_version(content) if content is not None else release_version(release)
-        )
-        failures = failing(version, scenarios_for(()))
+        failures = failing(content or release_version(release), scenarios_for(()))
     if release is None:
         assert current is not None
         current.delete()

@@ -7,12 +7,12 @@ segment, by id. ``releases.bundles`` turns it into bundles and a manifest, and b
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import (
@@ -24,6 +24,8 @@ from promptadmin.content.models import (
 )
 from promptadmin.core.tokens import tokenizer
 
+T = TypeVar("T")
+
 # Where a content set's catalog (and so every release's ``catalog``) keeps each kind of
 # object, by the kind's key: under its ``section``, as the API names its collections
 # ("npcs"). Every release stores these keys: renaming a kind's section would need every
@@ -31,8 +33,8 @@ from promptadmin.core.tokens import tokenizer
 CATALOG_KEYS: dict[str, str] = {key: kind.section for key, kind in KINDS.items()}
 
 
-# What a segment's state is made of, hashed into the content hash and compared between two
-# versions (the token count follows from the content and the encoding).
+# What a segment's state is made of, compared between two versions (the token count
+# follows from the content and the encoding).
 SEGMENT_FIELDS = ("scope", "owner", "title", "content", "metadata", "version", "tier", "sort_order")
 
 
@@ -57,17 +59,6 @@ class SnapSegment:
     token_count: int
     token_encoding: str
 
-    def fingerprint(self) -> list[Any]:
-        """What identifies this segment's state: its id and :data:`SEGMENT_FIELDS`, the
-        content by its hash."""
-        return [
-            self.id,
-            *(
-                text_hash(self.content) if name == "content" else getattr(self, name)
-                for name in SEGMENT_FIELDS
-            ),
-        ]
-
 
 @dataclass(frozen=True)
 class ContentSet:
@@ -75,20 +66,8 @@ class ContentSet:
 
     catalog: Mapping[str, list[dict[str, Any]]]
     segments: Mapping[int, SnapSegment]
-    # Worked out once: the content hash, the bundles (see releases.bundles.built).
-    _hash: list[str] = field(default_factory=list, repr=False, compare=False)
+    # Worked out once: the bundles (see releases.bundles.built).
     _built: list[Any] = field(default_factory=list, repr=False, compare=False)
-
-    def content_hash(self) -> str:
-        """SHA-256 of everything a release holds, in a canonical order; worked out once."""
-        if not self._hash:
-            body = [
-                {plural: self.catalog.get(plural, []) for plural in CATALOG_KEYS.values()},
-                [self.segments[pk].fingerprint() for pk in sorted(self.segments)],
-            ]
-            text = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-            self._hash.append(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
-        return self._hash[0]
 
     def objects(self) -> dict[tuple[str, str], dict[str, Any]]:
         """Every object by (kind, slug), without the database id (it may be reused)."""
@@ -135,36 +114,49 @@ def working_catalog() -> dict[str, list[dict[str, Any]]]:
 
 
 def working_content() -> ContentSet:
-    """The working copy: every object and active segment, as of one moment.
+    """The working copy: every object and active segment, as of one moment (see
+    :func:`one_snapshot`)."""
+    return one_snapshot(_read_working_content)
 
-    Its queries must see the same state of the database: under READ COMMITTED, an NPC
-    and its segment saved between the catalog query and the segment query would give a
-    segment whose object the catalog lacks. On PostgreSQL, outside a transaction, they
-    run in a read-only REPEATABLE READ transaction of their own (one snapshot for all);
-    SQLite's transactions are serializable. A caller already inside a transaction gets
-    its isolation (tests, scripts), and :func:`_read_working_content` then leaves out
-    the segments of an object read too late to be in the catalog rather than fail.
+
+def one_snapshot(read: Callable[[], T]) -> T:
+    """``read()``, whose queries all see one state of the database.
+
+    Under READ COMMITTED, an NPC and its segment saved between the catalog query and the
+    segment query would give a segment whose object the catalog lacks. On PostgreSQL,
+    outside a transaction, the queries run in a read-only REPEATABLE READ transaction of
+    their own (one snapshot for all); SQLite's transactions are serializable. A caller
+    already inside a transaction gets its isolation (tests, scripts), and
+    :func:`segments_of` then leaves out the segments of an object read too late to be in
+    the catalog rather than fail.
     """
     if connection.in_atomic_block:
-        return _read_working_content()
+        return read()
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 # Only valid as the transaction's first statement, which this is.
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        return _read_working_content()
+        return read()
 
 
 def _read_working_content() -> ContentSet:
     """Every object and active segment, in six queries."""
     catalog = working_catalog()
+    segments = {row.id: row for row in segments_of(catalog, Q())}
+    return ContentSet(catalog=catalog, segments=segments)
+
+
+def segments_of(catalog: Mapping[str, list[dict[str, Any]]], where: Q) -> list[SnapSegment]:
+    """The active segments matching ``where`` whose object is in ``catalog`` (one query),
+    their token counts made afresh when made with another encoding."""
     slugs = {
         f"{field}_id": {row["id"]: row["slug"] for row in catalog[CATALOG_KEYS[field]]}
         for field in REF_FIELDS
     }
     tok = tokenizer()
-    segments: dict[int, SnapSegment] = {}
-    rows = Segment.objects.filter(active=True, scope__in=SEGMENT_SCOPES).values_list(
+    found = []
+    rows = Segment.objects.filter(where, active=True, scope__in=SEGMENT_SCOPES).values_list(
         "id",
         "scope",
         *REF_COLUMNS,
@@ -188,17 +180,19 @@ def _read_working_content() -> ContentSet:
             continue
         if count is None or encoding != tok.name:
             count, encoding = tok.count(content), tok.name
-        segments[pk] = SnapSegment(
-            id=pk,
-            scope=scope,
-            owner=owner,
-            title=title.strip(),
-            content=content,
-            metadata=metadata,
-            version=version,
-            tier=tier,
-            sort_order=order,
-            token_count=count,
-            token_encoding=encoding,
+        found.append(
+            SnapSegment(
+                id=pk,
+                scope=scope,
+                owner=owner,
+                title=title.strip(),
+                content=content,
+                metadata=metadata,
+                version=version,
+                tier=tier,
+                sort_order=order,
+                token_count=count,
+                token_encoding=encoding,
+            )
         )
-    return ContentSet(catalog=catalog, segments=segments)
+    return found

@@ -40,14 +40,14 @@ def bundle_releases(apps: Any, schema_editor: Any) -> None:
     for release in Release.objects.order_by("pk").iterator(chunk_size=1):
         rows = ReleaseSegment.objects.filter(release_id=release.pk).values_list(*fields)
         segments = {row[0]: SnapSegment(row[0], *row[1:]) for row in rows.iterator(BATCH)}
-        found = built(ContentSet(catalog=release.catalog, segments=segments))
-        kept = sum(len(found.part(sha).rows) for sha in found.texts)
+        manifest, held = built(ContentSet(catalog=release.catalog, segments=segments))
+        kept = sum(len(bundle.rows) for bundle in held.values())
         if kept != len(segments):
             raise RuntimeError(
                 f"Release {release.name}: {len(segments) - kept} segments belong to no object "
                 "of its catalog; it cannot be made into bundles."
             )
-        hashes = list(found.texts)
+        hashes = list(held)
         known: set[str] = set()
         for start in range(0, len(hashes), BATCH):
             chunk = hashes[start : start + BATCH]
@@ -56,13 +56,13 @@ def bundle_releases(apps: Any, schema_editor: Any) -> None:
             )
         ReleaseBundle.objects.bulk_create(
             [
-                ReleaseBundle(sha256=sha, kind=kind, content=text)
-                for sha, (kind, text) in found.texts.items()
+                ReleaseBundle(sha256=sha, kind=bundle.kind, content=bundle.text)
+                for sha, bundle in held.items()
                 if sha not in known
             ],
             batch_size=WRITE_BATCH,
         )
-        Release.objects.filter(pk=release.pk).update(manifest=found.manifest)
+        Release.objects.filter(pk=release.pk).update(manifest=manifest)
 
 
 def unbundle_releases(apps: Any, schema_editor: Any) -> None:

@@ -15,9 +15,10 @@ from promptadmin.content.assembly import AssembleParams, assemble_prompt
 from promptadmin.content.models import NPC, Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.releases import bundles, services, serving
-from promptadmin.releases.bundles import Part, manifest_hashes, release_content
+from promptadmin.releases.bundles import Part, content_version, manifest_hashes, release_content
 from promptadmin.releases.models import Release, ReleaseBundle
 from promptadmin.releases.snapshot import working_content
+from promptadmin.releases.working import working_version
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +85,8 @@ def test_a_release_holds_exactly_what_the_working_copy_held() -> None:
     serving.forget()
     held = release_content(Release.objects.get(pk=release.pk))
     assert held.segments == content.segments
-    assert held.content_hash() == release.content_hash == content.content_hash()
+    assert release.content_hash == working_version().content_hash
+    assert release.content_hash == content_version(held).content_hash
 
 
 def test_a_release_served_in_a_fresh_process_loads_only_the_bundles_it_needs(

@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from promptadmin.content.models import NPC, Entry, Ruleset, Scope, Segment, World
 from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.catalog import CastMember
-from promptadmin.releases import impact, selectors, services, serving
+from promptadmin.releases import impact, selectors, services, serving, snapshot, working
 from promptadmin.releases.bundles import Version, content_version, release_version
 from promptadmin.releases.models import Release
 from promptadmin.releases.snapshot import working_content
+from promptadmin.releases.working import working_version
 from tests.factories import make_segment
 
 pytestmark = pytest.mark.django_db
@@ -245,8 +246,13 @@ def test_the_incremental_report_equals_the_full_recomputation(
             change()
         two = services.release_create(actor=None, name="r-two")
 
+        # The working copy read in part (what changed since it was last read) is the
+        # working copy read whole.
+        whole, working = content_version(working_content()), working_version()
+        assert (working.manifest, working.content_hash) == (whole.manifest, whole.content_hash)
+        assert working.content().segments == whole.content().segments
         # A release against the working copy, and two releases (both read from the store).
-        assert_same(release_version(one), content_version(working_content()))
+        assert_same(release_version(one), working)
         assert_same(release_version(one), release_version(Release.objects.get(pk=two.pk)))
         assert_same(release_version(two), release_version(one))
         transaction.set_rollback(True)
@@ -270,3 +276,34 @@ def test_a_one_segment_change_assembles_the_scenarios_of_its_entries_only(game: 
     three = services.release_create(actor=None, name="r-three")
     catalog.catalog_update(actor=None, obj=NPC.objects.get(slug="n1"), description="Tall.")
     assert assert_same(release_version(three), content_version(working_content())) == 0
+
+
+@pytest.mark.postgres
+def test_the_working_copy_is_read_in_proportion_to_what_changed(
+    game: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services.release_create(actor=None, name="r-one")  # every bundle stored and remembered
+    world = Segment.objects.get(scope=Scope.WORLD, world__slug="w2")
+    segments.segment_update(actor=None, segment=world, content="The w2 burns.")
+    read: list[str] = []
+    segments_of = snapshot.segments_of
+
+    def recording(catalog: Any, where: Any) -> Any:
+        found = segments_of(catalog, where)
+        read.extend(row.owner for row in found)
+        return found
+
+    monkeypatch.setattr(snapshot, "segments_of", recording)
+    version = working_version()
+
+    assert read == ["w2"]  # the segments of the one object that changed, alone
+    assert version.manifest == content_version(working_content()).manifest
+    # Its bundle was never released: the version holds it, and the cache keeps its text;
+    # should the cache lose that, the object is read again, not served stale or missing.
+    new = version.manifest["worlds"]["w2"]
+    assert set(version.held) == {new}
+    cache.delete(working._text_key(new))
+    read.clear()
+    again = working_version()
+    assert read == ["w2"] and again.manifest == version.manifest
+    assert again.parts([new])[new].rows[0].content == "The w2 burns."

@@ -20,9 +20,9 @@ from promptadmin.content.assembly import AssembleParams, assemble_prompt
 from promptadmin.content.models import NPC, Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.releases import serving
-from promptadmin.releases.bundles import manifest_hashes, release_content
+from promptadmin.releases.bundles import canonical, manifest_hashes, release_content, sha256
 from promptadmin.releases.models import Release, ReleaseBundle
-from promptadmin.releases.snapshot import ContentSet, text_hash, working_content
+from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet, text_hash, working_content
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -50,7 +50,7 @@ def old_release(apps: Any, name: str, content: ContentSet) -> None:
     ReleaseSegment = apps.get_model("releases", "ReleaseSegment")
     release = Release.objects.create(
         name=name,
-        content_hash=content.content_hash(),
+        content_hash=old_content_hash(content),
         segment_count=len(content.segments),
         catalog=dict(content.catalog),
     )
@@ -80,6 +80,19 @@ def old_release(apps: Any, name: str, content: ContentSet) -> None:
     )
 
 
+def old_content_hash(content: ContentSet) -> str:
+    """The content hash releases were made with before 0005: every segment's fields."""
+    fields = ("scope", "owner", "title", "content", "metadata", "version", "tier", "sort_order")
+    body = [
+        {plural: content.catalog.get(plural, []) for plural in CATALOG_KEYS.values()},
+        [
+            [pk, *(text_hash(row.content) if f == "content" else getattr(row, f) for f in fields)]
+            for pk, row in sorted(content.segments.items())
+        ],
+    ]
+    return sha256(canonical(body))
+
+
 def segment_rows(apps: Any) -> set[tuple[Any, ...]]:
     ReleaseSegment = apps.get_model("releases", "ReleaseSegment")
     fields = [f.name for f in ReleaseSegment._meta.fields if f.name not in ("id", "release")]
@@ -90,7 +103,7 @@ def segment_rows(apps: Any) -> set[tuple[Any, ...]]:
 
 
 @pytest.fixture
-def old_releases() -> Iterator[tuple[Any, dict[str, list[str]]]]:
+def old_releases() -> Iterator[tuple[Any, dict[str, list[str]], dict[str, ContentSet]]]:
     """Three releases made before 0005, an edit apart each, and the prompts each served."""
     cache.clear()
     serving.forget()
@@ -110,12 +123,13 @@ def old_releases() -> Iterator[tuple[Any, dict[str, list[str]]]]:
             segments.segment_create(actor=None, scope="core", content="Speak plainly."),
         ),
     }
-    served = {}
+    served, held = {}, {}
     for name, change in changes.items():
         change()
-        old_release(apps, name, working_content())
+        held[name] = working_content()
+        old_release(apps, name, held[name])
         served[name] = [assemble_prompt(params).prompt for params in REQUESTS]
-    yield apps, served
+    yield apps, served, held
     migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
     serving.forget()
 
@@ -129,18 +143,19 @@ def assert_serves(served: dict[str, list[str]]) -> None:
 
 
 def test_releases_made_before_serve_byte_identical_prompts_after(
-    old_releases: tuple[Any, dict[str, list[str]]],
+    old_releases: tuple[Any, dict[str, list[str]], dict[str, ContentSet]],
 ) -> None:
-    _apps, served = old_releases
+    _apps, served, contents = old_releases
     assert served["r-one"] != served["r-two"] != served["r-three"]
     migrate(AFTER)
 
     assert_serves(served)
     releases = {release.name: release for release in Release.objects.all()}
-    for release in releases.values():
+    for name, release in releases.items():
         held = release_content(release)
-        assert held.content_hash() == release.content_hash
-        assert len(held.segments) == release.segment_count
+        assert held.segments == contents[name].segments
+        assert held.catalog == contents[name].catalog
+        assert release.content_hash == old_content_hash(contents[name])  # kept as made
     # Stored once: the second release added the one bundle its edit changed.
     one, two = (manifest_hashes(releases[name].manifest) for name in ("r-one", "r-two"))
     assert len(two - one) == 1
@@ -154,9 +169,9 @@ def test_releases_made_before_serve_byte_identical_prompts_after(
 
 
 def test_backward_writes_every_segment_row_again_then_forward_serves_alike(
-    old_releases: tuple[Any, dict[str, list[str]]],
+    old_releases: tuple[Any, dict[str, list[str]], dict[str, ContentSet]],
 ) -> None:
-    apps, served = old_releases
+    apps, served, _contents = old_releases
     rows = segment_rows(apps)
     migrate(AFTER)
 

@@ -16,7 +16,7 @@ from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.core.errors import StaleStateError
 from promptadmin.releases import selectors, services, serving
-from promptadmin.releases.bundles import manifest_hashes, release_content
+from promptadmin.releases.bundles import content_version, manifest_hashes, release_content
 from promptadmin.releases.models import (
     Release,
     ReleaseAlias,
@@ -24,7 +24,7 @@ from promptadmin.releases.models import (
     ReleaseLabel,
     ReleaseLabelMove,
 )
-from promptadmin.releases.snapshot import working_content
+from promptadmin.releases.working import working_version
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -137,12 +137,12 @@ def test_a_release_after_a_one_segment_change_writes_one_bundle() -> None:
 def test_the_content_hash_follows_the_content_only() -> None:
     one = services.release_create(actor=None, name="r-one")
     two = services.release_create(actor=None, name="r-two")
-    assert one.content_hash == two.content_hash == working_content().content_hash()
+    assert one.content_hash == two.content_hash == working_version().content_hash
     segment = Segment.objects.get(import_key="w-iron-tone")
     segments.segment_update(actor=None, segment=segment, metadata={"title": "New"})
     three = services.release_create(actor=None, name="r-three")
     assert three.content_hash != one.content_hash
-    assert release_content(one).content_hash() == one.content_hash
+    assert content_version(release_content(one)).content_hash == one.content_hash
 
 
 def test_a_release_keeps_objects_and_the_rulesets_order() -> None:
@@ -335,6 +335,8 @@ def test_a_release_of_the_working_copy_takes_constant_queries(
     django_assert_max_num_queries: Any,
 ) -> None:
     # The name is checked twice: before reading the working copy, then under the names lock.
+    services.release_create(actor=None, name="r-zero")
+    segments.segment_create(actor=None, scope="core", content="One more core rule.")
     with django_assert_max_num_queries(18) as small:
         services.release_create(actor=None, name="r-one")
     for index in range(30):
@@ -361,7 +363,7 @@ def test_a_release_is_never_named_like_a_label_it_is_published_under() -> None:
 
 
 def test_publishing_what_was_reviewed_is_refused_once_the_working_copy_changed() -> None:
-    reviewed = working_content().content_hash()
+    reviewed = working_version().content_hash
     segment = Segment.objects.get(import_key="w-iron-tone")
     segments.segment_update(actor=None, segment=segment, content="Fog, always fog.")
     with pytest.raises(services.WorkingCopyChanged) as caught:
@@ -371,7 +373,7 @@ def test_publishing_what_was_reviewed_is_refused_once_the_working_copy_changed()
     assert reviewed[:12] in str(caught.value)
     assert not Release.objects.exists() and not ReleaseLabel.objects.exists()
 
-    current = working_content().content_hash()
+    current = working_version().content_hash
     release = services.release_create(
         actor=None, name="r-one", labels=["production"], expected_hash=current
     )
