@@ -233,7 +233,8 @@ def main() -> int:
     serving.forget()
     seconds, grown, read = first_assemble("r-next")
     say(
-        f"first assemble of r-next in a fresh process: {seconds * 1000:.1f} ms, "
+        f"first assemble of r-next in a fresh process: {seconds * 1000:.1f} ms "
+        f"({CPU[0] * 1000:.1f} ms CPU), "
         f"{read} bundles read, +{grown:.1f} MB RSS  target < 50 ms: "
         f"{verdict(seconds, FIRST_ASSEMBLE_TARGET)}"
     )
@@ -241,7 +242,8 @@ def main() -> int:
     first_assemble("r-base")
     seconds, grown, read = first_assemble("r-next")
     say(
-        f"first assemble of r-next after r-base served: {seconds * 1000:.1f} ms, "
+        f"first assemble of r-next after r-base served: {seconds * 1000:.1f} ms "
+        f"({CPU[0] * 1000:.1f} ms CPU), "
         f"{read} bundle(s) read"
     )
     # Memory grows with the bundles served: serve 100 entries of r-next.
@@ -263,7 +265,10 @@ def main() -> int:
         f"{verdict(seconds, ONE_SEGMENT_REPORT_TARGET)}"
     )
     seconds, _ = timed(selectors.compare_report, "r-base", "r-next")
-    say(f"  again (kept by the pair of content hashes): {seconds * 1000:.0f} ms")
+    say(
+        f"  again (kept by the pair of content hashes): {seconds * 1000:.0f} ms "
+        f"({CPU[0] * 1000:.0f} ms CPU)"
+    )
     segments.segment_update(actor=None, segment=segment, content=segment.content + " Rain.")
     seconds, report = timed(selectors.compare_report, "r-next", "working")
     assembled = sum(row["assembled"] for row in report["scenarios"])

@@ -4,9 +4,10 @@ changed.
 PostgreSQL sums up each object's active segments in one query: a fingerprint of every
 field a bundle holds (the database hashes the texts; nothing is sent back but 3,000
 fingerprints for 100,000 segments). An object whose fingerprint, name and links were seen
-before has the bundle it had then: the shared cache remembers which, by all of those, so
-its segments are not read. Only the objects that changed since are read and made into
-bundles. All of it reads one snapshot of the database (``snapshot.one_snapshot``).
+before has the bundle it had then: the shared cache remembers which (one entry, a map for
+every object of the working copy last read), so its segments are not read. Only the
+objects that changed since are read and made into bundles. All of it reads one snapshot of
+the database (``snapshot.one_snapshot``).
 
 A bundle the version names is either stored (released once) or held by the version: the
 text of one made from a changed object is kept in the shared cache too, and when the
@@ -78,9 +79,15 @@ def _fingerprints() -> dict[tuple[str, int | None], tuple[str, int]]:
         return {(kind, owner): (found, count) for kind, owner, count, found in cursor.fetchall()}
 
 
+# The map of every object's bundle, by what the bundle follows from (see _remembered_key).
+# Its shape is in its name: a process running other code never reads a map of another.
+REMEMBERED_KEY = f"releases:working-bundles:v{BUNDLE_FORMAT}"
+
+
 def _remembered_key(kind: str, slug: str, head: Mapping[str, Any], fingerprint: str) -> str:
-    body = [BUNDLE_FORMAT, tokenizer().name, kind, slug, head, fingerprint]
-    return f"releases:working-bundle:{sha256(canonical(body))}"
+    """What an object's bundle follows from: the object, its segments' fingerprint and
+    the tokenizer (a count made with another encoding is made again)."""
+    return sha256(canonical([tokenizer().name, kind, slug, head, fingerprint]))
 
 
 def _text_key(sha: str) -> str:
@@ -102,7 +109,7 @@ def _read() -> Version:
         owner: _remembered_key(*owner, head, summed.get(owner, ("", 0))[0])
         for owner, head in objects.items()
     }
-    remembered: dict[str, str] = cache.get_many(list(keys.values()))
+    remembered: dict[str, str] = cache.get(REMEMBERED_KEY) or {}
     sha_of = {owner: remembered[key] for owner, key in keys.items() if key in remembered}
     # A bundle remembered must be stored, or its text in the cache: else read it again.
     stored = set(
@@ -121,14 +128,16 @@ def _read() -> Version:
             held[sha] = Held(*owner, objects[owner], decode(sha, text).rows, text)
     changed = [owner for owner in objects if owner not in sha_of]
     rows = _segments(catalog, [owner for owner in changed if owner in summed])
-    made: dict[str, str] = {}
+    made: dict[str, Any] = {}
     for owner in changed:
         sha, bundle = hold(*owner, objects[owner], rows.get(owner, []))
         held[sha] = bundle
         sha_of[owner] = sha
-        made[keys[owner]] = sha
         made[_text_key(sha)] = bundle.text
-    if made:
+    if made or remembered.keys() != set(keys.values()):
+        # The map of the working copy as read now (what no object has any more goes);
+        # two processes writing at once may drop each other's news: read again, no harm.
+        made[REMEMBERED_KEY] = {keys[owner]: sha for owner, sha in sha_of.items()}
         cache.set_many(made, REMEMBERED_SECONDS)
     manifest = manifest_of(catalog, sha_of)
     return Version(
