@@ -24,8 +24,13 @@ from promptadmin.releases.working import working_version
 
 
 def releases() -> QuerySet[Release]:
-    """Releases, newest first, with their labels, aliases and authors (four queries in all)."""
-    return Release.objects.select_related("created_by").prefetch_related("labels", "aliases")
+    """Releases, newest first, with their labels, aliases and authors (four queries in all);
+    their catalogs and manifests (large: read when a release is opened) left out."""
+    return (
+        Release.objects.select_related("created_by")
+        .prefetch_related("labels", "aliases")
+        .defer("catalog", "manifest")
+    )
 
 
 def release_called(name: str) -> Release | None:
