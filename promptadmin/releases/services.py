@@ -152,7 +152,11 @@ def _holders(name: str) -> set[str]:
     """What holds ``name`` (one query): ``release``, ``alias``, ``label``, ``former label``
     (a label once, moved or removed since)."""
     kinds = [
-        model.objects.filter(**{field: name}).annotate(kind=Value(kind)).values_list("kind")
+        # No ordering: SQLite takes none in the parts of a UNION (the models have one).
+        model.objects.filter(**{field: name})
+        .order_by()
+        .annotate(kind=Value(kind))
+        .values_list("kind")
         for model, field, kind in (
             (Release, "name", "release"),
             (ReleaseAlias, "name", "alias"),
