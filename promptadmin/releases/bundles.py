@@ -421,32 +421,38 @@ class Version:
         """A ``promptadmin.content.assembly.Loader``: the bundles it needs, and no other."""
         listed = self.entry_hashes(entry_slug)
         npc_hashes = {slug: self.npc_hashes[slug] for slug in npc_slugs if slug in self.npc_hashes}
-        parts = self.parts([*(listed or ()), *npc_hashes.values()])
-        npcs = {slug: parts[sha].npc() for slug, sha in npc_hashes.items()}
-        if listed is None:
-            return None, npcs
-        core, own, world, *rulesets = (parts[sha] for sha in listed)
-        bundle = EntryBundle(
-            entry_id=own.entry_id or 0,
-            world_slug=own.world,
-            rulesets=tuple(
-                assembler.Ruleset(
-                    slug=part.slug, name=part.name, segments=part.layer(Scope.RULESET)
-                )
-                for part in rulesets
-            ),
-            core=core.layer(Scope.CORE),
-            world=world.layer(Scope.WORLD),
-            entry=own.layer(Scope.ENTRY),
-            entry_start=own.layer(Scope.ENTRY_START),
-        )
-        return bundle, npcs
+        return compose(listed, npc_hashes, self.parts)
 
     def content(self) -> ContentSet:
         """Everything this version holds, as a content set (reads every bundle)."""
         parts = self.parts(manifest_hashes(self.manifest))
         segments = {row.id: row for part in parts.values() for row in part.rows}
         return ContentSet(catalog=self.catalog, segments=segments)
+
+
+def compose(
+    listed: Sequence[str] | None, npc_hashes: Mapping[str, str], fetch: Fetch
+) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
+    """An entry's content from the bundles ``listed`` (the core's, its own, its world's,
+    its rulesets'; None: no such entry), and the NPCs' from theirs, read by ``fetch``."""
+    parts = fetch([*(listed or ()), *npc_hashes.values()])
+    npcs = {slug: parts[sha].npc() for slug, sha in npc_hashes.items()}
+    if listed is None:
+        return None, npcs
+    core, own, world, *rulesets = (parts[sha] for sha in listed)
+    bundle = EntryBundle(
+        entry_id=own.entry_id or 0,
+        world_slug=own.world,
+        rulesets=tuple(
+            assembler.Ruleset(slug=part.slug, name=part.name, segments=part.layer(Scope.RULESET))
+            for part in rulesets
+        ),
+        core=core.layer(Scope.CORE),
+        world=world.layer(Scope.WORLD),
+        entry=own.layer(Scope.ENTRY),
+        entry_start=own.layer(Scope.ENTRY_START),
+    )
+    return bundle, npcs
 
 
 def content_version(content: ContentSet) -> Version:
