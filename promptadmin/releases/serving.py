@@ -133,8 +133,10 @@ class ServedRelease:
     def __init__(self, pk: int, core: str) -> None:
         self.pk = pk
         self.core = core
-        self._entries: dict[str, list[str] | None] = {}
-        self._npcs: dict[str, str | None] = {}
+        # Only what exists: a name asked for that the release lacks is asked again (an
+        # error anyway), so that made-up names never fill this memory.
+        self._entries: dict[str, list[str]] = {}
+        self._npcs: dict[str, str] = {}
 
     def _read(self, entry: str, npcs: Sequence[str]) -> None:
         """The manifest's list of ``entry`` (unless known) and the hashes of ``npcs``."""
@@ -154,18 +156,16 @@ class ServedRelease:
             found = cursor.fetchone()[0]
         values = json.loads(found) if isinstance(found, str) else found
         for (section, slug), value in zip(wanted, values, strict=True):
-            if section == ENTRIES:
-                self._entries[slug] = value
-            else:
-                self._npcs[slug] = value
+            if value is not None:
+                (self._entries if section == ENTRIES else self._npcs)[slug] = value
 
     def load(
         self, entry_slug: str, npc_slugs: Sequence[str]
     ) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
         """A ``promptadmin.content.assembly.Loader``: the bundles it needs, and no other."""
         self._read(entry_slug, npc_slugs)
-        listed = self._entries[entry_slug]
-        npc_hashes = {slug: sha for slug in npc_slugs if (sha := self._npcs[slug]) is not None}
+        listed = self._entries.get(entry_slug)
+        npc_hashes = {slug: self._npcs[slug] for slug in npc_slugs if slug in self._npcs}
         return compose(
             None if listed is None else [self.core, *listed],
             npc_hashes,

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from promptadmin.content.assembly import AssembleParams, AssemblyInputError, assemble_prompt
 from promptadmin.content.models import NPC, Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.releases import bundles, services, serving
@@ -201,3 +201,20 @@ def test_a_bundle_is_named_by_the_hash_of_its_canonical_text() -> None:
             head = {"id": part.entry_id, "world": part.world, "rulesets": list(part.rulesets)}
         assert bundles.encode(stored.kind, part.slug, head, part.rows) == stored.content
     assert release.manifest["format"] == bundles.MANIFEST_FORMAT
+
+
+def test_a_release_asked_for_what_it_lacks_says_so_and_remembers_nothing_of_it() -> None:
+    services.release_create(actor=None, name="r-one")
+    serving.forget()
+    load = serving.resolve("r-one").load
+    for attempt in range(3):
+        bad = AssembleParams(entry=f"no-such-{attempt}", npcs=(("nobody", 0), ("marta-vell", 1)))
+        with pytest.raises(AssemblyInputError) as caught:
+            assemble_prompt(bad, load=load)
+        assert caught.value.errors == {
+            "entry": f"No entry with slug 'no-such-{attempt}'.",
+            "npcs": "Unknown NPC slugs: nobody.",
+        }
+    loaded = serving.loaded_release("r-one")
+    if isinstance(loaded, serving.ServedRelease):  # PostgreSQL
+        assert (list(loaded._entries), list(loaded._npcs)) == ([], ["marta-vell"])
