@@ -33,10 +33,12 @@ from promptadmin.content.assembly import (
     AssemblyInputError,
     EntryBundle,
     Loader,
+    LoreLoader,
     NpcBundle,
     load_content,
 )
 from promptadmin.core.cache import shared, shared_changed
+from promptadmin.lore.selectors import lore_book
 from promptadmin.releases.bundles import (
     ENTRIES,
     SECTIONS,
@@ -72,11 +74,14 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Served:
-    """The content an assembly uses: ``name`` is a release's or ``working``."""
+    """The content an assembly uses: ``name`` is a release's or ``working``; ``lore``
+    gives its lore (releases hold none yet: lore enters them with content-addressed
+    bundles)."""
 
     name: str
     label: str | None
     load: Loader
+    lore: LoreLoader | None = None
 
     def to_dict(self) -> dict[str, str | None]:
         return {"name": self.name, "label": self.label}
@@ -227,7 +232,7 @@ def forget() -> None:
     memory.clear()
 
 
-WORKING_COPY = Served(WORKING, None, load_content)
+WORKING_COPY = Served(WORKING, None, load_content, lore_book)
 
 
 def resolve(requested: str | None) -> Served:
