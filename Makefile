@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint format bench-assembler bench bench-import bench-releases bench-conversations bench-scale clean
+.PHONY: install run test lint format bench-assembler bench bench-import bench-releases bench-bundles bench-conversations bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,12 @@ bench-import: install
 ## (needs PostgreSQL; recreates its own database, BENCH_RELEASES_DATABASE_URL)
 bench-releases: install
 	$(BIN)/python scripts/bench_releases.py $(ARGS)
+
+## bench-bundles: releases at 100,000 segments: a release after a one-segment change (rows
+## written), the first assemble of a new release in a fresh process, comparing releases
+## (needs PostgreSQL; recreates its own database, BENCH_BUNDLES_DATABASE_URL; ARGS="--core")
+bench-bundles: install
+	$(BIN)/python scripts/bench_bundles.py $(ARGS)
 
 ## bench-conversations: time appending and reading history at 100 and 100,000 messages
 ## (needs PostgreSQL; recreates its own database, BENCH_CONVERSATIONS_DATABASE_URL)

@@ -339,6 +339,11 @@ PROTECTED_PROMPT_LABELS = env_list("PROTECTED_PROMPT_LABELS", ["production"])
 # taken, refused with a 413 before it is read when its size is announced.
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
 
+# Releases (promptadmin.releases.bundles): the memory each process gives the bundles it
+# serves, kept by hash and shared by every release that names them; the least recently
+# used go first. A bundle is one object's content (about 30 segments: some 40 KB loaded).
+RELEASE_BUNDLE_MEMORY_MB = env_int("RELEASE_BUNDLE_MEMORY_MB", 256, minimum=1)
+
 TIKTOKEN_ENCODING = env_str("TIKTOKEN_ENCODING", "cl100k_base").strip()
 if not TIKTOKEN_ENCODING:
     raise ImproperlyConfigured("TIKTOKEN_ENCODING must not be empty (default: cl100k_base).")

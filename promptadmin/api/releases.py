@@ -206,6 +206,7 @@ COMPARE = {
             "outcome_before": {"left_out": [], "shortened": [], "lowered": []},
             "outcome_after": {"left_out": [LEFT_OUT], "shortened": [], "lowered": []},
             "changed": True,
+            "assembled": True,
             "preview_query": "entry=drowned-bell&token_budget=600&npc_budget=600&first_turn=on"
             "&npc=marta-vell&tier=2&input=I+ring+the+bell.",
         }
@@ -317,7 +318,9 @@ class CompareView(APIView):
         "objects and segments added, changed (with text diffs) and removed, and for every "
         "scenario (saved ones, then each entry's first and later turn) the tokens before "
         "and after, the cuts that appear or disappear and the expectations that start or "
-        "stop failing.",
+        "stop failing. Only the scenarios whose content differs (the entry's, its world's, "
+        "its rulesets', its NPCs' or the core) are assembled (`assembled`); the others are "
+        "unchanged, their tokens null. Reports are kept by the two contents' hashes.",
     )
     def get(self, request: Request, before: str, after: str) -> Response:
         try:

@@ -46,6 +46,22 @@ class ScenarioSpec:
             state=dict(self.state),
         )
 
+    def identity(self) -> list[Any]:
+        """Everything that makes this scenario's row of a report, as JSON values (the
+        report cache's key holds it)."""
+        return [
+            self.name,
+            self.entry,
+            self.first_turn,
+            [list(npc) for npc in self.npcs],
+            dict(self.state),
+            self.token_budget,
+            self.npc_budget,
+            [expectation.to_dict() for expectation in self.expectations],
+            self.scenario_id,
+            self.cast_npcs,
+        ]
+
     def preview_query(self) -> str:
         """The studio preview's query string for this scenario (release not included)."""
         query: list[tuple[str, Any]] = [

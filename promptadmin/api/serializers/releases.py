@@ -289,6 +289,10 @@ class ScenarioImpactSerializer(serializers.Serializer):
         allow_null=True, help_text="meta.outcome after (null: not assembled)."
     )
     changed = f.Flag(help_text="Whether the prompt differs.")
+    assembled = f.Flag(
+        help_text="Whether it was assembled from both sides: false when nothing it is made of "
+        "differs (its prompt is the same; its tokens and expectations are then null and empty)."
+    )
     preview_query = f.Text(help_text="The studio preview's query string for this scenario.")
 
 

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -19,7 +19,7 @@ from assembler.explain import CHANGE_KIND_WORDS
 from assembler.result import CHANGE_KINDS
 from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
 from promptadmin.core.roles import Role
-from promptadmin.releases import selectors, services
+from promptadmin.releases import reports, selectors, services
 from promptadmin.releases.models import PRODUCTION, WORKING, ReleaseLabel
 from promptadmin.releases.serving import resolve
 from promptadmin.studio.access import render_page, studio_view
@@ -43,16 +43,26 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _report(before: str | None, after: str) -> dict[str, Any]:
-    report = selectors.compare_report(before, after)
+def _report(before: str | None, after: str, *, wait: bool = True) -> dict[str, Any]:
+    """The impact report, ready to show. ``wait=False``: when many scenarios must be
+    assembled again, without them for now (``pending``: the page polls for them)."""
+    if wait:
+        report = selectors.compare_report(before, after)
+    else:
+        report = selectors.compare_started(before, after)
     for change in [*report["segments"]["changed"], *report["objects"]["changed"]]:
         change["diff_lines"] = _diff_lines(change["diff"])
         change["shown_changes"] = [
             (item["field"], _shown(item["before"]), _shown(item["after"]))
             for item in change["changes"]
         ]
+    return _scenarios_shown(report, before, after)
+
+
+def _scenarios_shown(report: dict[str, Any], before: str | None, after: str) -> dict[str, Any]:
     scenarios = report["scenarios"]
     report["changed_scenarios"] = [s for s in scenarios if s["changed"]]
+    report["assembled_count"] = sum(1 for s in scenarios if s["assembled"])
     report["unchanged_count"] = len(scenarios) - len(report["changed_scenarios"])
     report["failing_count"] = sum(len(s["expectations_failing"]) for s in scenarios)
     report["still_failing_count"] = sum(len(s["expectations_still_failing"]) for s in scenarios)
@@ -68,7 +78,32 @@ def _report(before: str | None, after: str) -> dict[str, Any]:
         scenario["prompts_url"] = (
             reverse("studio:release_prompts") + f"?{urlencode(query)}&{scenario['preview_query']}"
         )
+    pending = report.get("pending")
+    if pending is not None:
+        label = {"label": report["before"]["label"]} if report["before"]["label"] else {}
+        pending["url"] = (
+            reverse("studio:release_publish") + "?" + urlencode({**label, "report": pending["key"]})
+        )
     return report
+
+
+def _scenarios_fragment(request: HttpRequest, key: str, before: str | None) -> HttpResponse:
+    """The publish page's scenarios while a task assembles them: the progress bar, then
+    the table (htmx polls this, see ``_impact.html``)."""
+    if not reports.KEY_PATTERN.fullmatch(key):
+        return HttpResponseBadRequest("report: not a report's key.")
+    found = reports.kept(key)
+    if found is not None:
+        report = {"before": {"label": None}, **found}
+        report = _scenarios_shown(report, before, WORKING)
+    else:
+        state = reports.progress(key)
+        if state["state"] == "lost":  # its task died with its worker, or never started
+            reports.start(key, before, WORKING, total=0)
+            state = reports.progress(key)
+        report = {"before": {"label": before}, "pending": {"key": key, **state}}
+        _scenarios_shown({**report, "scenarios": []}, before, WORKING)
+    return render(request, "studio/_impact.html#scenarios", {"report": report})
 
 
 @studio_view()
@@ -125,6 +160,9 @@ def release_publish(request: HttpRequest) -> HttpResponse:
     label = form["label"].value() or PRODUCTION
     current = ReleaseLabel.objects.filter(name=label).values_list("release__name", flat=True)
     before = label if current else None
+    key = request.GET.get("report")
+    if key is not None and request.method == "GET":
+        return _scenarios_fragment(request, key, before)
     reviewed_at = timezone.now()  # before the report is read: an edit in between shows
     return render_page(
         request,
@@ -134,7 +172,7 @@ def release_publish(request: HttpRequest) -> HttpResponse:
             "form": form,
             "label": label,
             "current": current[0] if current else None,
-            "report": _report(before, WORKING),
+            "report": _report(before, WORKING, wait=False),
             "reviewed_at": reviewed_at.isoformat(),
             "changed_since": changed_since,
             "failures": failures,
