@@ -1,0 +1,68 @@
+"""Reads of playtest runs: a run as the API and the studio show it, its totals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from promptadmin.playtests.models import PlaytestRun, PlaytestSample
+
+
+def runs() -> QuerySet[PlaytestRun]:
+    return PlaytestRun.objects.defer("plan")
+
+
+def results(run: PlaytestRun) -> list[dict[str, Any]]:
+    """Each (scenario, side) of the run in plan order, with its samples so far (one query).
+
+    A scenario passes when every sample it asked for has come and passes."""
+    rows: dict[tuple[str, str], list[PlaytestSample]] = {}
+    for sample in PlaytestSample.objects.filter(run=run).select_related("call").order_by("number"):
+        rows.setdefault((sample.scenario, sample.side), []).append(sample)
+    answer = []
+    for item in run.plan:
+        got = rows.get((item["scenario"], item["side"]), [])
+        wanted = 1 if item.get("error") is not None else item["samples"]
+        answer.append(
+            {
+                "scenario": item["scenario"],
+                "side": item["side"],
+                "samples": [
+                    {
+                        "reply": s.call.text if s.call else None,
+                        "tokens": {"in": s.call.tokens_in, "out": s.call.tokens_out}
+                        if s.call
+                        else None,
+                        "latency_ms": s.call.latency_ms if s.call else None,
+                        "cached": s.cached,
+                        "expectations": s.expectations,
+                    }
+                    for s in got
+                ],
+                "passed": len(got) == wanted and all(s.passed for s in got),
+            }
+        )
+    return answer
+
+
+def totals(run: PlaytestRun) -> dict[str, int]:
+    """Tokens in and out of the replies and judgements this run paid for."""
+    paid = run.paid_calls.all()
+    return {
+        "tokens_in": sum(call.tokens_in for call in paid),
+        "tokens_out": sum(call.tokens_out for call in paid),
+    }
+
+
+def detail(run: PlaytestRun) -> dict[str, Any]:
+    return {
+        "id": run.pk,
+        "status": run.status,
+        "release": run.release,
+        "compare_to": run.compare_to,
+        "model": run.model,
+        "calls": run.calls,
+        "cached": run.cached,
+        "results": results(run),
+    }
