@@ -107,7 +107,7 @@ def compile_pattern(pattern: str) -> Any:
     >>> compile_pattern("(?<=a)b")
     Traceback (most recent call last):
     ...
-    assembler.impact.ExpectationError: Not a pattern RE2 accepts: invalid perl operator: (?<
+    assembler.impact.ExpectationError: Not a pattern RE2 accepts: invalid perl operator: (?<=
     """
     options = re2.Options()
     options.max_mem = PATTERN_MAX_MEM
@@ -115,7 +115,10 @@ def compile_pattern(pattern: str) -> Any:
     try:
         return re2.compile(pattern, options)
     except re2.error as error:
-        raise ExpectationError("pattern", f"Not a pattern RE2 accepts: {error}") from None
+        why = error.args[0] if error.args else ""
+        if isinstance(why, bytes):
+            why = why.decode("utf-8", "replace")
+        raise ExpectationError("pattern", f"Not a pattern RE2 accepts: {why}") from None
 
 
 def _re2_pattern(

@@ -1,7 +1,8 @@
 """Playtest endpoints: queue a run (a write key or an author), read runs (any key).
 
-With playtests off (no ``PLAYTEST_BASE_URL``), every endpoint answers 503 saying how to
-turn them on.
+With playtests off (no ``PLAYTEST_BASE_URL``), every endpoint answers 409
+``playtests_off`` saying how to turn them on (a 5xx would read as the server's fault, and
+clients would retry it).
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ TAGS = ["playtests"]
 
 
 class PlaytestsOff(exceptions.APIException):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    status_code = status.HTTP_409_CONFLICT
     default_code = "playtests_off"
     default_detail = OFF
 
 
 OFF_RESPONSE = {
-    503: OpenApiResponse(
+    409: OpenApiResponse(
         ClientErrorResponseSerializer, description=f"`playtests_off`: {OFF}"
     )
 }

@@ -256,16 +256,17 @@ class _Sample:
 def _store(run: PlaytestRun, key: str, kind: str, answer: Answer) -> PlaytestCall:
     """Keep an answer the moment it comes (autocommit): a killed run never pays twice."""
     try:
-        call = PlaytestCall.objects.create(
-            key=key,
-            kind=kind,
-            model=run.model,
-            text=answer.text,
-            tokens_in=answer.tokens_in,
-            tokens_out=answer.tokens_out,
-            latency_ms=answer.latency_ms,
-            run=run,
-        )
+        with transaction.atomic():  # a savepoint, in a transaction or not
+            call = PlaytestCall.objects.create(
+                key=key,
+                kind=kind,
+                model=run.model,
+                text=answer.text,
+                tokens_in=answer.tokens_in,
+                tokens_out=answer.tokens_out,
+                latency_ms=answer.latency_ms,
+                run=run,
+            )
     except IntegrityError:  # another run asked the same at the same time
         call = PlaytestCall.objects.get(key=key)
     PlaytestRun.objects.filter(pk=run.pk).update(calls=F("calls") + 1)
@@ -344,6 +345,10 @@ def playtest_run(*, run_id: int) -> str:
     try:
         with ThreadPoolExecutor(settings.PLAYTEST_CONCURRENCY) as pool:
             pending: dict[Future[Answer], tuple[_Sample, str | None, str]] = {}
+            # Samples with the same reply ask the judge once, and the same question (both
+            # sides alike) is asked once: the others wait for the answer.
+            judging: dict[str, list[tuple[_Sample, str]]] = {}
+            asking: dict[str, list[_Sample]] = {}
 
             def ask_judges(sample: _Sample) -> None:
                 assert sample.call is not None
@@ -354,11 +359,15 @@ def playtest_run(*, run_id: int) -> str:
                         sample.judged[rubric] = parse_judgement(known.text)
                         PlaytestRun.objects.filter(pk=run.pk).update(cached=F("cached") + 1)
                         continue
+                    sample.waiting += 1
+                    if key in judging:
+                        judging[key].append((sample, rubric))
+                        continue
+                    judging[key] = []
                     messages = judge_messages(rubric, sample.call.text)
                     params = {"temperature": 0.0, "max_tokens": 100, "seed": None}
                     future = pool.submit(endpoint.complete, messages, params)
                     pending[future] = (sample, rubric, key)
-                    sample.waiting += 1
                 if sample.waiting == 0:
                     _finish_sample(run, sample)
 
@@ -371,7 +380,10 @@ def playtest_run(*, run_id: int) -> str:
                     if sample.cached:
                         PlaytestRun.objects.filter(pk=run.pk).update(cached=F("cached") + 1)
                     ask_judges(sample)
+                elif sample.key in asking:
+                    asking[sample.key].append(sample)
                 else:
+                    asking[sample.key] = []
                     future = pool.submit(
                         endpoint.complete, sample.item["messages"], sample.item["params"]
                     )
@@ -380,26 +392,34 @@ def playtest_run(*, run_id: int) -> str:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     sample, rubric, key = pending.pop(future)
+                    judged: tuple[bool, str]
                     try:
                         answer = future.result()
                     except CallFailed as failed:
                         failures += 1
                         if rubric is None:
-                            sample.error = str(failed)
-                            _finish_sample(run, sample)
+                            for waiter in [sample, *asking.pop(key, [])]:
+                                waiter.error = str(failed)
+                                _finish_sample(run, waiter)
                             continue
-                        sample.judged[rubric] = (False, f"the judge failed: {failed}")
+                        judged = (False, f"the judge failed: {failed}")
                     else:
                         kind = PlaytestCall.Kind.REPLY if rubric is None else PlaytestCall.Kind.JUDGE
                         call = _store(run, key, kind, answer)
                         if rubric is None:
                             sample.call = call
                             ask_judges(sample)
+                            for waiter in asking.pop(key, []):
+                                waiter.call, waiter.cached = call, True
+                                PlaytestRun.objects.filter(pk=run.pk).update(cached=F("cached") + 1)
+                                ask_judges(waiter)
                             continue
-                        sample.judged[rubric] = parse_judgement(call.text)
-                    sample.waiting -= 1
-                    if sample.waiting == 0:
-                        _finish_sample(run, sample)
+                        judged = parse_judgement(call.text)
+                    for waiter, asked in [(sample, rubric), *judging.pop(key, [])]:
+                        waiter.judged[asked] = judged
+                        waiter.waiting -= 1
+                        if waiter.waiting == 0:
+                            _finish_sample(run, waiter)
     finally:
         endpoint.close()
     return _end(run, f"{failures} calls to the model failed." if failures else "")
