@@ -233,13 +233,13 @@ def check_reply(
         except (ValueError, RecursionError) as error:
             return Verdict(kind, False, f"not JSON: {error}")
         try:
-            error = next(iter(ReplySchemaValidator(value).iter_errors(parsed)), None)
+            problem = next(iter(ReplySchemaValidator(value).iter_errors(parsed)), None)
         except RecursionError:
             return Verdict(kind, False, "the JSON nests too deep to check")
-        if error is None:
+        if problem is None:
             return Verdict(kind, True, "JSON valid against the schema")
-        where = "/".join(str(part) for part in error.absolute_path)
-        return Verdict(kind, False, f"{where or 'the reply'}: {error.message}")
+        where = "/".join(str(part) for part in problem.absolute_path)
+        return Verdict(kind, False, f"{where or 'the reply'}: {problem.message}")
     if judge is None:
         return Verdict(kind, False, "no judge was asked")
     passed, reason = judge(value, reply)
@@ -281,15 +281,21 @@ MAX_SAMPLES = 5
 MAX_REPLY_TOKENS = 4096
 MAX_TEMPERATURE = 2.0
 SEED_RANGE = (-(2**63), 2**63 - 1)
-REPLY_PARAMS: Mapping[str, Any] = {"temperature": 0.0, "max_tokens": 300, "seed": None, "samples": 1}
+REPLY_PARAMS: Mapping[str, Any] = {
+    "temperature": 0.0,
+    "max_tokens": 300,
+    "seed": None,
+    "samples": 1,
+}
 
 
 def reply_params_problems(values: Mapping[str, Any]) -> dict[str, str]:
     """What is wrong with a scenario's ``temperature``, ``max_tokens``, ``seed`` and
     ``samples`` (missing ones take their defaults), by field.
 
-    >>> reply_params_problems({"samples": 9, "temperature": float("nan")})
-    {'temperature': 'Expected a number from 0 to 2.0.', 'samples': 'Expected a whole number from 1 to 5.'}
+    >>> problems = reply_params_problems({"samples": 9, "temperature": float("nan")})
+    >>> problems["temperature"], problems["samples"]
+    ('Expected a number from 0 to 2.0.', 'Expected a whole number from 1 to 5.')
     """
     errors: dict[str, str] = {}
     temperature = values.get("temperature", 0.0)
@@ -305,7 +311,9 @@ def reply_params_problems(values: Mapping[str, Any]) -> dict[str, str]:
             errors[name] = f"Expected a whole number from 1 to {high}."
     seed = values.get("seed")
     if seed is not None and (
-        isinstance(seed, bool) or not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]
+        isinstance(seed, bool)
+        or not isinstance(seed, int)
+        or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]
     ):
         errors["seed"] = "Expected a whole number (a 64-bit integer) or null."
     return errors

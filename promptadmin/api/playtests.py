@@ -35,9 +35,7 @@ class PlaytestsOff(exceptions.APIException):
 
 
 OFF_RESPONSE = {
-    409: OpenApiResponse(
-        ClientErrorResponseSerializer, description=f"`playtests_off`: {OFF}"
-    )
+    409: OpenApiResponse(ClientErrorResponseSerializer, description=f"`playtests_off`: {OFF}")
 }
 
 

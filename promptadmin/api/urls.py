@@ -17,8 +17,8 @@ from promptadmin.api import (
     langfuse,
     legacy,
     lore,
-    prompts,
     playtests,
+    prompts,
     releases,
     schema,
 )

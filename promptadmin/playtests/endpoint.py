@@ -70,7 +70,9 @@ class Endpoint:
         except openai.APITimeoutError:
             raise CallFailed(f"no answer within {settings.PLAYTEST_TIMEOUT}s") from None
         except openai.APIStatusError as error:
-            raise CallFailed(f"the endpoint answered {error.status_code}: {error.message}") from None
+            raise CallFailed(
+                f"the endpoint answered {error.status_code}: {error.message}"
+            ) from None
         except openai.APIConnectionError as error:
             raise CallFailed(f"cannot reach the endpoint: {error}") from None
         except Exception as error:  # a malformed answer: not JSON, or not a completion

@@ -23,7 +23,7 @@ class PlaytestRun(models.Model):
 
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     release = models.CharField(max_length=100, help_text="working, a label or a release name.")
-    compare_to = models.CharField(max_length=100, null=True, blank=True)
+    compare_to = models.CharField(max_length=100, blank=True, help_text="Empty: none.")
     model = models.CharField(max_length=200)
     # What is sent, worked out when the run is made: a later edit does not change the run.
     # [{"scenario", "side", "messages", "params", "expectations", "samples", "error"}]

@@ -60,7 +60,7 @@ def detail(run: PlaytestRun) -> dict[str, Any]:
         "id": run.pk,
         "status": run.status,
         "release": run.release,
-        "compare_to": run.compare_to,
+        "compare_to": run.compare_to or None,
         "model": run.model,
         "calls": run.calls,
         "cached": run.cached,

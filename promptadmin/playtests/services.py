@@ -88,7 +88,9 @@ def _plan_side(scenario: Scenario, side: str, name: str, content: Any) -> dict[s
     spec = from_model(scenario)
     state = dict(spec.state)
     # The input goes to the model as the user's message, not inside the system prompt.
-    outcome = evaluate(replace(spec, state={k: v for k, v in state.items() if k != "input"}), content)
+    outcome = evaluate(
+        replace(spec, state={k: v for k, v in state.items() if k != "input"}), content
+    )
     params = {key: getattr(scenario, key) for key in REPLY_PARAMS if key != "samples"}
     return {
         "scenario": scenario.name,
@@ -114,9 +116,7 @@ def calls_needed(plan: Iterable[dict[str, Any]], model: str) -> int:
         if item["error"] is None:
             for n in range(1, item["samples"] + 1):
                 wanted[reply_key(model, item["messages"], item["params"], n)] = item
-    replies = dict(
-        PlaytestCall.objects.filter(key__in=list(wanted)).values_list("key", "text")
-    )
+    replies = dict(PlaytestCall.objects.filter(key__in=list(wanted)).values_list("key", "text"))
     needed = 0
     judgements: list[str] = []
     for key, item in wanted.items():
@@ -192,7 +192,7 @@ def playtest_create(
     with transaction.atomic():
         run = PlaytestRun.objects.create(
             release=release,
-            compare_to=compare_to,
+            compare_to=compare_to or "",
             model=model,
             plan=plan,
             calls_needed=needed,
@@ -337,8 +337,7 @@ def playtest_run(*, run_id: int) -> str:
     if needed + run.calls > max(run.calls_needed, settings.PLAYTEST_MAX_CALLS):
         return _end(run, f"This run now needs {needed} more calls, over PLAYTEST_MAX_CALLS.")
     cache = {
-        call.key: call
-        for call in PlaytestCall.objects.filter(key__in=[s.key for s in samples])
+        call.key: call for call in PlaytestCall.objects.filter(key__in=[s.key for s in samples])
     }
     endpoint = Endpoint()
     failures = 0
@@ -404,7 +403,9 @@ def playtest_run(*, run_id: int) -> str:
                             continue
                         judged = (False, f"the judge failed: {failed}")
                     else:
-                        kind = PlaytestCall.Kind.REPLY if rubric is None else PlaytestCall.Kind.JUDGE
+                        kind = (
+                            PlaytestCall.Kind.REPLY if rubric is None else PlaytestCall.Kind.JUDGE
+                        )
                         call = _store(run, key, kind, answer)
                         if rubric is None:
                             sample.call = call

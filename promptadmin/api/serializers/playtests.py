@@ -18,11 +18,16 @@ class ScenariosField(serializers.JSONField):
 class PlaytestInputSerializer(StrictSerializer):
     scenarios = ScenariosField(help_text='Scenario names, or "all" (every saved scenario).')
     release = f.Text(
-        required=False, default="working", max_length=100,
+        required=False,
+        default="working",
+        max_length=100,
         help_text='"working", a label or a release name.',
     )
     compare_to = f.Text(
-        required=False, allow_null=True, default=None, max_length=100,
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=100,
         help_text="A label or a release name: its replies are shown beside the release's.",
     )
 

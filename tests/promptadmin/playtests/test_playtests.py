@@ -12,17 +12,8 @@ from django.test import override_settings
 from promptadmin.playtests.models import PlaytestCall, PlaytestRun
 from promptadmin.releases.models import Scenario
 from promptadmin.releases.services import scenario_create
-from tests.promptadmin.api.conftest import (  # noqa: F401  (fixtures)
-    demo,
-    errors,
-    read_key,
-    reader,
-    session_client,
-    person,
-    write_key,
-    writer,
-)
-from tests.promptadmin.conversations.fake_llm import FakeLLM, Reply, fake_llm
+from tests.promptadmin.api.conftest import errors, person, session_client
+from tests.promptadmin.conversations.fake_llm import Reply, fake_llm
 
 JSON_REPLY = '{"mood": "wary", "line": "Aye, the bell tolls."}'
 
@@ -84,7 +75,10 @@ def only(run: dict[str, Any]) -> dict[str, Any]:
 EXPECTATIONS = [
     ({"kind": "reply_contains", "text": "traveller"}, {"kind": "reply_contains", "text": "dragon"}),
     ({"kind": "reply_excludes", "text": "dragon"}, {"kind": "reply_excludes", "text": "Aye"}),
-    ({"kind": "reply_matches", "pattern": "^Aye, \\w+"}, {"kind": "reply_matches", "pattern": "^No"}),
+    (
+        {"kind": "reply_matches", "pattern": "^Aye, \\w+"},
+        {"kind": "reply_matches", "pattern": "^No"},
+    ),
     ({"kind": "reply_max_tokens", "tokens": 50}, {"kind": "reply_max_tokens", "tokens": 2}),
     ({"kind": "judge", "rubric": "stays in character"}, None),
 ]
@@ -100,7 +94,14 @@ def test_each_reply_expectation_passes_and_fails(  # type: ignore[no-untyped-def
     assert set(queued.json()) == {"id", "status", "url"}
     run = reader.get(queued.json()["url"]).json()
     assert set(run) == {
-        "id", "status", "release", "compare_to", "model", "calls", "cached", "results"
+        "id",
+        "status",
+        "release",
+        "compare_to",
+        "model",
+        "calls",
+        "cached",
+        "results",
     }
     assert run["status"] == "done"
     result = only(run)
@@ -223,13 +224,16 @@ def test_a_failing_endpoint_fails_the_run_never_a_500(  # type: ignore[no-untype
 def test_the_client_retries_a_429(  # type: ignore[no-untyped-def]
     demo, writer, reader, django_capture_on_commit_callbacks
 ) -> None:
-    with fake_llm(Reply(status=429, headers={"Retry-After": "0"})) as fake, endpoint(
-        fake.url, max_retries=1
+    with (
+        fake_llm(Reply(status=429, headers={"Retry-After": "0"})) as fake,
+        endpoint(fake.url, max_retries=1),
     ):
         fake.respond = npc
         scenario("retried", [])
         run = reader.get(
-            playtest(writer, django_capture_on_commit_callbacks, scenarios=["retried"]).json()["url"]
+            playtest(writer, django_capture_on_commit_callbacks, scenarios=["retried"]).json()[
+                "url"
+            ]
         ).json()
     assert run["status"] == "done" and len(fake.requests) == 2
 
@@ -239,17 +243,21 @@ def test_a_hostile_pattern_is_refused_at_save_or_runs_bounded(  # type: ignore[n
 ) -> None:
     bad = writer.post(
         "/api/v1/scenarios/",
-        {"name": "s", "entry": "drowned-bell", "expectations": [
-            {"kind": "reply_matches", "pattern": "(?<=x)y"}
-        ]},
+        {
+            "name": "s",
+            "entry": "drowned-bell",
+            "expectations": [{"kind": "reply_matches", "pattern": "(?<=x)y"}],
+        },
         format="json",
     )
     assert bad.status_code == 400 and "RE2" in errors(bad)["expectations.0.pattern"]
     schema_bad = writer.post(
         "/api/v1/scenarios/",
-        {"name": "s", "entry": "drowned-bell", "expectations": [
-            {"kind": "reply_json", "schema": {"type": 5}}
-        ]},
+        {
+            "name": "s",
+            "entry": "drowned-bell",
+            "expectations": [{"kind": "reply_json", "schema": {"type": 5}}],
+        },
         format="json",
     )
     assert "Not a valid JSON Schema" in errors(schema_bad)["expectations.0.schema"]
@@ -323,7 +331,10 @@ def test_a_scenario_keeps_its_playtest_fields(writer, reader, demo) -> None:  # 
     assert created.status_code == 201, created.json()
     read = reader.get(f"/api/v1/scenarios/{created.json()['id']}/").json()
     assert (read["temperature"], read["max_tokens"], read["seed"], read["samples"]) == (
-        0.5, 50, 3, 5
+        0.5,
+        50,
+        3,
+        5,
     )
     too_many = writer.post(
         "/api/v1/scenarios/",
