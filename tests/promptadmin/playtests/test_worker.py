@@ -8,7 +8,6 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -76,5 +75,3 @@ def test_a_worker_killed_mid_run_resumes_without_paying_twice(
             assert run.samples.count() == 3
     finally:
         never.set()
-
-
