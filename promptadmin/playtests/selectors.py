@@ -66,3 +66,25 @@ def detail(run: PlaytestRun) -> dict[str, Any]:
         "cached": run.cached,
         "results": results(run),
     }
+
+
+def latest_on_working(compare_to: str | None) -> PlaytestRun | None:
+    """The newest run of the working copy compared with ``compare_to`` (the publish page's
+    "Playtest the change")."""
+    return runs().filter(release="working", compare_to=compare_to or "").first()
+
+
+def replies_failing(run: PlaytestRun) -> bool:
+    """Whether a reply of the run's release side fails an expectation (or never came)."""
+    return PlaytestSample.objects.filter(run=run, side="release", passed=False).exists()
+
+
+def scenarios_with_reply_expectations() -> list[str]:
+    from assembler.replies import is_reply_expectation
+    from promptadmin.releases.models import Scenario
+
+    return [
+        name
+        for name, expectations in Scenario.objects.values_list("name", "expectations")
+        if any(is_reply_expectation(item) for item in expectations)
+    ]
