@@ -110,7 +110,7 @@ class PlaytestDetailView(GenericAPIView[PlaytestRun]):
     )
     def get(self, request: Request, pk: int) -> Response:
         _on()
-        run = selectors.runs().filter(pk=pk).defer(None).first()
+        run = selectors.runs().filter(pk=pk).first()
         if run is None:
             raise exceptions.NotFound(f"No playtest {pk}.")
         return Response(selectors.detail(run))

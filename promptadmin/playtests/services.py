@@ -37,6 +37,7 @@ from assembler.replies import (
 )
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.roles import Role, require
+from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.core.tokens import tokenizer
 from promptadmin.playtests.endpoint import OFF, Answer, CallFailed, Endpoint, enabled
 from promptadmin.playtests.models import PlaytestCall, PlaytestRun, PlaytestSample
@@ -135,10 +136,18 @@ def _scenarios(names: list[str] | str) -> list[Scenario]:
         if not found:
             raise ValidationError({"scenarios": "There is no saved scenario to playtest."})
         return found
-    if not isinstance(names, list) or not names or len(names) > MAX_SCENARIOS:
+    if (
+        not isinstance(names, list)
+        or not 0 < len(names) <= MAX_SCENARIOS
+        or not all(isinstance(name, str) and 0 < len(name) <= 100 for name in names)
+    ):
         raise ValidationError(
             {"scenarios": f'Expected "all" or a list of 1 to {MAX_SCENARIOS} scenario names.'}
         )
+    try:
+        check_stored_json(names)  # looked up: no NUL, no lone surrogate
+    except StoredJsonError as exc:
+        raise ValidationError({f"scenarios.{exc.path}".rstrip("."): exc.message}) from None
     found = {s.name: s for s in Scenario.objects.filter(name__in=names)}
     unknown = [name for name in names if name not in found]
     if unknown:

@@ -293,6 +293,10 @@ def test_bad_requests_name_the_field(  # type: ignore[no-untyped-def]
         ({"scenarios": ["nope"]}, "scenarios"),
         ({"scenarios": "some"}, "scenarios"),
         ({"scenarios": []}, "scenarios"),
+        ({"scenarios": [{"a": 1}]}, "scenarios"),
+        ({"scenarios": ["x" * 10_000]}, "scenarios"),
+        ({"scenarios": ["nul\u0000"]}, "scenarios.0"),
+        ({"scenarios": "all", "release": "\u0000"}, "release"),
         ({"scenarios": "all", "release": "no-such"}, "release"),
         ({"scenarios": "all", "compare_to": "no-such"}, "compare_to"),
         ({"scenarios": "all", "extra": 1}, "extra"),
@@ -301,6 +305,10 @@ def test_bad_requests_name_the_field(  # type: ignore[no-untyped-def]
         response = playtest(writer, django_capture_on_commit_callbacks, **body)
         assert response.status_code == 400, (body, response.json())
         assert field in errors(response), (body, response.json())
+    lone_surrogate = writer.post(
+        "/api/v1/playtests/", '{"scenarios": ["\\ud800"]}', content_type="application/json"
+    )
+    assert lone_surrogate.status_code == 400
 
 
 @override_settings(PLAYTEST_BASE_URL="")
@@ -342,3 +350,15 @@ def test_a_scenario_keeps_its_playtest_fields(writer, reader, demo) -> None:  # 
         format="json",
     )
     assert "samples" in errors(too_many)
+
+
+def test_the_list_reads_in_a_constant_number_of_queries(  # type: ignore[no-untyped-def]
+    llm, demo, writer, reader, django_capture_on_commit_callbacks, django_assert_max_num_queries
+) -> None:
+    scenario("listed", [{"kind": "reply_contains", "text": "Aye"}], samples=2)
+    for _ in range(3):
+        playtest(writer, django_capture_on_commit_callbacks, scenarios=["listed"])
+    with django_assert_max_num_queries(4):  # the key, the count, the runs, their samples
+        listed = reader.get("/api/v1/playtests/?page_size=3").json()
+    assert listed["count"] == 3 and len(listed["results"]) == 3
+    assert all(len(only(run)["samples"]) == 2 for run in listed["results"])
