@@ -201,7 +201,13 @@ class Scenario(models.Model):
     state = models.JSONField(default=dict, blank=True, validators=[validate_stored_json])
     token_budget = models.PositiveIntegerField(default=assembler.DEFAULT_TOKEN_BUDGET)
     npc_budget = models.PositiveIntegerField(default=assembler.DEFAULT_NPC_BUDGET)
+    # Prompt expectations (assembler.impact) and reply expectations (assembler.replies).
     expectations = models.JSONField(default=list, blank=True, validators=[validate_stored_json])
+    # How a playtest asks the model (promptadmin.playtests): limits in assembler.replies.
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=300)
+    seed = models.BigIntegerField(null=True, blank=True)
+    samples = models.PositiveSmallIntegerField(default=1)
     revision = models.PositiveIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 import assembler
 from assembler.impact import Expectation, parse_expectation
+from assembler.replies import is_reply_expectation
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import EntryNpc
 from promptadmin.releases.models import Scenario
@@ -89,7 +90,11 @@ def from_model(scenario: Scenario) -> ScenarioSpec:
         state=scenario.state,
         token_budget=scenario.token_budget,
         npc_budget=scenario.npc_budget,
-        expectations=tuple(parse_expectation(item) for item in scenario.expectations),
+        expectations=tuple(
+            parse_expectation(item)
+            for item in scenario.expectations
+            if not is_reply_expectation(item)  # a playtest checks those, on replies
+        ),
         scenario_id=scenario.pk,
     )
 

@@ -17,6 +17,12 @@ from django.utils import timezone
 
 import assembler
 from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectation
+from assembler.replies import (
+    REPLY_PARAMS,
+    is_reply_expectation,
+    parse_reply_expectation,
+    reply_params_problems,
+)
 from promptadmin.content.models import NPC, Entry, slug_validator
 from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
@@ -406,6 +412,7 @@ SCENARIO_FIELDS = (
     "token_budget",
     "npc_budget",
     "expectations",
+    *REPLY_PARAMS,
 )
 
 
@@ -472,8 +479,10 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
         expectations = []
     parsed = []
     for index, item in enumerate(expectations):
+        # Reply expectations (playtests) sit beside the prompt ones; the assembler parses both.
+        parse = parse_reply_expectation if is_reply_expectation(item) else parse_expectation
         try:
-            parsed.append(parse_expectation(item).to_dict())
+            parsed.append(parse(item).to_dict())
             check_stored_json(parsed[-1])
         except ExpectationError as exc:
             errors[f"expectations.{index}.{exc.field}"] = str(exc)
@@ -494,10 +503,12 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
         check_stored_json(state)
     except StoredJsonError as exc:
         errors[f"state.{exc.path}".rstrip(".")] = exc.message
+    errors |= reply_params_problems(values)
     if errors:
         raise ValidationError(errors)
     return {
         **values,
+        "temperature": float(values.get("temperature", REPLY_PARAMS["temperature"])),
         "name": name.strip(),  # type: ignore[union-attr]
         "npcs": npcs,
         "state": state,
@@ -516,6 +527,7 @@ def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
         "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
         "npc_budget": assembler.DEFAULT_NPC_BUDGET,
         "expectations": [],
+        **REPLY_PARAMS,
         **values,
     }
     unknown = set(values) - set(SCENARIO_FIELDS)

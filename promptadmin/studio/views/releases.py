@@ -19,6 +19,10 @@ from assembler.explain import CHANGE_KIND_WORDS
 from assembler.result import CHANGE_KINDS
 from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
 from promptadmin.core.roles import Role
+from promptadmin.playtests import selectors as playtests
+from promptadmin.playtests.endpoint import enabled as playtests_enabled
+from promptadmin.playtests.models import PlaytestRun
+from promptadmin.playtests.services import playtest_confirm
 from promptadmin.releases import reports, selectors, services
 from promptadmin.releases.models import PRODUCTION, WORKING, ReleaseLabel
 from promptadmin.releases.serving import resolve
@@ -131,7 +135,13 @@ def release_publish(request: HttpRequest) -> HttpResponse:
     status = 400 if request.method == "POST" else 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        playtest = (
+            PlaytestRun.objects.filter(pk=data["playtest"]).first() if data["playtest"] else None
+        )
+        replies_fail = playtest is not None and playtests.replies_failing(playtest)
         try:
+            if replies_fail and not data["confirm"]:
+                raise RepliesFailing()
             release = services.release_create(
                 actor=request.user,
                 name=data["name"] or None,
@@ -149,10 +159,18 @@ def release_publish(request: HttpRequest) -> HttpResponse:
         except services.ExpectationsFailing as exc:
             failures = exc.failures
             form.add_error("confirm", "Expectations fail on this content: confirm to publish.")
+        except RepliesFailing:
+            assert playtest is not None
+            form.add_error(
+                "confirm",
+                f"Reply expectations fail in playtest #{playtest.pk}: confirm to publish.",
+            )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, errors)
         else:
+            if replies_fail and playtest is not None:
+                playtest_confirm(actor=request.user, run=playtest)
             messages.success(
                 request, f"Published {release.name} as '{data['label']}'. It is live now."
             )
@@ -176,9 +194,28 @@ def release_publish(request: HttpRequest) -> HttpResponse:
             "reviewed_at": reviewed_at.isoformat(),
             "changed_since": changed_since,
             "failures": failures,
+            **_playtest_context(before),
         },
         status=status,
     )
+
+
+class RepliesFailing(Exception):
+    """The playtest of the change has a failing reply expectation, and no confirmation."""
+
+
+def _playtest_context(before: str | None) -> dict[str, Any]:
+    """The publish page's "Playtest the change": the scenarios with reply expectations, the
+    side it compares with, and the newest such run (its failures ask for confirmation)."""
+    if not playtests_enabled():
+        return {"playtests_off": True}
+    run = playtests.latest_on_working(before)
+    return {
+        "playtest_scenarios": playtests.scenarios_with_reply_expectations(),
+        "playtest_compare_to": before or "",
+        "playtest": run,
+        "playtest_failing": run is not None and playtests.replies_failing(run),
+    }
 
 
 @require_POST
