@@ -20,6 +20,7 @@ REQUIRE_SERVICES = os.environ.get("PROMPTADMIN_REQUIRE_SERVICES", "").lower() in
     "true",
     "yes",
 }
+SERVICES = ("postgres", "redis", "browser")  # the markers of tests that need one
 
 
 def missing_service(marker: str) -> str | None:
@@ -86,6 +87,11 @@ def use_redis(url: str) -> override_settings:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # CI must never pass by skipping what it is there to prove. Checked before any test is
+    # collected: pytest-xdist workers collect, and an error raised there is lost.
+    missing = [reason for marker in SERVICES if (reason := missing_service(marker))]
+    if missing and REQUIRE_SERVICES:
+        raise pytest.UsageError(f"PROMPTADMIN_REQUIRE_SERVICES is set but {'; '.join(missing)}.")
     if not settings.REDIS_URL:
         return
     if worker := os.environ.get("PYTEST_XDIST_WORKER"):
@@ -95,14 +101,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    missing: dict[str, int] = {}
     for item in items:
-        for marker in ("postgres", "redis", "browser"):
+        for marker in SERVICES:
             reason = missing_service(marker) if item.get_closest_marker(marker) else None
             if reason is not None:
-                missing[reason] = missing.get(reason, 0) + 1
                 item.add_marker(pytest.mark.skip(reason=f"[service] {reason}"))
-    if missing and REQUIRE_SERVICES:
-        # CI must never pass by skipping what it is there to prove.
-        listed = "; ".join(f"{count} tests {reason}" for reason, count in missing.items())
-        raise pytest.UsageError(f"PROMPTADMIN_REQUIRE_SERVICES is set but {listed}.")
