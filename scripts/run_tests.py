@@ -7,8 +7,9 @@ which turns a missing service into a failure instead.
 
 The suite runs on pytest-xdist workers, one per core (at most MAX_WORKERS), each on a test
 database and a Redis database of its own (tests/conftest.py). Arguments that choose the
-workers themselves are left alone: ``make test ARGS="-n 0"`` runs in one process, and
-PYTEST_XDIST_AUTO_NUM_WORKERS=3 sets the number of workers.
+workers themselves are left alone: ``make test ARGS="-n 0"`` runs in one process,
+``ARGS="-n 6"`` on six workers (PYTEST_XDIST_AUTO_NUM_WORKERS=3 picks three of at most
+MAX_WORKERS).
 """
 
 from __future__ import annotations
