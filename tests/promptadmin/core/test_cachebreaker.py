@@ -82,8 +82,10 @@ def blackholed_cache(settings: Any) -> Iterator[list[socket.socket]]:
             accepted.append(connection)
 
     threading.Thread(target=accept, daemon=True).start()
-    port = server.getsockname()[1]
-    settings.CACHES = {"default": redis_cache(f"redis://127.0.0.1:{port}/0")}
+    url = f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    # As a deployment whose Redis is blackholed sees it, with or without a Redis here.
+    settings.REDIS_URL = url
+    settings.CACHES = {"default": redis_cache(url)}
     yield accepted
     server.close()
     for connection in accepted:
