@@ -23,6 +23,7 @@ from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
 from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.releases import serving
 from promptadmin.releases.impact import failing
 from promptadmin.releases.models import (
@@ -319,6 +320,7 @@ def release_create(
     if labels:
         require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_names(name or None, labels, actor=actor)
+    notes = normalize_newlines(notes)
     _check_notes(notes)
     # Content writes are not locked out: the snapshot is read in one REPEATABLE READ
     # transaction of its own (see working_content). The release is written in another,
@@ -468,6 +470,7 @@ def release_label_set(
     """
     require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_label(label)
+    note = normalize_newlines(note)
     _check_notes(note, "note")
     current = _locked_label(label, expected)
     if not confirm and (current is None or current.release_id != release.pk):
@@ -488,6 +491,7 @@ def release_label_remove(
     """Remove ``label``; callers that named it get an error, default serving the working
     copy. ``expected`` as for release_label_set."""
     require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
+    note = normalize_newlines(note)
     _check_notes(note, "note")
     if _locked_label(label, expected) is None:
         raise ValidationError({"label": f"There is no label '{label}'."})
@@ -511,7 +515,7 @@ SCENARIO_FIELDS = (
 def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
     """Check a scenario's fields, naming the first bad one; returns them normalised."""
     errors: dict[str, str] = {}
-    name = values.get("name")
+    name = normalize_newlines(values.get("name"))
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
         errors["name"] = "Expected a name of 1 to 100 characters."
     else:
@@ -572,13 +576,13 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
     parsed = []
     for index, item in enumerate(expectations):
         try:
-            parsed.append(parse_expectation(item).to_dict())
+            parsed.append(parse_expectation(normalize_values(item)).to_dict())
             check_stored_json(parsed[-1])
         except ExpectationError as exc:
             errors[f"expectations.{index}.{exc.field}"] = str(exc)
         except StoredJsonError as exc:
             errors[f"expectations.{index}.{exc.path}"] = exc.message
-    state = values.get("state") or {}
+    state = normalize_values(values.get("state") or {})
     if not isinstance(state, dict):
         errors["state"] = "Expected a JSON object."
     else:

@@ -38,6 +38,7 @@ from promptadmin.content.models import SCOPE_REF_FIELD, Segment
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.roles import Role, require
+from promptadmin.core.text import normalize_newlines
 from promptadmin.core.tokens import tokenizer
 
 BATCH_SIZE = 2000
@@ -283,8 +284,8 @@ def _values(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], who: _Who
     return {
         **fks,
         "scope": row.scope,
-        "title": title,
-        "content": row.content,
+        "title": normalize_newlines(title),
+        "content": normalize_newlines(row.content),
         "metadata": metadata,
         "version": row.version,
         "active": row.active and not row.deprecated,

@@ -17,6 +17,7 @@ from promptadmin.content.models import NPC, Entry, EntryNpc
 from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.core.templatetags.bidi import isolate
+from promptadmin.core.text import normalize_newlines
 from promptadmin.releases.models import WORKING
 from promptadmin.releases.selectors import choices as release_choices
 
@@ -159,7 +160,8 @@ class PreviewForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         for name, label in DYNAMIC_LAYERS:
-            raw = cleaned.get(name) or ""
+            # What a saved scenario would store (core.text): a preview counts the same.
+            raw = cleaned[name] = normalize_newlines(cleaned.get(name) or "")
             if raw.strip().startswith("{"):
                 try:
                     cleaned[name] = object_from_text(raw, label)

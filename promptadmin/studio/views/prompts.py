@@ -17,6 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 from assembler.format_lint import lint_prompt
 from assembler.templates import check
 from promptadmin.core.roles import Role
+from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
@@ -188,8 +189,9 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
     form.is_valid()
     data = form.cleaned_data
     syntax = data.get("syntax") or "curly"
-    system = data.get("system", "")
-    templates = form.user_templates()
+    # As the version would be saved (core.text): the counts and positions shown are its own.
+    system = normalize_newlines(data.get("system", ""))
+    templates = normalize_values(form.user_templates())
     count = tokenizer().count
     used: dict[str, None] = {}
     for text in (system, *templates.values()):
