@@ -16,10 +16,10 @@ from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import NPC, Entry, EntryNpc
 from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
 from promptadmin.core.storedjson import object_from_text
-from promptadmin.core.templatetags.bidi import isolate
 from promptadmin.core.text import normalize_newlines
 from promptadmin.releases.models import WORKING
 from promptadmin.releases.selectors import choices as release_choices
+from promptadmin.studio.forms.common import AutoDirSelect
 
 # The dynamic layers as the form shows them, titled as the assembler titles them.
 DYNAMIC_LAYERS = tuple((scope, LAYER_TITLES[scope]) for scope in assembler.DYNAMIC_SCOPES)
@@ -33,7 +33,9 @@ class PreviewForm(forms.Form):
     NPCs come as repeated ``npc`` and ``tier`` parameters, in priority order.
     """
 
-    entry = forms.ChoiceField(error_messages={"required": "Choose an entry to preview."})
+    entry = forms.ChoiceField(
+        error_messages={"required": "Choose an entry to preview."}, widget=AutoDirSelect
+    )
     release = forms.ChoiceField(
         required=False,
         label="Content",
@@ -103,7 +105,7 @@ class PreviewForm(forms.Form):
         self.fields["entry"].choices = [
             ("", "Choose an entry…"),
             *(
-                (slug, isolate(name))
+                (slug, name)
                 for slug, name in Entry.objects.order_by("name").values_list("slug", "name")
             ),
         ]

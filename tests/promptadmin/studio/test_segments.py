@@ -155,7 +155,7 @@ def test_the_object_picker_lists_only_what_the_scope_allows(author: Client) -> N
     form = author.get(CREATE, {"scope": "world"}).context["form"]
     assert form.fields["object"].widget.choices == [
         ("", "—"),
-        ("Worlds", [("world:iron-coast", "\u2068The Iron Coast\u2069 (iron-coast)")]),
+        ("Worlds", [("world:iron-coast", "The Iron Coast (iron-coast)")]),
     ]
     assert not form.shows_tier
     assert author.get(CREATE, {"scope": "npc"}).context["form"].shows_tier
