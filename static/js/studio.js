@@ -385,3 +385,30 @@ function focusableScrollers() {
 document.addEventListener("DOMContentLoaded", focusableScrollers);
 document.addEventListener("htmx:afterSettle", focusableScrollers);
 window.addEventListener("resize", focusableScrollers);
+
+// A label picker's "New label…" choice shows the field that names the new label; any
+// other choice hides it (without JavaScript both show, and the name is used with that
+// choice). On the publish page, another existing label reloads the impact report against
+// what that label points at.
+const NEW_LABEL = "+new";
+function syncNewLabel(select) {
+  const boxes = document.querySelectorAll(`[data-new-label-of="${CSS.escape(select.id)}"]`);
+  for (const box of boxes) box.hidden = select.value !== NEW_LABEL;
+  return boxes;
+}
+document.addEventListener("change", (event) => {
+  const select = event.target.closest && event.target.closest("select[data-new-label]");
+  if (!select) return;
+  const boxes = syncNewLabel(select);
+  if (select.value === NEW_LABEL) {
+    const input = boxes.length && boxes[0].querySelector("input");
+    if (input) input.focus();
+  } else if ("reloadReport" in select.dataset) {
+    const url = new URL(window.location.href);
+    url.searchParams.set("label", select.value);
+    window.location.assign(url);
+  }
+});
+document.addEventListener("DOMContentLoaded", () => {
+  for (const select of document.querySelectorAll("select[data-new-label]")) syncNewLabel(select);
+});

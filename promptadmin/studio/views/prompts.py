@@ -16,11 +16,12 @@ from django.views.decorators.vary import vary_on_headers
 
 from assembler.format_lint import lint_prompt
 from assembler.templates import check
-from promptadmin.core.roles import Role
+from promptadmin.core.roles import Role, role_of
 from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
+    DEFAULT_LABEL,
     DEFAULT_TEMPLATE,
     LATEST,
     Interface,
@@ -31,7 +32,7 @@ from promptadmin.prompts.models import (
 )
 from promptadmin.prompts.selectors import fetch_prompt, prompts_with_labels, render_prompt
 from promptadmin.prompts.services import prompts as services
-from promptadmin.studio import diffs
+from promptadmin.studio import confirm, diffs
 from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
 from promptadmin.studio.forms.common import add_service_errors
 from promptadmin.studio.forms.prompts import (
@@ -148,6 +149,22 @@ def _diff(prompt: Prompt, a: int, b: int, form: CompareForm) -> dict[str, Any] |
     }
 
 
+def _asks_first(request: HttpRequest, name: str) -> bool:
+    """Whether a change to the label ``name`` asks for confirmation first: it is the label
+    services fetch by default, not yet confirmed, and the person may change it at all
+    (otherwise the service's refusal is the answer)."""
+    if name != DEFAULT_LABEL or confirm.confirmed(request):
+        return False
+    role = role_of(request.user)
+    return name not in services.protected_labels() or (role is not None and role >= Role.ADMIN)
+
+
+def _live_version(prompt: Prompt, name: str) -> int | None:
+    """The version number the label ``name`` points at now (None: no such label)."""
+    label = Label.objects.filter(prompt=prompt, name=name).select_related("version").first()
+    return label.version.number if label is not None else None
+
+
 @studio_view(read=Role.AUTHOR)
 @require_POST
 def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
@@ -155,6 +172,21 @@ def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
     form = LabelForm(request.POST)
     if form.is_valid():
         name, number = form.cleaned_data["name"], form.cleaned_data["version"]
+        now = _live_version(prompt, name)
+        if _asks_first(request, name) and now != number:
+            where = f"from version {now} to version {number}" if now else f"to version {number}"
+            return confirm.ask(
+                request,
+                title=f"Move {name}?",
+                question=f"Move the {name} label of {prompt.langfuse_name} {where}?",
+                consequence=(
+                    f"Services that fetch {prompt.langfuse_name} without naming a label or a "
+                    f"version get version {number} on their next request."
+                ),
+                confirm_label=f"Move {name} to version {number}",
+                cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
+                section=SECTION,
+            )
         try:
             services.prompt_label_set(actor=request.user, prompt=prompt, name=name, version=number)
         except ValidationError as exc:
@@ -175,6 +207,20 @@ def prompt_label_remove(request: HttpRequest, pk: int) -> HttpResponse:
     form = LabelRemoveForm(request.POST)
     if form.is_valid():
         name = form.cleaned_data["name"]
+        now = _live_version(prompt, name)
+        if _asks_first(request, name) and now:
+            return confirm.ask(
+                request,
+                title=f"Remove {name}?",
+                question=f"Remove the {name} label of {prompt.langfuse_name} (version {now})?",
+                consequence=(
+                    f"Services that fetch {prompt.langfuse_name} without naming a label or a "
+                    "version get an error (404) until a version has the label again."
+                ),
+                confirm_label=f"Remove {name}",
+                cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
+                section=SECTION,
+            )
         try:
             services.prompt_label_remove(actor=request.user, prompt=prompt, name=name)
         except (ValidationError, PromptLookupError, PermissionDenied) as exc:
