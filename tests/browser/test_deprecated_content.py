@@ -63,8 +63,9 @@ def test_an_admin_imports_reviews_and_copies_into_a_world_segment(
     item.get_by_role("button", name=f"Copy #{source.pk}").click()
 
     expect(page.locator(".msg-success")).to_contain_text(
-        f"Copied #{source.pk} to a new active world"
+        f"Copied #{source.pk} to the world segment"
     )
+    expect(page.locator(".msg-success")).to_contain_text("a new active segment.")
     copy = Segment.objects.get(metadata__copied_from=source.pk)
     assert (copy.scope, copy.world, copy.active, copy.content) == (
         "world",
