@@ -412,3 +412,20 @@ document.addEventListener("change", (event) => {
 document.addEventListener("DOMContentLoaded", () => {
   for (const select of document.querySelectorAll("select[data-new-label]")) syncNewLabel(select);
 });
+
+// A new object's slug is suggested from its name as the author types it (accents dropped,
+// anything else between words becomes "-"), until the author edits the slug itself.
+function slugFrom(name) {
+  return name.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 64).replace(/-+$/, "");
+}
+document.addEventListener("input", (event) => {
+  const target = event.target;
+  if (!target.id) return;
+  const slugs = document.querySelectorAll(`input[data-slug-from="${CSS.escape(target.id)}"]`);
+  for (const slug of slugs) {
+    if (slug.value && slug.value !== slug.dataset.suggested) continue;
+    slug.value = slugFrom(target.value);
+    slug.dataset.suggested = slug.value;
+  }
+});
