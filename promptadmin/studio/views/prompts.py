@@ -250,9 +250,16 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
         variables=declared,
         expected_system=expected_system,
     )
+    # One list for the panel, agreeing with the "Declared variables" field and the lint:
+    # every variable used or declared, and whether it is the other too.
+    listed = dict.fromkeys([*used, *(declared or [])])
     return {
         "variables": list(used),
         "declared": declared,
+        "variable_rows": [
+            {"name": name, "used": name in used, "declared": declared is None or name in declared}
+            for name in listed
+        ],
         "findings": [finding.to_dict() for finding in findings],
         "tokens": [("system", count(system))]
         + [(name, count(text)) for name, text in templates.items()],

@@ -128,6 +128,38 @@ def test_the_live_check_lists_variables_tokens_and_lint_findings(prompts: Prompt
     assert "default: <strong>" in html
 
 
+def test_the_variables_panel_agrees_with_the_declared_variables_field(prompts: Prompt) -> None:
+    """A "Variables" field and a "Variables" panel listing other names, side by side,
+    read as a contradiction: the panel says how each name stands against the field."""
+    author = client_for("author")
+    form = author.get(f"/prompts/{prompts.pk}/versions/new/").content.decode()
+    assert '<label for="id_variables">Declared variables</label>' in form
+    post = {
+        "syntax": "curly",
+        "system": "You grade {{ subject }}.",
+        "template_name_0": "default",
+        "template_text_0": "{{ question }} in a {{ tone }} tone",
+        "variables": "subject question extra",
+    }
+    html = author.post(
+        f"/prompts/{prompts.pk}/versions/check/", post, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    panel = re.search(r'data-testid="variables">([\s\S]*?)</ul>', html)
+    assert panel is not None
+    rows = [" ".join(re.sub(r"<[^>]+>", " ", row).split()) for row in panel[1].split("</li>")]
+    assert [row for row in rows if row] == [
+        "subject",
+        "question",
+        "tone used, not declared",
+        "extra declared, not used",
+    ]
+    undeclared = author.post(
+        f"/prompts/{prompts.pk}/versions/check/", {**post, "variables": ""}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "Declared: those the templates use" in undeclared
+    assert "not declared" not in undeclared
+
+
 def test_labels_move_and_are_removed_and_the_history_shows_it(prompts: Prompt) -> None:
     author = client_for("admin")
     author.post(
