@@ -429,3 +429,23 @@ document.addEventListener("input", (event) => {
     slug.dataset.suggested = slug.value;
   }
 });
+
+// Narrow screens: the top bar is one row, the sections and the account behind "Menu"
+// (collapsed by studio.css only once this has run: without it, everything stays listed).
+document.addEventListener("DOMContentLoaded", () => {
+  const toggle = document.querySelector(".nav-toggle");
+  if (!toggle) return;
+  const bar = toggle.closest(".topbar");
+  bar.classList.add("nav-collapsible");
+  toggle.hidden = false;
+  toggle.addEventListener("click", () => {
+    const open = bar.classList.toggle("nav-open");
+    toggle.setAttribute("aria-expanded", String(open));
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || !bar.classList.contains("nav-open")) return;
+    bar.classList.remove("nav-open");
+    toggle.setAttribute("aria-expanded", "false");
+    toggle.focus();
+  });
+});

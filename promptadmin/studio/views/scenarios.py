@@ -25,7 +25,8 @@ from promptadmin.releases.serving import resolve
 from promptadmin.studio.access import render_page, studio_view
 from promptadmin.studio.forms.scenarios import KIND_LABELS, RunForm, ScenarioForm
 
-SECTION = "scenarios"
+# Scenarios judge releases: the page sits in that section (its own would not fit the bar).
+SECTION = "releases"
 # The most scenarios one page lists and runs (each run assembles a prompt).
 PAGE_SIZE = 100
 
