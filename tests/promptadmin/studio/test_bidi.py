@@ -140,6 +140,8 @@ def test_options_hold_no_invisible_characters_and_isolate_by_direction(author: C
         reverse("studio:entry_create"),
         reverse("studio:entry_edit", args=["drowned-bell"]),
         reverse("studio:preview") + "?entry=drowned-bell&npc=marta-vell&tier=2",
+        reverse("studio:lore_list"),
+        reverse("studio:lore_create"),
     ]
     named = 0
     for url in pages:
@@ -149,4 +151,4 @@ def test_options_hold_no_invisible_characters_and_isolate_by_direction(author: C
             if RLO in text:
                 named += 1
                 assert 'dir="auto"' in attrs, (url, attrs, text)
-    assert named >= 6
+    assert named >= 8
