@@ -417,6 +417,7 @@ SPECTACULAR_SETTINGS = {
             ("npcs", "NPCs."),
             ("entries", "Entries, their rulesets and cast."),
             ("segments", "Segments: the pieces prompts are assembled from."),
+            ("lore", "Lore entries: what a turn's words bring into the prompt."),
             ("interfaces", "LLM backend kinds and their adapter instructions."),
             ("deprecated content", "Legacy imports and the review of deprecated segments."),
             ("auth", "Who the caller is."),
