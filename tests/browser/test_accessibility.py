@@ -105,7 +105,7 @@ def test_main_pages_pass_axe_and_fit_the_screen(
     )
     if name.startswith("release-"):
         # Something to compare: production, then a change in the working copy.
-        serving._loaded.clear()
+        serving.forget()
         release_create(actor=None, name="r-one", labels=["production"])
         segment_update(actor=None, segment=segment, content="Forty years ago the sea won.")
     if name == "scenarios":

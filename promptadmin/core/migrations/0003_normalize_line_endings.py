@@ -115,9 +115,11 @@ def normalize(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
     dependencies = [
         ("promptadmin_core", "0002_repair_numbers_beyond_64_bits"),
-        ("promptadmin", "0010_import_jobs"),
+        # The newest state of every model changed here: a history record is written with
+        # every column its table has.
+        ("promptadmin", "0011_npc_tier_from_imported_metadata"),
         ("prompts", "0003_prompt_versions_immutable"),
-        ("releases", "0004_scenario_history_release_aliases"),
+        ("releases", "0007_scenario_playtest_parameters"),
     ]
 
     operations = [migrations.RunPython(normalize, migrations.RunPython.noop)]

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 
 import assembler
 from assembler.impact import EXPECTATION_KINDS, EXPECTATION_VALUE_KEYS, MAX_EXPECTATIONS
+from assembler.replies import is_reply_expectation
 from promptadmin.content.models import NPC, Entry
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.releases.models import WORKING, Scenario
@@ -123,6 +124,8 @@ class ScenarioForm(forms.Form):
         else:
             rows = []
             for item in self.scenario.expectations:
+                if is_reply_expectation(item):
+                    continue  # kept as it is: see kept_reply_expectations
                 key = EXPECTATION_VALUE_KEYS.get(item.get("kind", ""))
                 rows.append({"kind": item.get("kind"), "value": item.get(key, "") if key else ""})
         return rows + [{"kind": "", "value": ""} for _ in range(BLANK_ROWS)]
@@ -186,6 +189,10 @@ class ScenarioForm(forms.Form):
         self._clean_expectations()
         return cleaned
 
+    def kept_reply_expectations(self) -> list[dict[str, Any]]:
+        """What the scenario expects of a model's reply (playtests): kept as they are."""
+        return [item for item in self.scenario.expectations if is_reply_expectation(item)]
+
     def changes(self) -> dict[str, Any]:
         """The scenario's fields, as ``scenario_update`` takes them."""
         data = self.cleaned_data
@@ -197,7 +204,7 @@ class ScenarioForm(forms.Form):
             "npc_budget": data["npc_budget"],
             "npcs": self.npcs,
             "state": self.state,
-            "expectations": self.expectations,
+            "expectations": [*self.expectations, *self.kept_reply_expectations()],
         }
 
     def add_service_error(self, error: ValidationError) -> None:
