@@ -430,22 +430,49 @@ document.addEventListener("input", (event) => {
   }
 });
 
-// Narrow screens: the top bar is one row, the sections and the account behind "Menu"
-// (collapsed by studio.css only once this has run: without it, everything stays listed).
+// The top bar is one row: when the sections and the account do not fit beside the brand
+// (a phone, a laptop, more sections for an admin), they go behind "Menu" and open below
+// it. Decided by measuring, so it holds whatever the role and the number of sections;
+// without this script everything stays listed.
+const SAME_ROW = 8; // px between the vertical centres of items on one row
+function topbarWraps(bar, toggle) {
+  const items = [...bar.children, ...bar.querySelectorAll(".mainnav li")].filter(
+    (el) => el !== toggle && !el.matches(".mainnav") && el.getClientRects().length,
+  );
+  const centres = items.map((el) => {
+    const box = el.getBoundingClientRect();
+    return box.top + box.height / 2;
+  });
+  return Math.max(...centres) - Math.min(...centres) > SAME_ROW;
+}
 document.addEventListener("DOMContentLoaded", () => {
   const toggle = document.querySelector(".nav-toggle");
   if (!toggle) return;
   const bar = toggle.closest(".topbar");
-  bar.classList.add("nav-collapsible");
-  toggle.hidden = false;
+  toggle.hidden = false; // shown by studio.css only while the bar is collapsed
+  const fit = () => {
+    if (bar.classList.contains("nav-open")) return;
+    bar.classList.remove("nav-collapsed");
+    bar.classList.toggle("nav-collapsed", topbarWraps(bar, toggle));
+  };
+  const close = () => {
+    bar.classList.remove("nav-open");
+    toggle.setAttribute("aria-expanded", "false");
+    fit();
+  };
+  fit();
+  window.addEventListener("resize", fit);
   toggle.addEventListener("click", () => {
-    const open = bar.classList.toggle("nav-open");
-    toggle.setAttribute("aria-expanded", String(open));
+    if (bar.classList.contains("nav-open")) {
+      close();
+      return;
+    }
+    bar.classList.add("nav-open");
+    toggle.setAttribute("aria-expanded", "true");
   });
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape" || !bar.classList.contains("nav-open")) return;
-    bar.classList.remove("nav-open");
-    toggle.setAttribute("aria-expanded", "false");
+    close();
     toggle.focus();
   });
 });
