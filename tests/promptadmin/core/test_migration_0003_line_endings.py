@@ -16,7 +16,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from promptadmin.content.models import NPC, Segment, World
 from promptadmin.prompts.models import AdapterInstruction, Interface, Prompt, PromptVersion
-from promptadmin.releases.models import Release, ReleaseText, Scenario
+from promptadmin.releases.models import Release, ReleaseBundle, Scenario
 from tests.factories import EntryFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -58,9 +58,9 @@ def old_rows() -> Iterator[dict[str, Any]]:
     instruction = AdapterInstruction.objects.create(
         interface=interface, task="t", system_addition=CRLF, user_addition="ok"
     )
-    text = ReleaseText.objects.create(sha256="f" * 64, content=CRLF)
+    bundle = ReleaseBundle.objects.create(sha256="f" * 64, kind="world", content=CRLF)
     release = Release.objects.create(
-        name="r1", notes=CRLF, content_hash="x", segment_count=0, catalog={}
+        name="r1", notes=CRLF, content_hash="x", segment_count=0, catalog={}, manifest={}
     )
     yield {
         "world": world,
@@ -71,7 +71,7 @@ def old_rows() -> Iterator[dict[str, Any]]:
         "prompt": prompt,
         "version": version,
         "instruction": instruction,
-        "text": text,
+        "bundle": bundle,
         "release": release,
     }
     executor = MigrationExecutor(connection)
@@ -123,5 +123,5 @@ def test_prompt_versions_and_releases_keep_what_was_written_then(old_rows: Any) 
     migrate(AFTER)
     version = PromptVersion.objects.get(pk=old_rows["version"].pk)
     assert (version.system, version.user_templates) == (CRLF, {"default": CRLF})
-    assert ReleaseText.objects.get(pk=old_rows["text"].pk).content == CRLF
+    assert ReleaseBundle.objects.get(pk=old_rows["bundle"].pk).content == CRLF
     assert Release.objects.get(pk=old_rows["release"].pk).notes == CRLF
