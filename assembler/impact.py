@@ -84,6 +84,8 @@ _FIELDS: Mapping[str, str | None] = {
     "contains": "text",
     "max_tokens": "tokens",
 }
+#: The key holding each kind's value (None: the kind takes none), for forms that build one.
+EXPECTATION_VALUE_KEYS = _FIELDS
 
 
 def parse_expectation(data: Any) -> Expectation:

@@ -430,6 +430,27 @@ SPECTACULAR_SETTINGS = {
         "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",
         "drf_spectacular.hooks.postprocess_schema_enums",
     ],
+    # /api/docs/ opens on the calls a game makes (its sections follow this order), then
+    # what authors and tools manage; the operations are listed in the same order.
+    "TAGS": [
+        {"name": name, "description": description}
+        for name, description in (
+            ("assembly", "Assemble the prompt of a turn; preview it with every segment's fate."),
+            ("prompts", "Fetch and render registered prompts; their versions and labels."),
+            ("conversations", "Append messages; read the summarized history."),
+            ("releases", "Releases, their labels, scenarios and impact reports."),
+            ("worlds", "Worlds."),
+            ("rulesets", "Rulesets."),
+            ("npcs", "NPCs."),
+            ("entries", "Entries, their rulesets and cast."),
+            ("segments", "Segments: the pieces prompts are assembled from."),
+            ("lore", "Lore entries: what a turn's words bring into the prompt."),
+            ("interfaces", "LLM backend kinds and their adapter instructions."),
+            ("deprecated content", "Legacy imports and the review of deprecated segments."),
+            ("auth", "Who the caller is."),
+        )
+    ],
+    "SORT_OPERATIONS": "promptadmin.api.schema.operation_order",
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -14,9 +14,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 import assembler
-from assembler.impact import Expectation, parse_expectation
+from assembler.impact import Expectation, failure, parse_expectation
 from assembler.replies import is_reply_expectation
 from assembler.request import AssembleParams
+from promptadmin.content.assembly import (
+    AssemblyInputError,
+    Loader,
+    assemble_prompt,
+)
 from promptadmin.content.models import EntryNpc
 from promptadmin.releases.models import Scenario
 
@@ -144,3 +149,51 @@ def scenarios_for(entries: Iterable[str]) -> list[ScenarioSpec]:
     cast = casts(entries)
     implicit = [spec for slug in sorted(cast) for spec in implicit_scenarios(slug, cast[slug])]
     return saved + implicit
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expectation of a scenario, run: ``reason`` says why it fails (None: it holds)."""
+
+    expectation: str
+    reason: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.reason is None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A scenario assembled from one version of the content, every expectation checked.
+
+    ``error``: the scenario could not be assembled there (an entry or NPC it names is
+    missing), so no expectation holds.
+    """
+
+    tokens: int | None = None
+    checks: tuple[Check, ...] = ()
+    error: str | None = None
+
+    @property
+    def passed(self) -> int:
+        return sum(check.passed for check in self.checks)
+
+    @property
+    def failed(self) -> int:
+        return len(self.checks) - self.passed
+
+
+def run(spec: ScenarioSpec, load: Loader) -> Run:
+    """Assemble ``spec`` from the content ``load`` reads (see ``serving.resolve``) and
+    check each of its expectations, those that hold included."""
+    try:
+        result = assemble_prompt(spec.params(), load=load)
+    except AssemblyInputError as exc:
+        return Run(error="; ".join(exc.errors.values()))
+    except assembler.OverBudgetError as exc:
+        return Run(error=str(exc))
+    return Run(
+        tokens=result.meta.tokens,
+        checks=tuple(Check(e.description, failure(e, result)) for e in spec.expectations),
+    )

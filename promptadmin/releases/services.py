@@ -29,6 +29,7 @@ from promptadmin.content.models import NPC, Entry, is_slug
 from promptadmin.core.actors import Actor, attribution, record_actor, user_or_none
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
 from promptadmin.core.roles import Role, require
+from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.releases import serving
 from promptadmin.releases.bundles import Version, release_version, store
 from promptadmin.releases.impact import failing
@@ -222,6 +223,7 @@ def release_create(
     if labels:
         require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_names(name or None, labels, actor=actor)
+    notes = normalize_newlines(notes)
     _check_notes(notes)
     # Content writes are not locked out: the snapshot is read in one REPEATABLE READ
     # transaction of its own (see working_content). The release is written in another,
@@ -371,6 +373,7 @@ def release_label_set(
     """
     require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_label(label)
+    note = normalize_newlines(note)
     _check_notes(note, "note")
     current = _locked_label(label, expected)
     if not confirm and (current is None or current.release_id != release.pk):
@@ -391,6 +394,7 @@ def release_label_remove(
     """Remove ``label``; callers that named it get an error, default serving the working
     copy. ``expected`` as for release_label_set."""
     require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
+    note = normalize_newlines(note)
     _check_notes(note, "note")
     if _locked_label(label, expected) is None:
         raise ValidationError({"label": f"There is no label '{label}'."})
@@ -463,7 +467,7 @@ def _scenario_expectations(items: Any, errors: Errors) -> list[dict[str, Any]]:
         # Reply expectations (playtests) sit beside the prompt ones; the assembler parses both.
         parse = parse_reply_expectation if is_reply_expectation(item) else parse_expectation
         try:
-            parsed.append(parse(item).to_dict())
+            parsed.append(parse(normalize_values(item)).to_dict())
             check_stored_json(parsed[-1])
         except ExpectationError as exc:
             errors[f"expectations.{index}.{exc.field}"] = [str(exc)]
@@ -481,7 +485,7 @@ def _scenario_fields(
     unknown = sorted(set(values) - set(SCENARIO_FIELDS))
     for name in unknown:
         errors[printable(name)] = [f"Unknown field; the fields are: {', '.join(SCENARIO_FIELDS)}."]
-    name = _scenario_name(values.get("name"), errors)
+    name = _scenario_name(normalize_newlines(values.get("name")), errors)
     params = _scenario_request(values, errors)
     expectations = _scenario_expectations(values.get("expectations", []), errors)
     for field, problem in reply_params_problems(values).items():
@@ -494,7 +498,7 @@ def _scenario_fields(
         "entry": params.entry,
         "first_turn": params.first_turn,
         "npcs": [{"npc": slug, "tier": tier} for slug, tier in params.npcs],
-        "state": dict(params.state),
+        "state": normalize_values(dict(params.state)),
         "token_budget": params.token_budget,
         "npc_budget": params.npc_budget,
         "expectations": expectations,

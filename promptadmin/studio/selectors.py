@@ -10,7 +10,7 @@ from django.db.models import Count, Model, Prefetch, Q, QuerySet
 from django.urls import reverse
 
 import assembler
-from assembler.explain import segment_name
+from assembler.explain import layer_title, segment_name
 from assembler.request import AssembleParams
 from promptadmin.content.assembly import all_entries, request_for
 from promptadmin.content.kinds import KINDS, kind_of
@@ -34,6 +34,19 @@ def object_url(obj: Model | None) -> str | None:
     if obj is None:
         return None
     return reverse(f"studio:{kind_of(obj).key}_edit", args=[obj.slug])  # type: ignore[attr-defined]
+
+
+def segment_words(segment: Segment) -> str:
+    """A segment in a writer's words, for messages: its layer, title and owner, never a
+    scope key (``entry_start``).
+
+    ``the entry start segment 'Open on the pier' of The Drowned Bell``
+    """
+    kind = layer_title(segment.scope, capital=False)
+    title = f" '{segment.title}'" if segment.title else ""
+    ref = segment.ref
+    owner = f" of {ref.name}" if ref is not None else ""
+    return f"the {kind} segment{title}{owner}"
 
 
 def segment_list(

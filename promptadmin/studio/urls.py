@@ -19,6 +19,7 @@ from promptadmin.studio.views import (
     preview,
     prompts,
     releases,
+    scenarios,
     segments,
 )
 
@@ -93,6 +94,9 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("releases/labels/move/", releases.release_label_move, name="release_label_move"),
     path("releases/compare/", releases.release_compare, name="release_compare"),
     path("releases/prompts/", releases.release_prompts, name="release_prompts"),
+    path("scenarios/", scenarios.scenario_list, name="scenario_list"),
+    path("scenarios/<int:pk>/", scenarios.scenario_edit, name="scenario_edit"),
+    path("scenarios/<int:pk>/delete/", scenarios.scenario_delete, name="scenario_delete"),
 ]
 for kind in CATALOG_KINDS:
     prefix = KINDS[kind].section

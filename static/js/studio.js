@@ -385,3 +385,94 @@ function focusableScrollers() {
 document.addEventListener("DOMContentLoaded", focusableScrollers);
 document.addEventListener("htmx:afterSettle", focusableScrollers);
 window.addEventListener("resize", focusableScrollers);
+
+// A label picker's "New label…" choice shows the field that names the new label; any
+// other choice hides it (without JavaScript both show, and the name is used with that
+// choice). On the publish page, another existing label reloads the impact report against
+// what that label points at.
+const NEW_LABEL = "+new";
+function syncNewLabel(select) {
+  const boxes = document.querySelectorAll(`[data-new-label-of="${CSS.escape(select.id)}"]`);
+  for (const box of boxes) box.hidden = select.value !== NEW_LABEL;
+  return boxes;
+}
+document.addEventListener("change", (event) => {
+  const select = event.target.closest && event.target.closest("select[data-new-label]");
+  if (!select) return;
+  const boxes = syncNewLabel(select);
+  if (select.value === NEW_LABEL) {
+    const input = boxes.length && boxes[0].querySelector("input");
+    if (input) input.focus();
+  } else if ("reloadReport" in select.dataset) {
+    const url = new URL(window.location.href);
+    url.searchParams.set("label", select.value);
+    window.location.assign(url);
+  }
+});
+document.addEventListener("DOMContentLoaded", () => {
+  for (const select of document.querySelectorAll("select[data-new-label]")) syncNewLabel(select);
+});
+
+// A new object's slug is suggested from its name as the author types it (accents dropped,
+// anything else between words becomes "-"), until the author edits the slug itself.
+function slugFrom(name) {
+  return name.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 64).replace(/-+$/, "");
+}
+document.addEventListener("input", (event) => {
+  const target = event.target;
+  if (!target.id) return;
+  const slugs = document.querySelectorAll(`input[data-slug-from="${CSS.escape(target.id)}"]`);
+  for (const slug of slugs) {
+    if (slug.value && slug.value !== slug.dataset.suggested) continue;
+    slug.value = slugFrom(target.value);
+    slug.dataset.suggested = slug.value;
+  }
+});
+
+// The top bar is one row: when the sections and the account do not fit beside the brand
+// (a phone, a laptop, more sections for an admin), they go behind "Menu" and open below
+// it. Decided by measuring, so it holds whatever the role and the number of sections;
+// without this script everything stays listed.
+const SAME_ROW = 8; // px between the vertical centres of items on one row
+function topbarWraps(bar, toggle) {
+  const items = [...bar.children, ...bar.querySelectorAll(".mainnav li")].filter(
+    (el) => el !== toggle && !el.matches(".mainnav") && el.getClientRects().length,
+  );
+  const centres = items.map((el) => {
+    const box = el.getBoundingClientRect();
+    return box.top + box.height / 2;
+  });
+  return Math.max(...centres) - Math.min(...centres) > SAME_ROW;
+}
+document.addEventListener("DOMContentLoaded", () => {
+  const toggle = document.querySelector(".nav-toggle");
+  if (!toggle) return;
+  const bar = toggle.closest(".topbar");
+  toggle.hidden = false; // shown by studio.css only while the bar is collapsed
+  const fit = () => {
+    if (bar.classList.contains("nav-open")) return;
+    bar.classList.remove("nav-collapsed");
+    bar.classList.toggle("nav-collapsed", topbarWraps(bar, toggle));
+  };
+  const close = () => {
+    bar.classList.remove("nav-open");
+    toggle.setAttribute("aria-expanded", "false");
+    fit();
+  };
+  fit();
+  window.addEventListener("resize", fit);
+  toggle.addEventListener("click", () => {
+    if (bar.classList.contains("nav-open")) {
+      close();
+      return;
+    }
+    bar.classList.add("nav-open");
+    toggle.setAttribute("aria-expanded", "true");
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || !bar.classList.contains("nav-open")) return;
+    close();
+    toggle.focus();
+  });
+});

@@ -173,7 +173,9 @@ def test_a_new_segment_offers_only_the_objects_its_scope_allows(
     screenshot(page, "07-segment-new-error")
     page.get_by_label("Metadata").fill('{"source": "wiki"}')
     page.get_by_role("button", name="Create segment").click()
-    expect(page.locator(".msg-success")).to_contain_text("Created world segment")
+    expect(page.locator(".msg-success")).to_have_text(
+        "Created the world segment 'Lights' of The Iron Coast."
+    )
     assert Segment.objects.get(title="Lights").world.slug == "iron-coast"
 
 

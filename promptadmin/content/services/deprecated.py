@@ -34,6 +34,7 @@ from promptadmin.content.services.legacy_import import (
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.roles import Role, require
+from promptadmin.core.text import normalize_newlines
 
 
 class Status(models.TextChoices):
@@ -164,7 +165,7 @@ def _refuse_unless_applicable(action: str, source: Segment) -> None:
 
 
 def _clean_reason(reason: str) -> str:
-    reason = reason.strip()
+    reason = normalize_newlines(reason).strip()
     if not reason:
         raise ValidationError({"reason": "Say why this segment is dismissed."})
     if len(reason) > MAX_REASON or "\x00" in reason:

@@ -22,6 +22,7 @@ from promptadmin.core.actors import (
 )
 from promptadmin.core.errors import InUseError
 from promptadmin.core.roles import Role, require
+from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
     LABEL_COLUMN,
@@ -99,6 +100,8 @@ def prompt_create(
 ) -> Prompt:
     """Create the prompt addressed by (component, agent, task type or None: the default)."""
     require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
+    description = normalize_newlines(description)
+    expected_system = normalize_newlines(expected_system)
     errors: Errors = {}
     for field, value in (("component", component), ("agent", agent)):
         if not isinstance(value, str) or not NAME_RE.fullmatch(value):
@@ -273,6 +276,9 @@ def prompt_version_create(
         _require_protected(actor, labels, "Setting")
     prompt = lock_prompt(prompt)
     templates = dict(user_templates) if isinstance(user_templates, Mapping) else user_templates
+    templates = normalize_values(templates)
+    system = normalize_newlines(system)
+    commit_message = normalize_newlines(commit_message)
     if variables is None and isinstance(templates, dict):
         variables = _used_variables(syntax, system, templates)
     config_value = (

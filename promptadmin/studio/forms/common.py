@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -10,7 +11,6 @@ from django.db import models
 
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import SEGMENT_SCOPES, is_slug
-from promptadmin.core.templatetags.bidi import isolate
 
 # Only the assemblable scopes are ever offered for writing.
 SCOPE_CHOICES = [(scope.value, scope.label) for scope in SEGMENT_SCOPES]
@@ -29,6 +29,22 @@ def add_service_errors(
         form.add_error(field if field in form.fields else None, messages)
 
 
+class AutoDirSelect(forms.Select):
+    """A select whose every option takes its direction from its own text (``dir="auto"``).
+
+    Option text cannot hold markup, so a name is not wrapped in ``<bdi>``; nor in the
+    invisible isolate characters, which stood before every name and stopped typing a
+    letter to pick an option (and screen readers and tests reading the labels). An option
+    with a ``dir`` is isolated: a right-to-left name, or one holding an override, cannot
+    reorder the text around it.
+    """
+
+    def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option: dict[str, Any] = super().create_option(*args, **kwargs)
+        option["attrs"]["dir"] = "auto"
+        return option
+
+
 def object_value(obj: models.Model) -> str:
     """How an object is named in pickers and URLs: ``world:iron-coast``."""
     return f"{kind_of(obj).key}:{obj.slug}"  # type: ignore[attr-defined]
@@ -39,7 +55,7 @@ def object_choices(kinds: Iterable[str]) -> list[tuple[str, list[tuple[str, str]
     groups = []
     for kind in kinds:
         objects = KINDS[kind].model._default_manager.order_by("name", "slug")
-        options = [(object_value(obj), f"{isolate(obj.name)} ({obj.slug})") for obj in objects]
+        options = [(object_value(obj), f"{obj.name} ({obj.slug})") for obj in objects]
         groups.append((KINDS[kind].plural, options))
     return groups
 

@@ -12,7 +12,7 @@ from promptadmin.content.kinds import KINDS, scope_kind
 from promptadmin.content.legacy import FORMATS, MAX_UPLOAD_BYTES, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
 from promptadmin.content.services.deprecated import MAX_REASON, Action, Status
-from promptadmin.studio.forms.common import object_choices, resolve_object
+from promptadmin.studio.forms.common import AutoDirSelect, object_choices, resolve_object
 
 
 class ImportForm(forms.Form):
@@ -75,7 +75,7 @@ class TargetMixin(forms.Form):
         choices=[("", "Choose a scope…"), *((s.value, s.label) for s in SEGMENT_SCOPES)],
         required=False,
     )
-    object = forms.CharField(label="Belongs to", required=False, widget=forms.Select)
+    object = forms.CharField(label="Belongs to", required=False, widget=AutoDirSelect)
 
     def __init__(self, *args: Any, choices: list[Any] | None = None, **kwargs: Any) -> None:
         """``choices``: the object picker's, when a page shows many forms (one query per kind

@@ -16,7 +16,7 @@ from assembler.lore import (
 )
 from assembler.request import MAX_SLUG
 from promptadmin.content.models import World, is_slug
-from promptadmin.core.templatetags.bidi import isolate
+from promptadmin.studio.forms.common import AutoDirSelect
 
 EVERY_WORLD = "*"
 """How the pickers name "lore of every world" (no slug can be ``*``)."""
@@ -27,7 +27,7 @@ def world_choices(first: tuple[str, str]) -> list[tuple[str, str]]:
     return [
         first,
         (EVERY_WORLD, "Every world"),
-        *[(world.slug, f"{isolate(world.name)} ({world.slug})") for world in worlds],
+        *[(world.slug, f"{world.name} ({world.slug})") for world in worlds],
     ]
 
 
@@ -58,8 +58,8 @@ class LoreFilterForm(forms.Form):
             attrs={"type": "search", "placeholder": "Words in a key, title or text"}
         ),
     )
-    world = forms.ChoiceField(required=False)
-    group = forms.ChoiceField(required=False)
+    world = forms.ChoiceField(required=False, widget=AutoDirSelect)
+    group = forms.ChoiceField(required=False, widget=AutoDirSelect)
     active = forms.ChoiceField(
         label="Status",
         required=False,
@@ -79,7 +79,9 @@ class LoreForm(forms.Form):
     """Create or edit a lore entry."""
 
     world = forms.ChoiceField(
-        required=False, help_text="Whose lore it is: one world's, or every world's."
+        required=False,
+        help_text="Whose lore it is: one world's, or every world's.",
+        widget=AutoDirSelect,
     )
     title = forms.CharField(
         max_length=MAX_LORE_TITLE_LENGTH,

@@ -28,9 +28,10 @@ from assembler.request import (
 )
 from promptadmin.content.models import NPC, Entry, EntryNpc
 from promptadmin.core.storedjson import object_from_text
-from promptadmin.core.templatetags.bidi import isolate
+from promptadmin.core.text import normalize_newlines
 from promptadmin.releases.models import MAX_SCENARIO_NAME, WORKING
 from promptadmin.releases.selectors import choices as release_choices
+from promptadmin.studio.forms.common import AutoDirSelect
 
 # The dynamic layers as the form shows them, titled as the assembler titles them.
 DYNAMIC_LAYERS = tuple((scope, LAYER_TITLES[scope]) for scope in assembler.DYNAMIC_SCOPES)
@@ -47,7 +48,7 @@ class PreviewForm(forms.Form):
 
     # Text shown as a list: the request parser and the assembly judge the value.
     entry = forms.CharField(
-        widget=forms.Select, error_messages={"required": "Choose an entry to preview."}
+        widget=AutoDirSelect, error_messages={"required": "Choose an entry to preview."}
     )
     release = forms.ChoiceField(
         required=False,
@@ -111,7 +112,7 @@ class PreviewForm(forms.Form):
         self.fields["entry"].widget.choices = [
             ("", "Choose an entry…"),
             *(
-                (slug, isolate(name))
+                (slug, name)
                 for slug, name in Entry.objects.order_by("name").values_list("slug", "name")
             ),
         ]
@@ -177,7 +178,8 @@ class PreviewForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         for name, label in DYNAMIC_LAYERS:
-            raw = cleaned.get(name) or ""
+            # What a saved scenario would store (core.text): a preview counts the same.
+            raw = cleaned[name] = normalize_newlines(cleaned.get(name) or "")
             if raw.strip().startswith("{"):
                 try:
                     # Typed JSON is read here; the request parser checks what it holds.

@@ -74,8 +74,9 @@ class VersionForm(forms.Form):
     )
     variables = forms.CharField(
         required=False,
-        help_text="Declared variables, separated by commas or spaces; empty: those the "
-        "templates use.",
+        label="Declared variables",
+        help_text="What a caller must pass, separated by commas or spaces; empty: exactly "
+        "the variables the templates use (listed under Checks).",
     )
     task = forms.CharField(
         max_length=64,

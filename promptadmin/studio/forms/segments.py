@@ -14,6 +14,7 @@ from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES, Scope,
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.studio.forms.common import (
     SCOPE_CHOICES,
+    AutoDirSelect,
     object_choices,
     resolve_object,
 )
@@ -28,7 +29,7 @@ class SegmentForm(forms.Form):
     )
     # A select, checked by clean_object() rather than against its choices, so that an object
     # of the wrong kind gets a message naming the kind the scope needs.
-    object = forms.CharField(label="Belongs to", required=False, widget=forms.Select)
+    object = forms.CharField(label="Belongs to", required=False, widget=AutoDirSelect)
     tier = forms.IntegerField(
         min_value=0,
         initial=0,
@@ -199,7 +200,7 @@ class SegmentFilterForm(forms.Form):
         ),
     )
     scope = forms.ChoiceField(required=False)
-    object = forms.ChoiceField(label="Belongs to", required=False)
+    object = forms.ChoiceField(label="Belongs to", required=False, widget=AutoDirSelect)
     active = forms.ChoiceField(label="Status", choices=ACTIVE_CHOICES, required=False)
     sort = forms.ChoiceField(
         label="Sort by", choices=[(k, v[0]) for k, v in SORTS.items()], required=False

@@ -27,6 +27,7 @@ from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob, Segment
 from promptadmin.content.services import deprecated, import_jobs
 from promptadmin.core.roles import Role
 from promptadmin.core.uploads import announced_too_large, limit_upload
+from promptadmin.studio import selectors
 from promptadmin.studio.access import fragment_or_page, render_page, studio_view
 from promptadmin.studio.forms.deprecated import (
     BulkForm,
@@ -239,7 +240,9 @@ def deprecated_copy(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"Segment #{pk} was not copied. {' '.join(exc.messages)}")
     else:
         state = "active" if copy.active else "inactive"
-        messages.success(request, f"Copied #{pk} to a new {state} {copy.scope} segment #{copy.pk}.")
+        messages.success(
+            request, f"Copied #{pk} to {selectors.segment_words(copy)}, a new {state} segment."
+        )
     return _back(request)
 
 

@@ -17,10 +17,12 @@ from django.views.decorators.vary import vary_on_headers
 from assembler.format_lint import lint_prompt
 from assembler.request import DEFAULT_TEMPLATE
 from assembler.templates import used_variables
-from promptadmin.core.roles import Role
+from promptadmin.core.roles import Role, role_of
+from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
+    DEFAULT_LABEL,
     LATEST,
     Interface,
     Label,
@@ -36,7 +38,7 @@ from promptadmin.prompts.selectors import (
     render_prompt,
 )
 from promptadmin.prompts.services import prompts as services
-from promptadmin.studio import diffs
+from promptadmin.studio import confirm, diffs
 from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
 from promptadmin.studio.forms.common import add_service_errors
 from promptadmin.studio.forms.prompts import (
@@ -153,6 +155,22 @@ def _diff(prompt: Prompt, a: int, b: int, form: CompareForm) -> dict[str, Any] |
     }
 
 
+def _asks_first(request: HttpRequest, name: str) -> bool:
+    """Whether a change to the label ``name`` asks for confirmation first: it is the label
+    services fetch by default, not yet confirmed, and the person may change it at all
+    (otherwise the service's refusal is the answer)."""
+    if name != DEFAULT_LABEL or confirm.confirmed(request):
+        return False
+    role = role_of(request.user)
+    return name not in services.protected_labels() or (role is not None and role >= Role.ADMIN)
+
+
+def _live_version(prompt: Prompt, name: str) -> int | None:
+    """The version number the label ``name`` points at now (None: no such label)."""
+    label = Label.objects.filter(prompt=prompt, name=name).select_related("version").first()
+    return label.version.number if label is not None else None
+
+
 @studio_view(read=Role.AUTHOR)
 @require_POST
 def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
@@ -160,6 +178,21 @@ def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
     form = LabelForm(request.POST)
     if form.is_valid():
         name, number = form.cleaned_data["name"], form.cleaned_data["version"]
+        now = _live_version(prompt, name)
+        if _asks_first(request, name) and now != number:
+            where = f"from version {now} to version {number}" if now else f"to version {number}"
+            return confirm.ask(
+                request,
+                title=f"Move {name}?",
+                question=f"Move the {name} label of {prompt.langfuse_name} {where}?",
+                consequence=(
+                    f"Services that fetch {prompt.langfuse_name} without naming a label or a "
+                    f"version get version {number} on their next request."
+                ),
+                confirm_label=f"Move {name} to version {number}",
+                cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
+                section=SECTION,
+            )
         try:
             services.prompt_label_set(actor=request.user, prompt=prompt, name=name, version=number)
         except ValidationError as exc:
@@ -180,6 +213,20 @@ def prompt_label_remove(request: HttpRequest, pk: int) -> HttpResponse:
     form = LabelRemoveForm(request.POST)
     if form.is_valid():
         name = form.cleaned_data["name"]
+        now = _live_version(prompt, name)
+        if _asks_first(request, name) and now:
+            return confirm.ask(
+                request,
+                title=f"Remove {name}?",
+                question=f"Remove the {name} label of {prompt.langfuse_name} (version {now})?",
+                consequence=(
+                    f"Services that fetch {prompt.langfuse_name} without naming a label or a "
+                    "version get an error (404) until a version has the label again."
+                ),
+                confirm_label=f"Remove {name}",
+                cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
+                section=SECTION,
+            )
         try:
             services.prompt_label_remove(actor=request.user, prompt=prompt, name=name)
         except (ValidationError, PromptLookupError, PermissionDenied) as exc:
@@ -194,8 +241,9 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
     form.is_valid()
     data = form.cleaned_data
     syntax = data.get("syntax") or "curly"
-    system = data.get("system", "")
-    templates = form.user_templates()
+    # As the version would be saved (core.text): the counts and positions shown are its own.
+    system = normalize_newlines(data.get("system", ""))
+    templates = normalize_values(form.user_templates())
     count = tokenizer().count
     used = used_variables(syntax, system, templates)
     declared = data.get("variables")
@@ -206,9 +254,16 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
         variables=declared,
         expected_system=expected_system,
     )
+    # One list for the panel, agreeing with the "Declared variables" field and the lint:
+    # every variable used or declared, and whether it is the other too.
+    listed = dict.fromkeys([*used, *(declared or [])])
     return {
         "variables": list(used),
         "declared": declared,
+        "variable_rows": [
+            {"name": name, "used": name in used, "declared": declared is None or name in declared}
+            for name in listed
+        ],
         "findings": [finding.to_dict() for finding in findings],
         # Not the version's own findings: what the adapter instructions of its task add
         # when a caller sends no instruction context (the caller's to send).

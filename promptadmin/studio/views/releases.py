@@ -26,10 +26,17 @@ from promptadmin.playtests.services import playtest_confirm
 from promptadmin.releases import reports, selectors, services
 from promptadmin.releases.models import PRODUCTION, WORKING, ReleaseLabel
 from promptadmin.releases.serving import resolve
+from promptadmin.studio import confirm
 from promptadmin.studio.access import render_page, studio_view
 from promptadmin.studio.diffs import side_by_side
 from promptadmin.studio.forms.preview import PreviewForm
-from promptadmin.studio.forms.releases import CompareForm, LabelMoveForm, PublishForm
+from promptadmin.studio.forms.releases import (
+    NEW_LABEL,
+    CompareForm,
+    LabelMoveForm,
+    PublishForm,
+    label_names,
+)
 from promptadmin.studio.selectors import Change, recent_changes
 
 
@@ -112,12 +119,19 @@ def _scenarios_fragment(request: HttpRequest, key: str, before: str | None) -> H
 
 @studio_view()
 def release_list(request: HttpRequest) -> HttpResponse:
+    releases = list(selectors.releases()[:100])
+    names = label_names()
+    for release in releases:
+        # "Move here" offers only the labels that are elsewhere (or nowhere yet).
+        held = {label.name for label in release.labels.all()}
+        release.movable = [name for name in names if name not in held]  # type: ignore[attr-defined]
     return render_page(
         request,
         "studio/release_list.html",
         {
             "section": "releases",
-            "releases": list(selectors.releases()[:100]),
+            "releases": releases,
+            "new_label": NEW_LABEL,
             "labels": list(ReleaseLabel.objects.select_related("release")),
             "moves": selectors.label_moves(),
             "compare": CompareForm(initial={"before": PRODUCTION, "after": WORKING}),
@@ -127,9 +141,10 @@ def release_list(request: HttpRequest) -> HttpResponse:
 
 @studio_view(read=Role.VIEWER, write=Role.ADMIN)
 def release_publish(request: HttpRequest) -> HttpResponse:
-    form = PublishForm(
-        request.POST or None, initial={"label": request.GET.get("label", PRODUCTION)}
-    )
+    asked = request.GET.get("label", PRODUCTION)
+    known = asked in label_names()
+    initial = {"label": asked} if known else {"label": NEW_LABEL, "new_label": asked}
+    form = PublishForm(request.POST or None, initial=initial)
     failures: list[dict[str, str]] = []
     changed_since: list[Change] | None = None
     status = 400 if request.method == "POST" else 200
@@ -175,7 +190,7 @@ def release_publish(request: HttpRequest) -> HttpResponse:
                 request, f"Published {release.name} as '{data['label']}'. It is live now."
             )
             return redirect("studio:release_list")
-    label = form["label"].value() or PRODUCTION
+    label = form.label_value()
     current = ReleaseLabel.objects.filter(name=label).values_list("release__name", flat=True)
     before = label if current else None
     key = request.GET.get("report")
@@ -223,14 +238,32 @@ def _playtest_context(before: str | None) -> dict[str, Any]:
 def release_label_move(request: HttpRequest) -> HttpResponse:
     form = LabelMoveForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose a label and a release.")
+        problem = form.errors.get("new_label")
+        messages.error(request, problem[0] if problem else "Choose a label and a release.")
         return redirect("studio:release_list")
     data = form.cleaned_data
+    label = data["label"]
+    if label == PRODUCTION and not confirm.confirmed(request):
+        now = ReleaseLabel.objects.filter(name=label).values_list("release__name", flat=True)
+        if not now or now[0] != data["release"]:
+            where = f"from {now[0]} to {data['release']}" if now else f"on {data['release']}"
+            return confirm.ask(
+                request,
+                title=f"Move {label}?",
+                question=f"Move the {label} label {where}?",
+                consequence=(
+                    f"Game servers read {data['release']} on their next request"
+                    + ("." if now else " instead of the working copy.")
+                ),
+                confirm_label=f"Move {label} to {data['release']}",
+                cancel_url=reverse("studio:release_list"),
+                section="releases",
+            )
     try:
         release = selectors.release_named(data["release"])
         services.release_label_set(
             actor=request.user,
-            label=data["label"],
+            label=label,
             release=release,
             note=data["note"],
             confirm=data["confirm"],
@@ -241,7 +274,7 @@ def release_label_move(request: HttpRequest) -> HttpResponse:
         text = "; ".join(getattr(exc, "messages", [str(exc)]))
         messages.error(request, text)
     else:
-        messages.success(request, f"'{data['label']}' now points at {release.name}.")
+        messages.success(request, f"'{label}' now points at {release.name}.")
     return redirect("studio:release_list")
 
 

@@ -136,7 +136,7 @@ def segment_create(request: HtmxHttpRequest) -> HttpResponse:
             except ValidationError as exc:
                 add_service_errors(form, exc, SEGMENT_ERROR_FIELDS)
             else:
-                messages.success(request, f"Created {segment.scope} segment #{segment.pk}.")
+                messages.success(request, f"Created {selectors.segment_words(segment)}.")
                 return redirect("studio:segment_edit", segment.pk)
     else:
         initial = {"scope": request.GET.get("scope", ""), "object": request.GET.get("object", "")}
@@ -396,6 +396,7 @@ def _panel_saved(request: HttpRequest, saved: Segment, message: str) -> HttpResp
 @require_POST
 def segment_delete(request: HttpRequest, pk: int) -> HttpResponse:
     segment = get_object_or_404(Segment, pk=pk)
+    words = selectors.segment_words(segment)
     try:
         expected = int(request.POST.get("expected_revision", ""))
     except ValueError:
@@ -418,5 +419,5 @@ def segment_delete(request: HttpRequest, pk: int) -> HttpResponse:
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect("studio:segment_edit", pk)
-    messages.success(request, f"Deleted segment #{pk}. Its history is kept.")
+    messages.success(request, f"Deleted {words}. Its history is kept.")
     return redirect("studio:segment_list")

@@ -167,3 +167,16 @@ def schema_problems(value: Any, schema: dict[str, Any], components: dict[str, An
         as_json_schema(schema), format_checker=jsonschema.FormatChecker()
     )
     return [f"{list(error.path)}: {error.message}" for error in validator.iter_errors(value)]
+
+
+def test_the_docs_open_on_the_calls_a_game_makes(schema: dict[str, Any]) -> None:
+    """/api/docs/ lists its sections in the order of the schema's tags: assemble and
+    preview, prompts and conversations first (it opened on adapter instructions)."""
+    tags = [tag["name"] for tag in schema["tags"]]
+    assert tags[:3] == ["assembly", "prompts", "conversations"]
+    used = {tag for _m, _p, op in operations(schema) for tag in op.get("tags", [])}
+    assert used <= set(tags), used - set(tags)  # none falls in after the listed ones
+    paths = list(schema["paths"])
+    assert paths[:2] == ["/api/v1/assemble", "/api/v1/preview"]
+    ranks = [tags.index(op["tags"][0]) for _m, _p, op in operations(schema)[:12]]
+    assert ranks == sorted(ranks) and ranks[0] == 0

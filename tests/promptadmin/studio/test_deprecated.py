@@ -88,6 +88,17 @@ def test_an_admin_sees_the_nav_link_and_the_dashboard_panel(admin: Client) -> No
     }
 
 
+def test_the_import_page_says_on_its_buttons_whether_it_writes(admin: Client) -> None:
+    """A ticked "Dry run" box beside a button labelled "Import" left writers unsure."""
+    page = text(admin.get(IMPORT))
+    assert (
+        '<button type="submit" class="btn btn-primary" name="dry_run" value="on">Run dry run'
+        in (page)
+    )
+    assert '<button type="submit" class="btn" name="dry_run" value="">Import</button>' in page
+    assert 'type="checkbox" name="dry_run"' not in page
+
+
 def test_uploading_an_export_dry_run_then_for_real(upload: Callable[..., Any]) -> None:
     rows = [
         {"id": 1, "scope": "player", "ref_id": "drowned-bell", "content": "Salvager."},
@@ -98,7 +109,10 @@ def test_uploading_an_export_dry_run_then_for_real(upload: Callable[..., Any]) -
     before = Segment.objects.count()
     response = upload({"file": SimpleUploadedFile("old.csv", data), "dry_run": "on"})
     page = text(response)
-    assert response.status_code == 200 and "Refused: nothing was imported" in page
+    # A dry run refuses nothing: it says an import would be refused.
+    assert response.status_code == 200 and "Refused" not in page
+    assert "Dry run: an import of this file would be refused" in page
+    assert "1 invalid row: importing this file would write nothing." in page
     assert "Unknown scope 'weather'" in page and Segment.objects.count() == before
     response = upload({"file": SimpleUploadedFile("old.csv", data), "skip_invalid": "on"})
     assert response.status_code == 200 and "Imported" in text(response)

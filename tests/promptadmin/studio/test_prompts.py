@@ -130,11 +130,44 @@ def test_the_live_check_lists_variables_tokens_and_lint_findings(prompts: Prompt
     assert "default: <strong>" in html
 
 
-def test_labels_move_and_are_removed_with_one_click_and_the_history_shows_it(
-    prompts: Prompt,
-) -> None:
+def test_the_variables_panel_agrees_with_the_declared_variables_field(prompts: Prompt) -> None:
+    """A "Variables" field and a "Variables" panel listing other names, side by side,
+    read as a contradiction: the panel says how each name stands against the field."""
+    author = client_for("author")
+    form = author.get(f"/prompts/{prompts.pk}/versions/new/").content.decode()
+    assert '<label for="id_variables">Declared variables</label>' in form
+    post = {
+        "syntax": "curly",
+        "system": "You grade {{ subject }}.",
+        "template_name_0": "default",
+        "template_text_0": "{{ question }} in a {{ tone }} tone",
+        "variables": "subject question extra",
+    }
+    html = author.post(
+        f"/prompts/{prompts.pk}/versions/check/", post, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    panel = re.search(r'data-testid="variables">([\s\S]*?)</ul>', html)
+    assert panel is not None
+    rows = [" ".join(re.sub(r"<[^>]+>", " ", row).split()) for row in panel[1].split("</li>")]
+    assert [row for row in rows if row] == [
+        "subject",
+        "question",
+        "tone used, not declared",
+        "extra declared, not used",
+    ]
+    undeclared = author.post(
+        f"/prompts/{prompts.pk}/versions/check/", {**post, "variables": ""}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "Declared: those the templates use" in undeclared
+    assert "not declared" not in undeclared
+
+
+def test_labels_move_and_are_removed_and_the_history_shows_it(prompts: Prompt) -> None:
     author = client_for("admin")
-    author.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    author.post(
+        f"/prompts/{prompts.pk}/labels/",
+        {"name": "production", "version": 2, "live_confirmed": "yes"},
+    )
     author.post(f"/prompts/{prompts.pk}/labels/remove/", {"name": "staging"})
     assert list(Label.objects.filter(prompt=prompts).values_list("name", "version__number")) == [
         ("production", 2)
@@ -173,8 +206,44 @@ def test_authors_cannot_move_or_remove_the_protected_production_label(prompts: P
         'aria-label="Move production to version 2"'
         in admin.get(f"/prompts/{prompts.pk}/").content.decode()
     )
-    admin.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    admin.post(
+        f"/prompts/{prompts.pk}/labels/",
+        {"name": "production", "version": 2, "live_confirmed": "yes"},
+    )
     assert Label.objects.get(prompt=prompts, name="production").version.number == 2
+
+
+def test_moving_or_removing_production_asks_first_and_the_answer_posts_it_again(
+    prompts: Prompt,
+) -> None:
+    admin = client_for("admin")
+    asked = admin.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    assert "Move the production label of verifier/judge/rubric from version 1 to version 2?" in html
+    assert "get version 2 on their next request" in html
+    assert '<input type="hidden" name="live_confirmed" value="yes">' in html
+    assert '<input type="hidden" name="version" value="2">' in html
+    assert Label.objects.get(prompt=prompts, name="production").version.number == 1
+    admin.post(
+        f"/prompts/{prompts.pk}/labels/",
+        {"name": "production", "version": 2, "live_confirmed": "yes"},
+    )
+    assert Label.objects.get(prompt=prompts, name="production").version.number == 2
+
+    asked = admin.post(f"/prompts/{prompts.pk}/labels/remove/", {"name": "production"})
+    question = "Remove the production label of verifier/judge/rubric (version 2)?"
+    assert question in asked.content.decode()
+    assert Label.objects.filter(prompt=prompts, name="production").exists()
+    admin.post(
+        f"/prompts/{prompts.pk}/labels/remove/", {"name": "production", "live_confirmed": "yes"}
+    )
+    assert not Label.objects.filter(prompt=prompts, name="production").exists()
+
+    # Other labels move at once.
+    moved = admin.post(f"/prompts/{prompts.pk}/labels/", {"name": "staging", "version": 1})
+    assert moved.status_code == 302
+    assert Label.objects.get(prompt=prompts, name="staging").version.number == 1
 
 
 def test_two_versions_are_compared_side_by_side(prompts: Prompt) -> None:

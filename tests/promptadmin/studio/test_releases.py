@@ -106,13 +106,49 @@ def test_publishing_while_an_expectation_fails_asks_for_confirmation(  # type: i
 def test_roll_back_from_the_releases_page(admin: Client, content: Any) -> None:
     services.release_create(actor=None, name="r-one", labels=["production"])
     services.release_create(actor=None, name="r-two", labels=["production"])
-    response = admin.post(
-        "/releases/labels/move/", {"label": "production", "release": "r-one", "note": "undo"}
-    )
+    move = {"label": "production", "release": "r-one", "note": "undo"}
+    asked = admin.post("/releases/labels/move/", move)
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    assert "Move the production label from r-two to r-one?" in html
+    assert "Game servers read r-one on their next request." in html
+    assert ReleaseLabel.objects.get(name="production").release.name == "r-two"
+    response = admin.post("/releases/labels/move/", {**move, "live_confirmed": "yes"})
     assert response.status_code == 302
     assert ReleaseLabel.objects.get(name="production").release.name == "r-one"
     page = admin.get("/releases/").content.decode()
     assert "undo" in page and "r-two" in page
+
+
+def test_the_label_to_move_is_picked_among_existing_ones_or_named_new(
+    admin: Client, content: Any
+) -> None:
+    services.release_create(actor=None, name="r-one", labels=["production"])
+    services.release_create(actor=None, name="r-two", labels=["staging"])
+    page = admin.get("/releases/").content.decode()
+    rows = {
+        name: re.search(rf"value=\"{name}\">\s*<label[^>]*>Label to move[\s\S]*?</select>", page)
+        for name in ("r-one", "r-two")
+    }
+    offered = {
+        name: re.findall(r'<option value="([^"]+)"', row.group(0)) for name, row in rows.items()
+    }
+    # No "Move here" for a label the release already holds.
+    assert offered == {"r-one": ["staging", "+new"], "r-two": ["production", "+new"]}
+    # A typo cannot make a label: only existing labels, or one named as new.
+    typo = admin.post("/releases/labels/move/", {"label": "stagign", "release": "r-one"})
+    assert typo.status_code == 302
+    assert not ReleaseLabel.objects.filter(name="stagign").exists()
+    unnamed = admin.post(
+        "/releases/labels/move/", {"label": "+new", "release": "r-one"}, follow=True
+    )
+    assert "Name the new label" in unnamed.content.decode()
+    admin.post(
+        "/releases/labels/move/", {"label": "+new", "new_label": "canary", "release": "r-one"}
+    )
+    assert ReleaseLabel.objects.get(name="canary").release.name == "r-one"
+    admin.post("/releases/labels/move/", {"label": "staging", "release": "r-one"})
+    assert ReleaseLabel.objects.get(name="staging").release.name == "r-one"
 
 
 def test_edit_pages_say_changes_are_not_live_once_production_exists(  # type: ignore[no-untyped-def]
