@@ -12,6 +12,7 @@ import re
 from typing import ClassVar
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
@@ -21,6 +22,7 @@ from django.utils import timezone
 from rest_framework_api_key.models import AbstractAPIKey
 from simple_history.models import HistoricalRecords
 
+from promptadmin.content.search import search_vector
 from promptadmin.core.storedjson import validate_stored_json
 
 # Tiers are stored in small integer columns.
@@ -132,12 +134,18 @@ class TimestampedContent(models.Model):
             models.CheckConstraint(condition=Q(slug=Lower("slug")), name=f"{prefix}_slug_lowercase")
         ]
 
+    @classmethod
+    def list_indexes(cls, prefix: str) -> list[models.Index]:
+        """The studio's lists go by name (then slug): read in order from an index."""
+        return [models.Index(fields=("name", "slug"), name=f"{prefix}_by_name")]
+
 
 class World(TimestampedContent):
     history = HistoricalRecords()
 
     class Meta(TimestampedContent.Meta):
         constraints = TimestampedContent.slug_constraints("world")
+        indexes = TimestampedContent.list_indexes("world")
 
 
 class Ruleset(TimestampedContent):
@@ -145,6 +153,7 @@ class Ruleset(TimestampedContent):
 
     class Meta(TimestampedContent.Meta):
         constraints = TimestampedContent.slug_constraints("ruleset")
+        indexes = TimestampedContent.list_indexes("ruleset")
 
 
 class NPC(TimestampedContent):
@@ -154,6 +163,7 @@ class NPC(TimestampedContent):
         verbose_name = "NPC"
         verbose_name_plural = "NPCs"
         constraints = TimestampedContent.slug_constraints("npc")
+        indexes = TimestampedContent.list_indexes("npc")
 
 
 class Entry(TimestampedContent):
@@ -166,6 +176,7 @@ class Entry(TimestampedContent):
     class Meta(TimestampedContent.Meta):
         verbose_name_plural = "entries"
         constraints = TimestampedContent.slug_constraints("entry")
+        indexes = TimestampedContent.list_indexes("entry")
 
     def ordered_rulesets(self) -> list[Ruleset]:
         return [link.ruleset for link in self.ruleset_links.select_related("ruleset")]
@@ -329,6 +340,12 @@ class Segment(models.Model):
                 name="segment_active_npc",
             ),
             models.Index(fields=("scope", "active"), name="segment_scope_active"),
+            # The segment list's sorts (either direction): read in order from an index.
+            models.Index(fields=("updated_at", "id"), name="segment_by_update"),
+            models.Index(fields=("token_count", "id"), name="segment_by_tokens"),
+            models.Index(fields=("scope", "sort_order", "id"), name="segment_by_scope"),
+            # Searching titles and text (PostgreSQL only: see content.search).
+            GinIndex(search_vector(), name="segment_search"),
         ]
 
     def __str__(self) -> str:

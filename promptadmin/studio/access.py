@@ -17,6 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from promptadmin.content.kinds import KINDS
+from promptadmin.core.pagination import Page, paginate
 from promptadmin.core.roles import Role, role_of
 from promptadmin.releases.models import PRODUCTION
 from promptadmin.releases.serving import labels
@@ -114,3 +115,9 @@ def fragment_or_page(request: HtmxHttpRequest, template: str, partial: str) -> s
     if htmx and not htmx.history_restore_request and not htmx.boosted:
         return f"{template}#{partial}"
     return template
+
+
+def page_of(request: HttpRequest, rows: Any, *, param: str = "page") -> Page[Any]:
+    """The page of ``rows`` the request asks for (``?page=``, or ``param`` where a page
+    lists two things), with links keeping the request's other parameters."""
+    return paginate(rows, request.GET.get(param), query=request.GET, param=param)
