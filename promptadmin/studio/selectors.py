@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Model, Prefetch, Q, QuerySet
+from django.db.models import Case, Count, Model, Prefetch, Q, QuerySet, When
 from django.urls import reverse
 
 import assembler
 from assembler.explain import segment_name
 from promptadmin.content.assembly import AssembleParams, all_entries, request_for
 from promptadmin.content.kinds import KINDS, kind_of
+from promptadmin.content.search import search_words, segment_search
 from promptadmin.content.models import (
     DEPRECATED_SCOPES,
     SEGMENT_SCOPES,
@@ -43,7 +44,9 @@ def segment_list(
     q: str = "",
     order_by: tuple[str, ...] = ("-updated_at", "-id"),
 ) -> QuerySet[Segment]:
-    """Segments matching the list's filters. Every word of ``q`` must match somewhere."""
+    """Segments matching the list's filters. Every word of ``q`` must match the title or
+    the text (as a prefix, through the search index: see content.search); ``#12`` is the
+    segment with id 12. Sorting by ``rank`` puts the best matches first."""
     segments = Segment.objects.select_related(*KINDS, "updated_by")
     if scope:
         segments = segments.filter(scope=scope)
@@ -51,13 +54,15 @@ def segment_list(
         segments = segments.filter(**{kind_of(obj).key: obj})
     if active is not None:
         segments = segments.filter(active=active)
-    for word in q.split():
-        matches = Q(content__icontains=word) | Q(title__icontains=word)
-        for kind in KINDS:
-            matches |= Q(**{f"{kind}__name__icontains": word})
-        if word.startswith("#") and word[1:].isdigit():
-            matches = Q(pk=int(word[1:]))
-        segments = segments.filter(matches)
+    q = q.strip()
+    if q.startswith("#") and q[1:].isascii() and q[1:].isdigit() and len(q) < 19:
+        segments = segments.filter(pk=int(q[1:]))
+        q = ""
+    if search_words(q):
+        segments = segment_search(segments, q)
+    else:
+        # Nothing to rank: the order falls to the next columns (read from their index).
+        order_by = tuple(name for name in order_by if name.lstrip("-") != "rank")
     return segments.order_by(*order_by)
 
 
@@ -318,3 +323,44 @@ def revision_record(obj: Model, revision: int) -> Any | None:
     at ``revision``: the base of a three-way merge. None when history does not have it."""
     history = obj.history  # type: ignore[attr-defined]
     return history.filter(revision=revision).order_by("-history_id").first()
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One option of an object picker."""
+
+    value: str  # kind:slug
+    label: str  # Name (slug)
+    name: str
+    slug: str
+    kind: str  # as people read it: "NPC"
+
+
+PICKS_SHOWN = 12
+
+
+def pick_objects(kinds: tuple[str, ...], text: str, limit: int = PICKS_SHOWN) -> list[Pick]:
+    """The objects of ``kinds`` whose name or slug contains ``text``, those that start
+    with it first, then by name: at most ``limit``, one query per kind (small tables:
+    thousands of rows at most, so no index is needed to search them)."""
+    text = text.strip()[:200].replace("\x00", "")
+    found: list[tuple[bool, str, Pick]] = []
+    for key in kinds:
+        spec = KINDS[key]
+        objects = spec.model._default_manager.all()
+        if text:
+            objects = objects.filter(Q(name__icontains=text) | Q(slug__icontains=text.lower()))
+            objects = objects.annotate(
+                starts=Case(
+                    When(Q(name__istartswith=text) | Q(slug__startswith=text.lower()), then=0),
+                    default=1,
+                )
+            ).order_by("starts", "name", "slug")
+        else:
+            objects = objects.order_by("name", "slug")
+        for obj in objects[:limit]:
+            starts = not text or getattr(obj, "starts", 1) == 0
+            pick = Pick(f"{key}:{obj.slug}", f"{obj.name} ({obj.slug})", obj.name, obj.slug, spec.label)
+            found.append((not starts, obj.name.lower(), pick))
+    found.sort(key=lambda item: item[:2])
+    return [pick for _later, _name, pick in found[:limit]]

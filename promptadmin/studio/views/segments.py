@@ -7,7 +7,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
@@ -21,7 +20,13 @@ from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.core.tokens import tokenizer
 from promptadmin.studio import diffs, merging, selectors
-from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import (
+    HtmxHttpRequest,
+    fragment_or_page,
+    page_of,
+    render_page,
+    studio_view,
+)
 from promptadmin.studio.forms.common import add_service_errors, object_value, resolve_object
 from promptadmin.studio.forms.segments import (
     SEGMENT_ERROR_FIELDS,
@@ -30,7 +35,6 @@ from promptadmin.studio.forms.segments import (
     SegmentForm,
 )
 
-PAGE_SIZE = 25
 # Column header links cycle through these sorts (first: the one a click starts with).
 SORT_COLUMNS = {
     "id": ("id", "-id"),
@@ -58,7 +62,7 @@ def segment_list(request: HtmxHttpRequest) -> HttpResponse:
         )
     else:
         found = Segment.objects.none()
-    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, found)
     rows = [(segment, selectors.object_url(segment.ref)) for segment in page]
     template = fragment_or_page(request, "studio/segment_list.html", "results")
     return render_page(
