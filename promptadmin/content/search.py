@@ -74,8 +74,10 @@ def indexed_search(queryset: QuerySet[Any], words: list[str]) -> QuerySet[Any]:
     """PostgreSQL: the GIN index answers which rows match; ``ts_rank`` orders them."""
     query = SearchQuery(prefix_query(words), search_type="raw", config=CONFIG)
     vector = search_vector()
-    return queryset.annotate(search=vector).filter(search=query).annotate(
-        rank=SearchRank(vector, query)
+    return (
+        queryset.annotate(search=vector)
+        .filter(search=query)
+        .annotate(rank=SearchRank(vector, query))
     )
 
 

@@ -13,7 +13,6 @@ import assembler
 from assembler.explain import segment_name
 from promptadmin.content.assembly import AssembleParams, all_entries, request_for
 from promptadmin.content.kinds import KINDS, kind_of
-from promptadmin.content.search import search_words, segment_search
 from promptadmin.content.models import (
     DEPRECATED_SCOPES,
     SEGMENT_SCOPES,
@@ -25,6 +24,7 @@ from promptadmin.content.models import (
     World,
     segment_title,
 )
+from promptadmin.content.search import search_words, segment_search
 from promptadmin.core import cache as content_cache
 from promptadmin.core.tokens import tokenizer
 
@@ -242,14 +242,45 @@ def recent_changes(limit: int = 12) -> list[Change]:
 
 
 def catalog_list(kind: str) -> QuerySet[Any]:
-    """Worlds, rulesets or NPCs with how much content uses each."""
-    model = KINDS[kind].model
-    objects = model.objects.annotate(segment_count=Count("segments", distinct=True))
+    """Worlds, rulesets or NPCs by name (read in order from their index); count a page
+    of them with :func:`with_use_counts`."""
+    return KINDS[kind].model._default_manager.order_by("name", "slug")
+
+
+def with_use_counts(objects: list[Any]) -> list[Any]:
+    """``objects`` (one page of worlds, rulesets, NPCs or entries) with how many segments
+    (``segment_count``) and entries (``entry_count``: worlds and rulesets) use each: one
+    grouped query per count over the page's rows, never over the whole table."""
+    if not objects:
+        return objects
+    model = type(objects[0])
+    key = kind_of(objects[0]).key
+    ids = [obj.pk for obj in objects]
+    segments = dict(
+        Segment.objects.filter(**{f"{key}_id__in": ids})
+        .order_by()
+        .values_list(f"{key}_id")
+        .annotate(n=Count("id"))
+    )
+    entries: dict[int, int] = {}
     if model is World:
-        objects = objects.annotate(entry_count=Count("entries", distinct=True))
+        entries = dict(
+            Entry.objects.filter(world_id__in=ids)
+            .order_by()
+            .values_list("world_id")
+            .annotate(n=Count("id"))
+        )
     elif model is Ruleset:
-        objects = objects.annotate(entry_count=Count("entry_links", distinct=True))
-    return objects.order_by("name", "slug")
+        entries = dict(
+            EntryRuleset.objects.filter(ruleset_id__in=ids)
+            .order_by()
+            .values_list("ruleset_id")
+            .annotate(n=Count("id"))
+        )
+    for obj in objects:
+        obj.segment_count = segments.get(obj.pk, 0)
+        obj.entry_count = entries.get(obj.pk, 0)
+    return objects
 
 
 def ordered_links() -> Prefetch:
@@ -261,10 +292,11 @@ def ordered_links() -> Prefetch:
 
 
 def entry_list() -> QuerySet[Entry]:
+    """Entries by name (read in order from their index), with their world and rulesets;
+    count a page of them with :func:`with_use_counts`."""
     return (
         Entry.objects.select_related("world")
         .prefetch_related(ordered_links())
-        .annotate(segment_count=Count("segments", distinct=True))
         .order_by("name", "slug")
     )
 
@@ -360,7 +392,9 @@ def pick_objects(kinds: tuple[str, ...], text: str, limit: int = PICKS_SHOWN) ->
             objects = objects.order_by("name", "slug")
         for obj in objects[:limit]:
             starts = not text or getattr(obj, "starts", 1) == 0
-            pick = Pick(f"{key}:{obj.slug}", f"{obj.name} ({obj.slug})", obj.name, obj.slug, spec.label)
+            pick = Pick(
+                f"{key}:{obj.slug}", f"{obj.name} ({obj.slug})", obj.name, obj.slug, spec.label
+            )
             found.append((not starts, obj.name.lower(), pick))
     found.sort(key=lambda item: item[:2])
     return [pick for _later, _name, pick in found[:limit]]

@@ -17,20 +17,22 @@ from promptadmin.content.services import catalog
 from promptadmin.core.errors import InUseError, StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.studio import merging, selectors
-from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.access import page_of, render_page, studio_view
 from promptadmin.studio.forms.catalog import CatalogForm
 from promptadmin.studio.forms.common import add_service_errors, object_value
 
 
 @studio_view()
 def catalog_list(request: HttpRequest, kind: str) -> HttpResponse:
+    page = page_of(request, selectors.catalog_list(kind))
     return render_page(
         request,
         "studio/catalog_list.html",
         {
             "section": KINDS[kind].section,
             "kind": KINDS[kind],
-            "objects": selectors.catalog_list(kind),
+            "page": page,
+            "objects": selectors.with_use_counts(page.items),
         },
     )
 

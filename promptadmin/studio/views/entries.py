@@ -19,7 +19,7 @@ from promptadmin.content.services import catalog
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.studio import selectors
-from promptadmin.studio.access import HtmxHttpRequest, render_page, studio_view
+from promptadmin.studio.access import HtmxHttpRequest, page_of, render_page, studio_view
 from promptadmin.studio.forms.common import add_service_errors, object_value
 from promptadmin.studio.forms.entries import EntryForm
 from promptadmin.studio.views.catalog import posted_revision, save_catalog_edit
@@ -31,10 +31,16 @@ TEMPLATE = "studio/entry_edit.html"
 
 @studio_view()
 def entry_list(request: HttpRequest) -> HttpResponse:
+    page = page_of(request, selectors.entry_list())
     return render_page(
         request,
         "studio/entry_list.html",
-        {"section": "entries", "kind": KINDS["entry"], "entries": selectors.entry_list()},
+        {
+            "section": "entries",
+            "kind": KINDS["entry"],
+            "page": page,
+            "entries": selectors.with_use_counts(page.items),
+        },
     )
 
 
