@@ -167,3 +167,14 @@ class ObjectPicker(forms.Widget):
             }
         )
         return context
+
+
+def picked_object(data: Any, name: str, kinds: tuple[str, ...]) -> models.Model | None:
+    """The object of one of ``kinds`` an :class:`ObjectPicker` named ``name`` posted in
+    ``data`` (for a view without a form); None when it names none, or several."""
+    value = ObjectPicker(kinds).value_from_datadict(data, None, name)
+    try:
+        obj = resolve_picked(value, kinds)
+    except AmbiguousObject:
+        return None
+    return obj if obj is not None and kind_of(obj).key in kinds else None

@@ -160,7 +160,9 @@ def catalog_edit(request: HttpRequest, kind: str, slug: str) -> HttpResponse:
             editing=True,
         )
     # Worlds and rulesets are used by entries; say which, since they cannot go while used.
-    entries = obj.entries.order_by("name") if isinstance(obj, World | Ruleset) else None
+    entries = None
+    if isinstance(obj, World | Ruleset):
+        entries = page_of(request, obj.entries.order_by("name", "slug"), param="entries_page")
     return render_page(
         request,
         "studio/catalog_edit.html",
@@ -170,7 +172,7 @@ def catalog_edit(request: HttpRequest, kind: str, slug: str) -> HttpResponse:
             "form": form,
             "object": obj,
             "object_value": object_value(obj),
-            "segments": selectors.segments_of(obj),
+            "segments": page_of(request, selectors.segments_of(obj), param="segments_page"),
             "entries": entries,
             "conflict": conflict,
         },
