@@ -20,7 +20,7 @@ from promptadmin.core.roles import Role
 from promptadmin.releases import selectors, services
 from promptadmin.releases.models import PRODUCTION, WORKING, ReleaseLabel
 from promptadmin.releases.serving import resolve
-from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.access import page_of, render_page, studio_view
 from promptadmin.studio.diffs import side_by_side
 from promptadmin.studio.forms.preview import PreviewForm
 from promptadmin.studio.forms.releases import CompareForm, LabelMoveForm, PublishForm
@@ -69,9 +69,9 @@ def release_list(request: HttpRequest) -> HttpResponse:
         "studio/release_list.html",
         {
             "section": "releases",
-            "releases": list(selectors.releases()[:100]),
+            "releases": page_of(request, selectors.releases()),
             "labels": list(ReleaseLabel.objects.select_related("release")),
-            "moves": selectors.label_moves(),
+            "moves": page_of(request, selectors.label_moves(), param="moves_page"),
             "compare": CompareForm(initial={"before": PRODUCTION, "after": WORKING}),
         },
     )
