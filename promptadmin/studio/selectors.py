@@ -9,9 +9,6 @@ from typing import Any
 from django.db.models import Case, Count, Model, Prefetch, Q, QuerySet, When
 from django.urls import reverse
 
-import assembler
-from assembler.explain import segment_name
-from promptadmin.content.assembly import AssembleParams, all_entries, request_for
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import (
     DEPRECATED_SCOPES,
@@ -25,8 +22,6 @@ from promptadmin.content.models import (
     segment_title,
 )
 from promptadmin.content.search import search_words, segment_search
-from promptadmin.core import cache as content_cache
-from promptadmin.core.tokens import tokenizer
 
 
 def object_url(obj: Model | None) -> str | None:
@@ -79,15 +74,12 @@ class ScopeCount:
         return self.active + self.inactive
 
 
-def scope_counts() -> list[ScopeCount]:
-    """Active and inactive segments per scope (deprecated scopes only when present)."""
-    counts: dict[tuple[str, bool], int] = {
-        (row["scope"], row["active"]): row["n"]
-        for row in Segment.objects.order_by().values("scope", "active").annotate(n=Count("id"))
-    }
+def scope_counts(stored: dict[str, list[int]]) -> list[ScopeCount]:
+    """Active and inactive segments per scope, as the background check counted them
+    (deprecated scopes only when present)."""
     rows = []
     for scope in (*SEGMENT_SCOPES, *DEPRECATED_SCOPES):
-        active, inactive = counts.get((scope, True), 0), counts.get((scope, False), 0)
+        active, inactive = (stored.get(scope) or [0, 0])[:2]
         deprecated = scope in DEPRECATED_SCOPES
         if deprecated and not active + inactive:
             continue
@@ -96,97 +88,15 @@ def scope_counts() -> list[ScopeCount]:
 
 
 @dataclass(frozen=True)
-class EntryRef:
-    slug: str
-    name: str
+class BlankSegment:
+    pk: int
+    scope_label: str
 
 
-@dataclass(frozen=True)
-class TurnLoss:
-    """What one turn of an entry loses at the default budgets, and the likely cause."""
-
-    turn: str  # "First turn" or "Later turn"
-    lost: list[str]  # in plain words: segments left out, NPCs dropped or lowered
-    cause: str  # the largest segment considered, named as authors know it
-
-
-@dataclass(frozen=True)
-class EntryLints:
-    entry: EntryRef
-    errors: list[str]
-    warnings: list[str]
-    losses: list[TurnLoss] = field(default_factory=list)
-
-
-def _turn_loss(
-    turn: str, result: assembler.AssemblyResult, npc_names: dict[str, str]
-) -> TurnLoss | None:
-    lost = [
-        segment_name(fate.scope, fate.id, fate.title)
-        for fate in result.segments
-        if fate.fate == "dropped"
-    ]
-    for npc in result.meta.npcs:
-        name = npc_names.get(npc.npc, npc.npc)
-        if npc.status == "dropped":
-            lost.append(f"NPC {name} (dropped)")
-        elif npc.status == "lowered":
-            lost.append(f"NPC {name} (tier {npc.requested_tier} lowered to {npc.tier})")
-    if not lost:
-        return None
-    largest = max(result.segments, key=lambda fate: fate.tokens)
-    cause = (
-        f"{segment_name(largest.scope, largest.id, largest.title)} "
-        f"({largest.tokens} tokens) is the largest"
-    )
-    return TurnLoss(turn, lost, cause)
-
-
-def _lint_every_entry() -> list[EntryLints]:
-    """Each entry at the default budgets: a first turn and a later turn, with its cast."""
-    tokenizer_ = tokenizer()
-    found = []
-    for item in all_entries():
-        entry = item.entry
-        npc_names = {slug: bundle.name for slug, bundle in item.npcs.items()}
-        losses = []
-        lints: list[assembler.Lint] = []
-        for turn, first_turn in (("First turn", True), ("Later turn", False)):
-            params = AssembleParams(entry=entry.slug, first_turn=first_turn, npcs=item.cast)
-            result = assembler.assemble(request_for(item.bundle, item.npcs, params), tokenizer_)
-            lints += [lint for lint in result.meta.lints if lint not in lints]
-            loss = _turn_loss(turn, result, npc_names)
-            if loss is not None:
-                losses.append(loss)
-        found.append(
-            EntryLints(
-                EntryRef(entry.slug, entry.name),
-                [lint.message for lint in lints if lint.level == "error"],
-                [lint.message for lint in lints if lint.level == "warning"],
-                losses,
-            )
-        )
-    return found
-
-
-def blank_active_segments() -> list[Segment]:
-    """Active segments with no text (saved before the services refused them): one query."""
-    return list(Segment.objects.filter(active=True, content__regex=r"^\s*$").order_by("id")[:50])
-
-
-def entry_lints() -> list[EntryLints]:
-    """The lint findings and losses of every entry at the default budgets (first turn and
-    a later turn, with its cast).
-
-    Worked out once per content change (the content cache's generation), in a constant
-    number of queries however many entries there are.
-    """
-    key = content_cache.key(content_cache.generation(), "dashboard", "entry-health")
-    found: list[EntryLints] | None = content_cache.get_many([key]).get(key)
-    if found is None:
-        found = _lint_every_entry()
-        content_cache.set_many({key: found})
-    return found
+def blank_segments(stored: list[list[Any]]) -> list[BlankSegment]:
+    """The active segments without text the background check found."""
+    labels = dict(Scope.choices)
+    return [BlankSegment(int(pk), str(labels.get(scope, scope))) for pk, scope in stored]
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from promptadmin.studio.views import (
 
 studio_patterns: list[URLPattern | URLResolver] = [
     path("", dashboard.dashboard, name="dashboard"),
+    path("health/", dashboard.entry_health, name="entry_health"),
     path("segments/", segments.segment_list, name="segment_list"),
     path("segments/new/", segments.segment_create, name="segment_create"),
     path("segments/check/", segments.segment_check, name="segment_check"),
