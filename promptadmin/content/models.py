@@ -12,7 +12,6 @@ import re
 from typing import ClassVar
 
 from django.conf import settings
-from django.contrib.postgres.indexes import GinIndex
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
@@ -22,7 +21,6 @@ from django.utils import timezone
 from rest_framework_api_key.models import AbstractAPIKey
 from simple_history.models import HistoricalRecords
 
-from promptadmin.content.search import search_vector
 from promptadmin.core.storedjson import validate_stored_json
 
 # Tiers are stored in small integer columns.
@@ -344,8 +342,9 @@ class Segment(models.Model):
             models.Index(fields=("updated_at", "id"), name="segment_by_update"),
             models.Index(fields=("token_count", "id"), name="segment_by_tokens"),
             models.Index(fields=("scope", "sort_order", "id"), name="segment_by_scope"),
-            # Searching titles and text (PostgreSQL only: see content.search).
-            GinIndex(search_vector(), name="segment_search"),
+            # On PostgreSQL, a stored ``search`` column (a tsvector of the title and text)
+            # and its GIN index are added by migration 0011, outside the model: see
+            # content.search.
         ]
 
     def __str__(self) -> str:

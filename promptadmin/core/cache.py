@@ -225,6 +225,12 @@ def on_content_change(listener: Callable[[], None]) -> None:
 
 def _content_committed() -> None:
     _bump()
+    # The listeners hear of a transaction's changes once (one call per change is queued:
+    # the first one to run tells them; the count is the connection's, i.e. this thread's).
+    connection = transaction.get_connection()
+    if not getattr(connection, "content_notices", 0):
+        return
+    connection.content_notices = 0  # type: ignore[attr-defined]
     for listener in _change_listeners:
         try:
             listener()
@@ -236,10 +242,8 @@ def content_changed() -> None:
     """Invalidate every cached bundle once the current transaction commits (and tell the
     listeners: see :func:`on_content_change`)."""
     connection = transaction.get_connection()
-    pending = connection.run_on_commit if connection.in_atomic_block else []
-    # One notice per transaction, however many changes it makes.
-    if not any(func is _content_committed for _sids, func, _robust in pending):
-        transaction.on_commit(_content_committed)
+    connection.content_notices = getattr(connection, "content_notices", 0) + 1  # type: ignore[attr-defined]
+    transaction.on_commit(_content_committed)
 
 
 def generation_changed(generation_key: str) -> None:

@@ -65,6 +65,7 @@ class Page(Generic[T]):
     cap: int = COUNT_CAP
     query: QueryDict | None = None  # the request's, for the links to other pages
     param: str = "page"
+    reordered: bool = False  # read in ``capped_order``: more rows matched than the cap
 
     def url(self, number: int) -> str:
         """The link to page ``number``, keeping every other parameter (page 1: none)."""
@@ -128,16 +129,24 @@ def paginate(
     cap: int = COUNT_CAP,
     query: QueryDict | None = None,
     param: str = "page",
+    capped_order: tuple[str, ...] | None = None,
 ) -> Page[Any]:
     """Page ``number`` (as given in a URL: anything that is not a page number is page 1,
     a page past the end is the last one when the total is known) of ``rows``, in two
     queries whatever their number: the capped count and the page itself (read one row
-    further, to know whether a next page exists)."""
+    further, to know whether a next page exists).
+
+    ``capped_order``: how to order ``rows`` (a queryset) instead when more than ``cap``
+    match, for an order that must look at every row (a search's rank) where an indexed
+    one reads only the page."""
     wanted = page_number(number)
     counted = capped_count(rows, cap)
     total = counted if counted <= cap else None
+    reordered = False
     if total is not None:
         wanted = min(wanted, max(1, -(-total // per_page)))
+    elif capped_order is not None and isinstance(rows, QuerySet):
+        rows, reordered = rows.order_by(*capped_order), True
     start = (wanted - 1) * per_page
     items = list(rows[start : start + per_page + 1])
     return Page(
@@ -149,6 +158,7 @@ def paginate(
         cap=cap,
         query=query,
         param=param,
+        reordered=reordered,
     )
 
 

@@ -117,7 +117,16 @@ def fragment_or_page(request: HtmxHttpRequest, template: str, partial: str) -> s
     return template
 
 
-def page_of(request: HttpRequest, rows: Any, *, param: str = "page") -> Page[Any]:
+def page_of(
+    request: HttpRequest,
+    rows: Any,
+    *,
+    param: str = "page",
+    capped_order: tuple[str, ...] | None = None,
+) -> Page[Any]:
     """The page of ``rows`` the request asks for (``?page=``, or ``param`` where a page
-    lists two things), with links keeping the request's other parameters."""
-    return paginate(rows, request.GET.get(param), query=request.GET, param=param)
+    lists two things), with links keeping the request's other parameters (see
+    :func:`~promptadmin.core.pagination.paginate` for ``capped_order``)."""
+    return paginate(
+        rows, request.GET.get(param), query=request.GET, param=param, capped_order=capped_order
+    )

@@ -58,8 +58,9 @@ def resolve_object(value: str) -> models.Model | None:
 
 
 def object_label(obj: models.Model) -> str:
-    """How a picker shows an object: ``The Iron Coast (iron-coast)``."""
-    return f"{obj.name} ({obj.slug})"  # type: ignore[attr-defined]
+    """How a picker shows an object: ``The Iron Coast (iron-coast)``, the name isolated
+    (a right-to-left override in it cannot reorder the slug)."""
+    return f"{isolate(obj.name)} ({obj.slug})"  # type: ignore[attr-defined]
 
 
 # "Name (slug)": what a picker shows, typed back (or kept) without JavaScript.
@@ -78,7 +79,7 @@ def resolve_picked(value: str, kinds: Iterable[str]) -> models.Model | None:
     """The object a picker's value names, among ``kinds``: ``kind:slug`` (what picking
     an option sends), else what a person typed without JavaScript: ``Name (slug)``, a slug,
     or a name. None when nothing matches; ``AmbiguousObject`` when several do."""
-    value = value.strip()
+    value = value.replace("\u2068", "").replace("\u2069", "").strip()  # a label's isolates
     kinds = tuple(kinds)
     if not value or len(value) > MAX_PICKED_LENGTH or "\x00" in value:
         return None

@@ -51,6 +51,7 @@ RELATED = (*KINDS, "updated_by", "created_by")
 def segment_list(request: HtmxHttpRequest) -> HttpResponse:
     """Filter, search, sort and page through segments; htmx swaps the results in place."""
     form = SegmentFilterForm(request.GET)
+    ranked = False
     if form.is_valid():
         data = form.cleaned_data
         found = selectors.segment_list(
@@ -60,9 +61,12 @@ def segment_list(request: HtmxHttpRequest) -> HttpResponse:
             q=data["q"],
             order_by=data["sort"],
         )
+        ranked = "-rank" in data["sort"]
     else:
         found = Segment.objects.none()
-    page = page_of(request, found)
+    # Ranking scores every match: past the count's cap, the newest matches come first.
+    newest = SegmentFilterForm.SORTS["-updated"][1]
+    page = page_of(request, found, capped_order=newest if ranked else None)
     rows = [(segment, selectors.object_url(segment.ref)) for segment in page]
     template = fragment_or_page(request, "studio/segment_list.html", "results")
     return render_page(
