@@ -21,5 +21,5 @@ def object_picker(request: HttpRequest) -> HttpResponse:
     return render_page(
         request,
         "studio/_picker_options.html",
-        {"picks": picks, "text": text, "kinds": [KINDS[k].plural.lower() for k in kinds]},
+        {"picks": picks, "text": text, "kinds": [KINDS[k].label for k in kinds]},
     )
