@@ -392,7 +392,7 @@ window.addEventListener("resize", focusableScrollers);
 // an input event from it, so a filter form refreshes; typing undoes the pick (the server
 // then reads what was typed, as it does without JavaScript).
 function pickerParts(element) {
-  const picker = element.closest && element.closest("[data-picker]");
+  const picker = element && element.closest && element.closest("[data-picker]");
   if (!picker) return null;
   return {
     picker,

@@ -182,8 +182,9 @@ class SegmentCheckForm(forms.Form):
 class SegmentFilterForm(forms.Form):
     """The segment list's filters; every value is optional and lives in the URL."""
 
+    # No sort chosen: the best matches of a search first, else the newest change.
+    BEST_MATCH = ("-rank", "-updated_at", "-id")
     SORTS = {
-        "best": ("Best match (when searching)", ("-rank", "-updated_at", "-id")),
         "-updated": ("Newest change", ("-updated_at", "-id")),
         "updated": ("Oldest change", ("updated_at", "id")),
         "scope": ("Scope", ("scope", "sort_order", "id")),
@@ -205,7 +206,9 @@ class SegmentFilterForm(forms.Form):
     object = forms.CharField(label="Belongs to", required=False, widget=ObjectPicker)
     active = forms.ChoiceField(label="Status", choices=ACTIVE_CHOICES, required=False)
     sort = forms.ChoiceField(
-        label="Sort by", choices=[(k, v[0]) for k, v in SORTS.items()], required=False
+        label="Sort by",
+        choices=[("", "Best match (else newest)"), *((k, v[0]) for k, v in SORTS.items())],
+        required=False,
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -230,5 +233,5 @@ class SegmentFilterForm(forms.Form):
 
     def clean_sort(self) -> tuple[str, ...]:
         """The sort chosen; by default the best matches of a search, else the newest."""
-        default = "best" if self.cleaned_data.get("q", "").strip() else "-updated"
-        return self.SORTS[self.cleaned_data["sort"] or default][1]
+        chosen = self.cleaned_data["sort"]
+        return self.SORTS[chosen][1] if chosen else self.BEST_MATCH
