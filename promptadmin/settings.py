@@ -151,6 +151,7 @@ INSTALLED_APPS = [
     "promptadmin.prompts",
     "promptadmin.conversations",
     "promptadmin.releases",
+    "promptadmin.lore",
 ]
 
 MIDDLEWARE = [

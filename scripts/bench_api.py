@@ -16,7 +16,8 @@
    request and from a label's release, for fetching a registered prompt by label (native
    and Langfuse-compatible paths, each also revalidated with ``If-None-Match``: a 304) and
    rendering it with an adapter, for a conversation's history (a state fetched before,
-   and a new state right after each append) and assembling with it, and for
+   and a new state right after each append) and assembling with it, for assembling in a
+   world of 10,000 lore entries with 4 KB of text scanned, and for
    ``GET /api/v1/me``, the cheapest authenticated DRF endpoint, measured in the same run
    as the baseline; also the server's CPU time per request, which is what to compare on a
    busy machine.
@@ -130,6 +131,28 @@ def assemble_body(token_budget: int, npc_budget: int) -> dict[str, Any]:
     }
 
 
+LORE_WORLD = "bench-lore"
+LORE_ENTRY = "bench-lore-entry"
+
+
+def lore_body() -> dict[str, Any]:
+    """The untruncated turn, in a world with 10,000 lore entries and 30,000 keys (the
+    assembler bench's, :func:`benchmarks.data.lore_entries`), its input made 4 KB long and
+    naming six entries (a turn's text is all that is scanned: no conversation)."""
+    body = assemble_body(token_budget=12000, npc_budget=3000)
+    rng = random.Random(5)
+    names = [
+        entry.keys[0]
+        for index, entry in enumerate(assembler_bench.lore_entries(get_tokenizer()))
+        if index in (40, 400, 1200, 3000, 6000, 9000)
+    ]
+    asked = f" You ask about {', '.join(names[:-1])} and {names[-1]} (turn {TURN_MARK})."
+    text = prose(rng, assembler_bench.LORE_SCANNED // 3)
+    state = dict(body["state"])
+    state["input"] = text[: assembler_bench.LORE_SCANNED - len(asked)].rstrip() + asked
+    return {**body, "entry": LORE_ENTRY, "world": LORE_WORLD, "state": state}
+
+
 PROMPT = "/api/v1/prompts/bench/judge/"
 RENDER_BODY = {
     "task_type": "rubric",
@@ -210,6 +233,8 @@ SCENARIOS = [
             "history_budget": 1500,
         },
     ),
+    # The same turn in a world whose lore (10,000 entries) the working copy serves.
+    Scenario("assemble, lore (10k entries)", "POST", "/api/v1/assemble", lore_body()),
     # The seed publishes the working copy as BENCH_RELEASE under the label "staging" (not
     # "production", so the two scenarios above keep serving the working copy).
     Scenario(
@@ -236,6 +261,7 @@ TARGETS = {
     "render with an adapter": (0.70, 30.0),
     "history (summary + 200 msgs)": (0.60, 30.0),
     "assemble, history layer": (0.45, 30.0),
+    "assemble, lore (10k entries)": (0.60, 25.0),
     "assemble, release by name": (0.70, 20.0),
     "assemble, by label": (0.55, 30.0),
 }
@@ -332,6 +358,7 @@ def seed() -> str:
             )
         )
     Segment.objects.bulk_create(rows, batch_size=1000)
+    seed_lore(world, entry, rulesets)
     seed_prompts()
     seed_conversation(rng, BENCH_CONVERSATION)
     seed_conversation(rng, APPENDED_CONVERSATION)
@@ -339,6 +366,50 @@ def seed() -> str:
 
     release_create(actor=None, name=BENCH_RELEASE, labels=["staging"])
     return api_key_create(actor=None, name="bench", scope="read")[1]
+
+
+def seed_lore(world: Any, entry: Any, rulesets: list[Any]) -> None:
+    """A second world and entry like the bench's (the same segments), whose world holds the
+    assembler bench's 10,000 lore entries: the other scenarios' world has no lore."""
+    from django.db.models import Q
+
+    from promptadmin.content.models import Segment, World
+    from promptadmin.content.services import catalog
+    from promptadmin.core.tokens import tokenizer
+    from promptadmin.lore.models import LoreEntry
+
+    lore_world = catalog.catalog_create(actor=None, model=World, slug=LORE_WORLD, name="Varn lore")
+    lore_entry = catalog.entry_create(
+        actor=None, slug=LORE_ENTRY, name="Salt and Wax, with lore", world=lore_world,
+        rulesets=rulesets,
+    )  # fmt: skip
+    copies = []
+    for segment in Segment.objects.filter(Q(world=world) | Q(entry=entry)):
+        segment.pk = None
+        if segment.world_id is not None:
+            segment.world = lore_world
+        else:
+            segment.entry = lore_entry
+        copies.append(segment)
+    Segment.objects.bulk_create(copies)
+    tok = tokenizer()
+    LoreEntry.objects.bulk_create(
+        [
+            LoreEntry(
+                world=lore_world,
+                title=entry.title,
+                content=entry.content,
+                keys=list(entry.keys),
+                priority=entry.priority,
+                group=entry.group or "",
+                constant=entry.constant,
+                token_count=entry.token_count,
+                token_encoding=tok.name,
+            )
+            for entry in assembler_bench.lore_entries(tok)
+        ],
+        batch_size=1000,
+    )
 
 
 def seed_prompts() -> None:

@@ -67,7 +67,7 @@ class AssembleView(HotView):
 
 def assembled(params: AssembleParams) -> dict[str, Any]:
     served = resolve(params.release)
-    result = assemble_prompt(params, load=served.load)
+    result = assemble_prompt(params, load=served.load, lore=served.lore)
     # Meta.to_dict() is the assembler's own JSON form; AssembleOutputSerializer documents
     # it, and the schema tests check that responses conform.
     meta = result.meta.to_dict()
@@ -89,7 +89,9 @@ class PreviewView(APIView):
     def post(self, request: Request) -> Response:
         params, include_inactive = s.PreviewInputSerializer.parse_preview(request.data)
         served = resolve(params.release)
-        preview = preview_prompt(params, include_inactive=include_inactive, load=served.load)
+        preview = preview_prompt(
+            params, include_inactive=include_inactive, load=served.load, lore=served.lore
+        )
         result = preview.result
         meta = result.meta.to_dict()
         meta["release"] = served.to_dict()

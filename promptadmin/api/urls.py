@@ -16,6 +16,7 @@ from promptadmin.api import (
     identity,
     langfuse,
     legacy,
+    lore,
     prompts,
     releases,
     schema,
@@ -29,6 +30,7 @@ router.register("rulesets", content.RulesetViewSet, basename="ruleset")
 router.register("npcs", content.NpcViewSet, basename="npc")
 router.register("entries", content.EntryViewSet, basename="entry")
 router.register("segments", content.SegmentViewSet, basename="segment")
+router.register("lore", lore.LoreViewSet, basename="lore")
 
 
 @csrf_exempt  # nothing is changed here, and the answer must be JSON whatever the method
@@ -143,6 +145,9 @@ v1_urls = [
         releases.LabelHistoryView.as_view(),
         name="api-release-label-history",
     ),
+    path("lore/test", lore.LoreTestView.as_view(), name="api-lore-test"),
+    path("lore/import", lore.LoreImportView.as_view(), name="api-lore-import"),
+    path("lore/export", lore.LoreExportView.as_view(), name="api-lore-export"),
     path("scenarios/", releases.ScenarioListView.as_view(), name="api-scenarios"),
     path("scenarios/<int:pk>/", releases.ScenarioDetailView.as_view(), name="api-scenario"),
     path(

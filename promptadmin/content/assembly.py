@@ -56,6 +56,9 @@ class AssembleParams:
     # A release, a label or "working"; resolved by the caller into a ``Loader`` (this
     # module never looks at it: releases read content, not the other way round).
     release: str | None = None
+    # How lore enters the prompt (scan depth, budget, recursion, on or off); the lore
+    # itself comes from the ``LoreLoader`` the caller passes.
+    lore: assembler.LoreOptions = field(default_factory=assembler.LoreOptions)
 
 
 @dataclass(frozen=True)
@@ -255,11 +258,19 @@ def load_content(
 Loader = Callable[[str, Sequence[str]], tuple[EntryBundle | None, dict[str, NpcBundle]]]
 """Where an assembly gets its content: ``load_content`` (the working copy) or a release's."""
 
+LoreLoader = Callable[[str], assembler.LoreBook | None]
+"""Where an assembly gets its lore: the book for a world (by slug), or None for no lore.
+Lore reads content, not the other way round, so the caller passes it in (the working
+copy's is ``promptadmin.lore.selectors.lore_book``)."""
+
 
 def build_request(
-    params: AssembleParams, *, load: Loader = load_content
+    params: AssembleParams, *, load: Loader = load_content, lore: LoreLoader | None = None
 ) -> assembler.AssemblyRequest:
-    """Resolve the slugs in ``params`` into an assembler request, or say what is wrong."""
+    """Resolve the slugs in ``params`` into an assembler request, or say what is wrong.
+
+    ``lore`` gives the lore of the entry's world (none without it, or with the request's
+    lore switched off)."""
     npc_slugs = [slug for slug, _tier in params.npcs]
     bundle, npcs = load(params.entry, npc_slugs)
     errors: dict[str, str] = {}
@@ -281,7 +292,8 @@ def build_request(
     if errors:
         raise AssemblyInputError(errors)
     assert bundle is not None
-    return request_for(bundle, npcs, params, history)
+    book = lore(bundle.world_slug) if lore is not None and params.lore.enabled else None
+    return request_for(bundle, npcs, params, history, book)
 
 
 def request_for(
@@ -289,6 +301,7 @@ def request_for(
     npcs: Mapping[str, NpcBundle],
     params: AssembleParams,
     history: assembler.History | None = None,
+    lore_book: assembler.LoreBook | None = None,
 ) -> assembler.AssemblyRequest:
     """The assembler's request for loaded content; a bad value is named by its field."""
     try:
@@ -309,20 +322,26 @@ def request_for(
             policy=assembler.Policy(floors=params.floors, block_format=params.block_format),  # type: ignore[arg-type]
             strict=params.strict,
             history=history,
+            lore=params.lore,
+            lore_book=lore_book,
         )
     except assembler.RequestError as exc:
         raise AssemblyInputError({exc.field: str(exc)}) from None
 
 
 def assemble_prompt(
-    params: AssembleParams, *, load: Loader = load_content
+    params: AssembleParams, *, load: Loader = load_content, lore: LoreLoader | None = None
 ) -> assembler.AssemblyResult:
     """Assemble the prompt for ``params``; raises AssemblyInputError or OverBudgetError."""
-    return assembler.assemble(build_request(params, load=load), tokenizer())
+    return assembler.assemble(build_request(params, load=load, lore=lore), tokenizer())
 
 
 def preview_prompt(
-    params: AssembleParams, *, include_inactive: bool = False, load: Loader = load_content
+    params: AssembleParams,
+    *,
+    include_inactive: bool = False,
+    load: Loader = load_content,
+    lore: LoreLoader | None = None,
 ) -> Preview:
     """Assemble as the API would, and list every segment considered with its fate.
 
@@ -330,7 +349,7 @@ def preview_prompt(
     (fate ``inactive``) so authors see what is switched off (the working copy only: a
     release holds active segments alone).
     """
-    result = assemble_prompt(params, load=load)
+    result = assemble_prompt(params, load=load, lore=lore)
     rows = [fate.to_dict() for fate in result.segments]
     if include_inactive and load is load_content:
         entry = Entry.objects.get(slug=params.entry)

@@ -23,8 +23,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
-from promptadmin.content.assembly import AssemblyInputError, Loader, load_content
+from promptadmin.content.assembly import AssemblyInputError, Loader, LoreLoader, load_content
 from promptadmin.core.cache import shared, shared_changed
+from promptadmin.lore.selectors import lore_book
 from promptadmin.releases.models import (
     PRODUCTION,
     WORKING,
@@ -54,11 +55,14 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Served:
-    """The content an assembly uses: ``name`` is a release's or ``working``."""
+    """The content an assembly uses: ``name`` is a release's or ``working``; ``lore``
+    gives its lore (releases hold none yet: lore enters them with content-addressed
+    bundles)."""
 
     name: str
     label: str | None
     load: Loader
+    lore: LoreLoader | None = None
 
     def to_dict(self) -> dict[str, str | None]:
         return {"name": self.name, "label": self.label}
@@ -139,7 +143,7 @@ def _named_release(name: str) -> Bundles | None:
     return _remembered(name)
 
 
-WORKING_COPY = Served(WORKING, None, load_content)
+WORKING_COPY = Served(WORKING, None, load_content, lore_book)
 
 
 def resolve(requested: str | None) -> Served:

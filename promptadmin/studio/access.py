@@ -70,6 +70,8 @@ CONTENT_PAGES = frozenset(
     {
         "segment_create",
         "segment_edit",
+        "lore_create",
+        "lore_edit",
         *(f"{kind}_{page}" for kind in KINDS for page in ("create", "edit")),
         "deprecated_review",
         "legacy_import",

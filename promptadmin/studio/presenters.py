@@ -11,7 +11,7 @@ from typing import Any
 from django.urls import reverse
 
 from assembler.explain import explain_result, layer_status_words
-from assembler.render import LAYER_TITLES
+from assembler.render import LAYER_TITLES, render_state
 from promptadmin.content.assembly import Preview
 
 # The studio lists all of an entry's rulesets under one heading.
@@ -73,6 +73,8 @@ class PreviewPage:
     lints: list[dict[str, str]]
     segments: list[dict[str, Any]]
     summary: str
+    # Every lore entry triggered, what became of it, and its trigger in the turn's text.
+    lore: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def used_percent(self) -> float:
@@ -101,8 +103,39 @@ def segment_url(segment_id: int) -> str:
     return reverse("studio:segment_edit", args=[segment_id])
 
 
-def present(preview: Preview, npc_names: dict[str, str] | None = None) -> PreviewPage:
-    """Everything the preview page shows, from one assembly."""
+# Context shown around a lore trigger in the turn's text, in characters on each side.
+TRIGGER_CONTEXT = 40
+
+
+def lore_rows(reports: list[Any], state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """``meta.lore`` for the page: each entry with its link and, when the turn's text
+    (``state``: the request's dynamic layers) triggered it, that text around the key with
+    the key marked."""
+    texts = {scope: render_state(value) for scope, value in (state or {}).items()}
+    rows = []
+    for report in reports:
+        row = {**report.to_dict(), "url": reverse("studio:lore_edit", args=[report.id])}
+        trigger = report.trigger
+        text = texts.get(trigger.source)
+        if text and trigger.start is not None and trigger.end is not None:
+            start = max(0, trigger.start - TRIGGER_CONTEXT)
+            end = min(len(text), trigger.end + TRIGGER_CONTEXT)
+            row["excerpt"] = {
+                "before": ("…" if start else "") + text[start : trigger.start],
+                "key": text[trigger.start : trigger.end],
+                "after": text[trigger.end : end] + ("…" if end < len(text) else ""),
+            }
+        rows.append(row)
+    return rows
+
+
+def present(
+    preview: Preview,
+    npc_names: dict[str, str] | None = None,
+    state: dict[str, Any] | None = None,
+) -> PreviewPage:
+    """Everything the preview page shows, from one assembly (``state``: the request's
+    dynamic layers, where lore triggers are shown)."""
     npc_names = npc_names or {}
     result = preview.result
     meta = result.meta
@@ -180,4 +213,38 @@ def present(preview: Preview, npc_names: dict[str, str] | None = None) -> Previe
         lints=[lint.to_dict() for lint in meta.lints],
         segments=segments,
         summary=explain_result(meta),
+        lore=lore_rows(meta.lore, state),
     )
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of a text, marked when a lore key matched it."""
+
+    text: str
+    marked: bool
+
+
+def highlighted(text: str, spans: list[tuple[int, int]]) -> list[Piece]:
+    """``text`` cut into runs, those inside any of ``spans`` (start, end) marked; spans
+    that overlap or touch make one mark.
+
+    >>> [(p.text, p.marked) for p in highlighted("a bell tower", [(2, 6), (2, 12)])]
+    [('a ', False), ('bell tower', True)]
+    """
+    pieces: list[Piece] = []
+    position = 0
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in merged:
+        if start > position:
+            pieces.append(Piece(text[position:start], False))
+        pieces.append(Piece(text[start:end], True))
+        position = end
+    if position < len(text):
+        pieces.append(Piece(text[position:], False))
+    return pieces

@@ -34,6 +34,8 @@ PAGES = [
     ("entries", "/entries/"),
     ("entry", "/entries/drowned-bell/"),
     ("entry-new", "/entries/new/"),
+    ("lore", "/lore/?world=iron-coast"),
+    ("lore-new", "/lore/new/?world=iron-coast"),
     ("rulesets", "/rulesets/"),
     ("ruleset", "/rulesets/mystery/"),
     ("npcs", "/npcs/"),

@@ -22,6 +22,7 @@ from promptadmin.api.serializers.common import (
     storable_json,
     utf8_text,
 )
+from promptadmin.api.serializers.lore import LoreReportSerializer
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import MAX_TIER
 from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
@@ -324,6 +325,11 @@ class MetaSerializer(serializers.Serializer):
     lints = LintSerializer(many=True)
     content_hash = f.Text()
     history = HistoryReportSerializer(required=False)
+    lore = LoreReportSerializer(
+        many=True,
+        help_text="Every lore entry triggered, in the order the lore budget took them, and "
+        "what became of it.",
+    )
     release = ServedReleaseSerializer(help_text="The content served.")
 
 

@@ -96,12 +96,14 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
         params = form.params()
         try:
             served = resolve(params.release)
-            result = preview_prompt(params, include_inactive=True, load=served.load)
+            result = preview_prompt(
+                params, include_inactive=True, load=served.load, lore=served.lore
+            )
         except AssemblyInputError as exc:
             for name, message in exc.errors.items():
                 form.add_error(name if name in form.fields else None, message)
         else:
-            page = present(result, dict(form.npc_options))
+            page = present(result, dict(form.npc_options), dict(params.state))
     htmx = request.htmx
     context = {
         "section": "preview",

@@ -189,7 +189,7 @@ def release_prompts(request: HttpRequest) -> HttpResponse:
         name = request.GET.get(key) or None
         try:
             served = resolve(name) if name else None
-            result = assemble_prompt(params, load=served.load) if served else None
+            result = assemble_prompt(params, load=served.load, lore=served.lore) if served else None
         except AssemblyInputError as exc:
             sides.append({"name": name, "error": "; ".join(exc.errors.values()), "prompt": ""})
         else:

@@ -12,6 +12,7 @@ from django.test import override_settings
 from promptadmin.content.assembly import AssembleParams, assemble_prompt
 from promptadmin.content.models import Entry, Segment
 from promptadmin.content.services import segments
+from promptadmin.lore.services import lore_entry_create
 from tests.factories import NPCFactory, make_segment
 from tests.promptadmin.api.conftest import codes, errors
 
@@ -160,8 +161,8 @@ def test_assemble_takes_a_constant_number_of_queries(  # type: ignore[no-untyped
 ) -> None:
     def count_queries() -> int:
         cache.clear()
-        # API key, release labels, entry, rulesets, NPCs, segments
-        with django_assert_num_queries(6) as captured:
+        # API key, release labels, entry, rulesets, NPCs, segments, the world's lore
+        with django_assert_num_queries(7) as captured:
             assert assemble(reader, body).status_code == 200
         return len(captured)
 
@@ -175,6 +176,10 @@ def test_assemble_takes_a_constant_number_of_queries(  # type: ignore[no-untyped
         for tier in range(3):
             make_segment(scope="npc", ref=npc, tier=tier, content=f"{npc.name} at tier {tier}.")
         body["npcs"].append({"npc": npc.slug, "tier": 2})
+    for i in range(30):
+        lore_entry_create(
+            actor=None, world=entry.world if i % 2 else None, content=f"Lore {i}.", keys=["bell"]
+        )
     assert count_queries() == baseline
 
 
@@ -200,7 +205,7 @@ def test_assemble_works_uncached_when_redis_is_down(
         # The first call reads the database; while the shared cache stays unreachable,
         # later ones are served from this process's memory (the API key and the release
         # labels are read each time).
-        for queries in (6, 2):
+        for queries in (7, 2):
             with django_assert_num_queries(queries):
                 response = assemble(reader, TURN)
             assert response.status_code == 200

@@ -71,7 +71,9 @@ def test_every_operation_documents_its_error_responses(schema: dict[str, Any]) -
         elif method in {"PUT", "PATCH", "DELETE"}:
             assert {"404", "412", "428"} <= documented, (method, path)
             assert any(p["name"] == "If-Match" and p["required"] for p in op["parameters"])
-        if method == "DELETE" and not path.startswith("/api/v1/segments/") and not label_change:
+        # Nothing points at a segment or a lore entry: deleting one never conflicts.
+        leaf = path.startswith(("/api/v1/segments/", "/api/v1/lore/"))
+        if method == "DELETE" and not leaf and not label_change:
             assert "409" in documented, (method, path)
     for path in ("/api/v1/assemble", "/api/v1/preview"):
         assert "422" in schema["paths"][path]["post"]["responses"]

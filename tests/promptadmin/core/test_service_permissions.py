@@ -69,6 +69,13 @@ SERVICES: dict[str, Role] = {
     "scenario_create": Role.AUTHOR,
     "scenario_update": Role.AUTHOR,
     "scenario_delete": Role.AUTHOR,
+    # lore
+    "lore_entry_create": Role.AUTHOR,
+    "lore_entry_update": Role.AUTHOR,
+    "lore_entry_delete": Role.AUTHOR,
+    "lore_entry_restore": Role.AUTHOR,
+    "lore_entries_update": Role.AUTHOR,
+    "lorebook_import": Role.AUTHOR,
 }
 
 

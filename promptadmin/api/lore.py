@@ -1,0 +1,262 @@
+"""Lore endpoints: entries by id (with ETags and If-Match like segments), their history
+and restore, the test of a text, and SillyTavern World Info import and export.
+
+Reads need any key or a signed-in person; writes a write key or an author. Every write
+calls one service in :mod:`promptadmin.lore.services`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from assembler.lore import LoreError
+from promptadmin.api.authentication import actor_of
+from promptadmin.api.content import ID_IN_PATH, PAGE_PARAMETERS
+from promptadmin.api.errors import ClientErrorResponseSerializer, ValidationErrorResponseSerializer
+from promptadmin.api.permissions import CanRead, CanWrite, ReadOrWrite
+from promptadmin.api.preconditions import (
+    ETAG,
+    IF_MATCH,
+    IF_MATCH_OPTIONAL,
+    PRECONDITION_ERRORS,
+    etag,
+    expected_revision,
+    with_etag,
+)
+from promptadmin.api.responses import RenderBeforeCommit
+from promptadmin.api.serializers import lore as s
+from promptadmin.content.models import World, is_slug
+from promptadmin.lore import selectors, services, worldinfo
+from promptadmin.lore.models import LoreEntry
+
+TAGS = ["lore"]
+BAD_INPUT = {400: ValidationErrorResponseSerializer}
+
+
+def _world(slug: str | None, field: str = "world") -> World | None:
+    if slug is None:
+        return None
+    world = World.objects.filter(slug=slug).first() if is_slug(slug) else None
+    if world is None:
+        raise ValidationError({field: [f"No world with slug '{slug}'."]})
+    return world
+
+
+@extend_schema_view(
+    list=extend_schema(
+        tags=TAGS,
+        parameters=[s.LoreFilterSerializer],
+        responses={200: s.LoreOutputSerializer(many=True), **BAD_INPUT},
+        summary="Lore entries, most important first",
+    ),
+    retrieve=extend_schema(tags=TAGS, responses=s.LoreOutputSerializer, parameters=[ETAG]),
+    create=extend_schema(
+        tags=TAGS,
+        request=s.LoreInputSerializer,
+        responses={201: s.LoreOutputSerializer, **BAD_INPUT},
+        parameters=[ETAG],
+    ),
+    update=extend_schema(
+        tags=TAGS,
+        request=s.LoreInputSerializer,
+        responses={200: s.LoreOutputSerializer, **BAD_INPUT, **PRECONDITION_ERRORS},
+        parameters=[IF_MATCH, ETAG],
+    ),
+    partial_update=extend_schema(
+        tags=TAGS,
+        request=s.LoreInputSerializer,
+        responses={200: s.LoreOutputSerializer, **BAD_INPUT, **PRECONDITION_ERRORS},
+        parameters=[IF_MATCH, ETAG],
+    ),
+    destroy=extend_schema(
+        tags=TAGS, responses={204: None, **PRECONDITION_ERRORS}, parameters=[IF_MATCH]
+    ),
+)
+class LoreViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
+    """Lore entries by id; filter by world, group, active flag and text."""
+
+    permission_classes = [ReadOrWrite]
+    lookup_value_regex = ID_IN_PATH
+
+    def get_queryset(self) -> QuerySet[LoreEntry]:
+        return LoreEntry.objects.select_related("world").order_by("-priority", "id")
+
+    def render(self, entry: LoreEntry, status_code: int = status.HTTP_200_OK) -> Response:
+        return with_etag(s.LoreOutputSerializer(entry).data, etag(entry), status_code)
+
+    def parse(self, request: Request, *, partial: bool = False) -> dict[str, Any]:
+        body = s.LoreInputSerializer(data=request.data, partial=partial)
+        body.is_valid(raise_exception=True)
+        data = body.service_fields()
+        if "world" in data:
+            data["world"] = _world(data["world"])
+        return data
+
+    def list(self, request: Request) -> Response:
+        # A plain dict, not the QueryDict: DRF reads a blank query value as "not given".
+        filters = s.LoreFilterSerializer(data=request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        data = filters.validated_data
+        found = selectors.lore_list(
+            world=data.get("world"),
+            every_world=bool(data.get("every_world")),
+            group=data.get("group"),
+            active=data.get("active"),
+            search=data.get("search"),
+        )
+        page = self.paginate_queryset(found)
+        return self.get_paginated_response(s.LoreOutputSerializer(page, many=True).data)
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return self.render(get_object_or_404(self.get_queryset(), pk=pk))
+
+    def create(self, request: Request) -> Response:
+        data = self.parse(request)
+        entry = services.lore_entry_create(actor=actor_of(request), **data)
+        return self.render(entry, status.HTTP_201_CREATED)
+
+    def update(self, request: Request, pk: str) -> Response:
+        return self._change(request, pk, partial=False)
+
+    def partial_update(self, request: Request, pk: str) -> Response:
+        return self._change(request, pk, partial=True)
+
+    def _change(self, request: Request, pk: str, *, partial: bool) -> Response:
+        entry = get_object_or_404(LoreEntry, pk=pk)
+        data = self.parse(request, partial=partial)
+        expected = expected_revision(request, entry)
+        entry = services.lore_entry_update(
+            actor=actor_of(request), entry=entry, expected_revision=expected, **data
+        )
+        return self.render(entry)
+
+    def destroy(self, request: Request, pk: str) -> Response:
+        entry = get_object_or_404(LoreEntry, pk=pk)
+        expected = expected_revision(request, entry)
+        services.lore_entry_delete(actor=actor_of(request), entry=entry, expected_revision=expected)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(tags=TAGS, responses=s.LoreHistoryPageSerializer, parameters=PAGE_PARAMETERS)
+    @action(detail=True, methods=["get"])
+    def history(self, request: Request, pk: str) -> Response:
+        entry = get_object_or_404(LoreEntry, pk=pk)
+        records = entry.history.select_related("history_user", "world").order_by("-history_id")  # type: ignore[attr-defined]
+        page = self.paginate_queryset(records)
+        return self.get_paginated_response(s.LoreRevisionSerializer(page, many=True).data)
+
+    @extend_schema(
+        tags=TAGS,
+        request=s.LoreRestoreSerializer,
+        responses={200: s.LoreOutputSerializer, **BAD_INPUT, **PRECONDITION_ERRORS},
+        parameters=[IF_MATCH_OPTIONAL, ETAG],
+        summary="Bring back a revision's content and settings, as a new revision",
+    )
+    @action(detail=True, methods=["post"])
+    def restore(self, request: Request, pk: str) -> Response:
+        entry = get_object_or_404(LoreEntry, pk=pk)
+        body = s.LoreRestoreSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        expected = expected_revision(request, entry) if "If-Match" in request.headers else None
+        entry = services.lore_entry_restore(
+            actor=actor_of(request),
+            entry=entry,
+            revision=body.validated_data["revision"],
+            expected_revision=expected,
+        )
+        return self.render(entry)
+
+
+class LoreTestView(APIView):
+    """Which entries a text triggers in a world, and why, without assembling."""
+
+    permission_classes = [CanRead]
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="lore_test",
+        request=s.LoreTestInputSerializer,
+        responses={200: s.LoreTestOutputSerializer, **BAD_INPUT},
+        summary="Which lore entries a text triggers, and why",
+    )
+    def post(self, request: Request) -> Response:
+        body = s.LoreTestInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        world = _world(body.validated_data["world"])
+        slug = world.slug if world is not None else None
+        try:
+            activations = selectors.lore_test(slug, body.validated_data["text"])
+        except LoreError as error:
+            raise ValidationError({error.field: [str(error)]}) from None
+        return Response({"world": slug, "entries": [a.to_dict() for a in activations]})
+
+
+class LoreImportView(RenderBeforeCommit):
+    """Import a SillyTavern World Info file into a world."""
+
+    permission_classes = [CanWrite]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="lore_import",
+        request={"multipart/form-data": s.LoreImportInputSerializer},
+        responses={
+            200: OpenApiResponse(
+                s.LoreImportReportSerializer,
+                description="What each entry of the file became (or would, with dry_run).",
+            ),
+            **BAD_INPUT,
+            403: OpenApiResponse(ClientErrorResponseSerializer, description="Not an author."),
+        },
+        summary="Import a SillyTavern World Info file into a world",
+    )
+    def post(self, request: Request) -> Response:
+        body = s.LoreImportInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        world = _world(body.validated_data["world"])
+        assert world is not None
+        data = worldinfo.read(body.validated_data["file"].read())
+        report = services.lorebook_import(
+            actor=actor_of(request), world=world, data=data, dry_run=body.validated_data["dry_run"]
+        )
+        return Response(report.to_dict())
+
+
+class LoreExportView(APIView):
+    """A world's own lore entries as a SillyTavern World Info file."""
+
+    permission_classes = [CanRead]
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="lore_export",
+        parameters=[s.LoreExportFilterSerializer],
+        responses={
+            (200, "application/json"): OpenApiResponse(
+                {"type": "object", "properties": {"entries": {"type": "object"}}},
+                description="A World Info file: `entries` by uid.",
+            ),
+            **BAD_INPUT,
+        },
+        summary="Export a world's lore as a SillyTavern World Info file",
+    )
+    def get(self, request: Request) -> Response:
+        query = s.LoreExportFilterSerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        world = _world(query.validated_data["world"])
+        assert world is not None
+        rows = LoreEntry.objects.filter(world=world).order_by("id")
+        response = Response(worldinfo.export(rows))
+        response["Content-Disposition"] = f'attachment; filename="{world.slug}-lore.json"'
+        return response

@@ -1,0 +1,178 @@
+"""Reads of lore: lists for the API and the studio, and the lore book assembly uses.
+
+A :class:`assembler.LoreBook` builds its matcher once (about a quarter of a second for
+10,000 entries), so a process keeps the books it built: by the world and the lore
+generation (a token every lore change replaces, see :mod:`promptadmin.core.cache`), and
+by their content, so that a change to one world's lore, which changes the generation,
+costs the other worlds one query and no rebuild.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import Q, QuerySet, Sum
+
+import assembler
+from assembler.lore import LoreActivation
+from assembler.lore import LoreEntry as AssemblerLoreEntry
+from promptadmin.content.models import World
+from promptadmin.core.cache import generation
+from promptadmin.core.tokens import cached_count
+from promptadmin.lore.models import LoreEntry
+
+LORE_GENERATION_KEY = "lore:generation"
+
+# Books a process keeps: one per world served, and a few more while lore is being edited.
+KEPT_BOOKS = 16
+
+_COLUMNS = (
+    "id",
+    "title",
+    "content",
+    "keys",
+    "whole_words",
+    "case_sensitive",
+    "priority",
+    "group",
+    "constant",
+    "recursive",
+    "token_count",
+    "token_encoding",
+)
+
+
+class _Books:
+    """Lore books by key, least recently used out first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._books: OrderedDict[Any, assembler.LoreBook | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> tuple[bool, assembler.LoreBook | None]:
+        with self._lock:
+            if key not in self._books:
+                return False, None
+            self._books.move_to_end(key)
+            return True, self._books[key]
+
+    def put(self, key: Any, book: assembler.LoreBook | None) -> None:
+        with self._lock:
+            self._books[key] = book
+            while len(self._books) > self.size:
+                self._books.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._books.clear()
+
+
+_by_generation = _Books(KEPT_BOOKS)
+_by_content = _Books(KEPT_BOOKS)
+
+
+def active_lore(world_slug: str | None) -> QuerySet[LoreEntry]:
+    """The active entries of the world ``world_slug`` and those of every world (only the
+    latter for None)."""
+    belongs = Q(world__isnull=True)
+    if world_slug is not None:
+        belongs |= Q(world__slug=world_slug)
+    return LoreEntry.objects.filter(belongs, active=True).only(*_COLUMNS).order_by("id")
+
+
+def assembler_entries(rows: Sequence[LoreEntry]) -> tuple[AssemblerLoreEntry, ...]:
+    """The assembler's entries for ``rows`` (their cached counts, where still valid)."""
+    return tuple(row.for_assembly(cached_count(row)) for row in rows)
+
+
+def book_of(entries: tuple[AssemblerLoreEntry, ...]) -> assembler.LoreBook | None:
+    """The book of ``entries`` (None when there are none), built once per content."""
+    if not entries:
+        return None
+    found, book = _by_content.get(entries)
+    if not found:
+        book = assembler.LoreBook(entries)
+        _by_content.put(entries, book)
+    return book
+
+
+def lore_book(world_slug: str | None) -> assembler.LoreBook | None:
+    """The working copy's lore for an assembly in world ``world_slug``: its active entries
+    and those of every world (None when there are none). No query while the lore is
+    unchanged since this process last built it."""
+    key = (generation(LORE_GENERATION_KEY), world_slug)
+    found, book = _by_generation.get(key)
+    if found:
+        return book
+    book = book_of(assembler_entries(list(active_lore(world_slug))))
+    _by_generation.put(key, book)
+    return book
+
+
+def lore_test(world_slug: str | None, text: str) -> list[LoreActivation]:
+    """Which of the working copy's entries ``text`` triggers in a world, and why
+    (:func:`assembler.test_lore`; constant entries, which no text triggers, left out).
+    Raises :class:`assembler.lore.LoreError` for a text over the limit."""
+    book = lore_book(world_slug)
+    if book is None:
+        return []
+    return assembler.test_lore(book, text)
+
+
+def lore_list(
+    *,
+    world: str | None = None,
+    every_world: bool = False,
+    group: str | None = None,
+    active: bool | None = None,
+    search: str | None = None,
+) -> QuerySet[LoreEntry]:
+    """Lore entries, most important first, filtered: ``world`` (a slug: that world's own
+    entries; ``every_world``: those of every world), ``group``, ``active``, ``search``
+    (words in the title, the content or the keys, any case)."""
+    entries = LoreEntry.objects.select_related("world").order_by("-priority", "id")
+    if every_world:
+        entries = entries.filter(world__isnull=True)
+    elif world is not None:
+        entries = entries.filter(world__slug=world)
+    if group is not None:
+        entries = entries.filter(group=group)
+    if active is not None:
+        entries = entries.filter(active=active)
+    if search:
+        entries = entries.filter(
+            Q(title__icontains=search)
+            | Q(content__icontains=search)
+            # The keys as their JSON text: a word of any key, any case.
+            | Q(keys__icontains=search)
+        )
+    return entries
+
+
+def lore_groups(world: str | None = None) -> list[str]:
+    """The group names in use (in a world's own entries, when ``world`` is given)."""
+    entries = LoreEntry.objects.exclude(group="")
+    if world is not None:
+        entries = entries.filter(world__slug=world)
+    return list(entries.order_by("group").values_list("group", flat=True).distinct())
+
+
+def lore_total_tokens(entries: QuerySet[LoreEntry]) -> int:
+    """The tokens of ``entries``' content, all together (from the cached counts)."""
+    return int(entries.order_by().aggregate(total=Sum("token_count"))["total"] or 0)
+
+
+def world_by_id(pk: int) -> World | None:
+    """The world with id ``pk``, None once deleted (a revision may name one)."""
+    return World.objects.filter(pk=pk).first()
+
+
+def lore_revisions(entry: LoreEntry) -> list[Any]:
+    """Every recorded state of ``entry``, newest first."""
+    return list(
+        entry.history.select_related("history_user", "world").order_by("-history_id")  # type: ignore[attr-defined]
+    )

@@ -1,0 +1,264 @@
+"""The studio's lore: the page (filters, server pagination, keys, total tokens, batch
+edit, the test box), the editor (stale saves merged or refused, the draft's test box),
+history and restore, and lore in the preview."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from promptadmin.lore import services
+from promptadmin.lore.models import LoreEntry
+
+LIST = reverse("studio:lore_list")
+
+
+def make(world: Any = None, **fields: Any) -> LoreEntry:
+    values = {"content": "The chapel bell has not rung.", "keys": ["bell"], **fields}
+    return services.lore_entry_create(actor=None, world=world, **values)
+
+
+def form_data(entry: LoreEntry, **changes: Any) -> dict[str, Any]:
+    data = {
+        "world": entry.world.slug if entry.world else "*",
+        "title": entry.title,
+        "keys": "\n".join(entry.keys),
+        "content": entry.content,
+        "priority": entry.priority,
+        "group": entry.group,
+        "expected_revision": entry.revision,
+        **{name: "on" for name in ("whole_words", "recursive", "active")},
+    }
+    data.update(changes)
+    return data
+
+
+def test_the_page_filters_pages_and_totals_a_worlds_lore(viewer: Client, content: Any) -> None:
+    world = content["world"]
+    for index in range(30):
+        make(world, title=f"Relic {index:02}", keys=[f"relic{index}"], group="relics")
+    make(None, title="Moon", keys=["moon"])
+    page = viewer.get(LIST, {"world": "iron-coast"})
+    assert page.status_code == 200
+    assert page.context["page"].total == 30
+    assert len(page.context["page"].items) == 25
+    html = page.content.decode()
+    assert html.count('<li class="key-chip">') == 25  # keys as chips
+    assert page.context["total_tokens"] == sum(
+        e.token_count for e in LoreEntry.objects.filter(world=world)
+    )
+    second = viewer.get(LIST, {"world": "iron-coast", "page": 2}, HTTP_HX_REQUEST="true")
+    assert second.content.decode().count('<li class="key-chip">') == 5
+    assert "<html" not in second.content.decode()  # the results alone, swapped in place
+    assert viewer.get(LIST, {"q": "moon"}).context["page"].total == 1
+    assert viewer.get(LIST, {"world": "*"}).context["page"].total == 1
+    assert viewer.get(LIST, {"group": "relics"}).context["page"].total == 30
+
+
+def test_the_page_costs_the_same_queries_whatever_the_book(  # type: ignore[no-untyped-def]
+    viewer: Client, content: Any, django_assert_max_num_queries
+) -> None:
+    for index in range(40):
+        make(content["world"], title=f"Relic {index}")
+    with django_assert_max_num_queries(12):
+        assert viewer.get(LIST, {"world": "iron-coast"}).status_code == 200
+
+
+def test_the_test_box_shows_what_fires_and_why(viewer: Client, content: Any) -> None:
+    bell = make(content["world"], title="Bell", content="It fell in the flood.")
+    flood = make(None, title="Flood", content="The flood came.", keys=["flood"])
+    response = viewer.post(
+        reverse("studio:lore_test"), {"world": "iron-coast", "text": "Who rang the bell?"}
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Who rang the <mark>bell</mark>?" in html
+    assert reverse("studio:lore_edit", args=[bell.pk]) in html
+    assert reverse("studio:lore_edit", args=[flood.pk]) in html
+    assert "key &#x27;bell&#x27; in the text" in html
+    assert "key &#x27;flood&#x27; in lore entry" in html
+    nothing = viewer.post(reverse("studio:lore_test"), {"world": "iron-coast", "text": "Hello"})
+    assert "Nothing fires" in nothing.content.decode()
+
+
+def test_the_editors_test_box_tries_the_entry_as_typed(author: Client, content: Any) -> None:
+    response = author.post(
+        reverse("studio:lore_check"),
+        {
+            "keys": "Gate\nportcullis",
+            "content": "x",
+            "case_sensitive": "on",
+            "test_text": "the gate, the Gate",
+        },
+    )
+    html = response.content.decode()
+    assert "the gate, the <mark>Gate</mark>" in html
+    blank = author.post(reverse("studio:lore_check"), {"keys": "", "test_text": "gate"})
+    assert "at least one key" in blank.content.decode()
+
+
+def test_authors_create_and_edit_entries_text_stored_with_newlines(
+    author: Client, content: Any
+) -> None:
+    response = author.post(
+        reverse("studio:lore_create"),
+        {
+            "world": "iron-coast",
+            "title": "Bell",
+            "keys": "bell\r\nchapel bell",
+            "content": "One.\r\nTwo.",
+            "priority": 2,
+            "whole_words": "on",
+            "recursive": "on",
+            "active": "on",
+        },
+    )
+    entry = LoreEntry.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "studio:lore_edit", args=[entry.pk]
+    )
+    assert (entry.keys, entry.content, entry.world, entry.priority) == (
+        ["bell", "chapel bell"],
+        "One.\nTwo.",
+        content["world"],
+        2,
+    )
+    edit = author.post(
+        reverse("studio:lore_edit", args=[entry.pk]), form_data(entry, group="bells")
+    )
+    assert edit.status_code == 302
+    entry.refresh_from_db()
+    assert (entry.group, entry.revision) == ("bells", 2)
+
+
+def test_bad_input_is_shown_on_its_field(author: Client, content: Any) -> None:
+    response = author.post(
+        reverse("studio:lore_create"),
+        {"world": "iron-coast", "keys": "", "content": "x", "priority": 0, "active": "on"},
+    )
+    assert response.status_code == 200
+    assert "at least one key" in str(response.context["form"].errors["keys"])
+    assert not LoreEntry.objects.exists()
+
+
+def test_viewers_read_but_cannot_write(viewer: Client, content: Any) -> None:
+    entry = make(content["world"])
+    assert viewer.get(reverse("studio:lore_edit", args=[entry.pk])).status_code == 200
+    assert (
+        viewer.post(reverse("studio:lore_edit", args=[entry.pk]), form_data(entry)).status_code
+        == 403
+    )
+    assert viewer.get(reverse("studio:lore_create")).status_code == 403
+
+
+def test_a_stale_save_keeps_the_other_authors_change_and_applies_mine(
+    author: Client, content: Any
+) -> None:
+    entry = make(content["world"], title="Bell")
+    loaded = form_data(entry)
+    services.lore_entry_update(actor=None, entry=entry, priority=7)  # someone else, meanwhile
+    response = author.post(
+        reverse("studio:lore_edit", args=[entry.pk]), {**loaded, "title": "Great bell"}
+    )
+    assert response.status_code == 302
+    entry.refresh_from_db()
+    assert (entry.title, entry.priority, entry.revision) == ("Great bell", 7, 3)
+
+
+def test_a_stale_save_of_the_same_field_asks_for_a_decision(author: Client, content: Any) -> None:
+    entry = make(content["world"], title="Bell")
+    loaded = form_data(entry)
+    services.lore_entry_update(actor=None, entry=entry, title="Their bell")
+    response = author.post(
+        reverse("studio:lore_edit", args=[entry.pk]), {**loaded, "title": "My bell"}
+    )
+    assert response.status_code == 409
+    assert [field.name for field in response.context["conflict"].fields] == ["title"]
+    assert LoreEntry.objects.get().title == "Their bell"
+    choose = {**loaded, "title": "My bell", "expected_revision": 2, "resolve_title": "theirs"}
+    assert author.post(reverse("studio:lore_edit", args=[entry.pk]), choose).status_code == 302
+    assert LoreEntry.objects.get().title == "Their bell"
+
+
+def test_a_batch_edit_changes_the_ticked_entries(author: Client, content: Any) -> None:
+    a, b, c = (make(content["world"], title=t) for t in "ABC")
+    response = author.post(
+        reverse("studio:lore_batch"),
+        {
+            "entry": [f"{a.pk}:1", f"{b.pk}:1"],
+            "set_group": "on",
+            "group": "letters",
+            "set_active": "no",
+            "next": LIST,
+        },
+    )
+    assert response.status_code == 302
+    rows = {row.pk: (row.group, row.active) for row in LoreEntry.objects.all()}
+    assert rows == {a.pk: ("letters", False), b.pk: ("letters", False), c.pk: ("", True)}
+    stale = author.post(
+        reverse("studio:lore_batch"), {"entry": [f"{a.pk}:1"], "set_priority": "on", "priority": 4}
+    )
+    assert stale.status_code == 302
+    assert LoreEntry.objects.get(pk=a.pk).priority == 0
+
+
+def test_history_compares_and_restores(author: Client, content: Any) -> None:
+    entry = make(content["world"], title="Bell")
+    services.lore_entry_update(actor=None, entry=entry, title="Great bell", keys=["gong"])
+    url = reverse("studio:lore_history", args=[entry.pk])
+    page = author.get(url)
+    assert page.status_code == 200
+    labels = [change.label for change in page.context["diff"]["fields"]]
+    assert labels == ["Title", "Keys"]
+    restored = author.post(url, {"revision": 1, "expected_revision": 2})
+    assert restored.status_code == 302
+    entry.refresh_from_db()
+    assert (entry.title, entry.keys, entry.revision) == ("Bell", ["bell"], 3)
+
+
+def test_delete_needs_the_revision_seen(author: Client, content: Any) -> None:
+    entry = make(content["world"])
+    url = reverse("studio:lore_delete", args=[entry.pk])
+    author.post(url, {"expected_revision": 9})
+    assert LoreEntry.objects.exists()
+    author.post(url, {"expected_revision": 1})
+    assert not LoreEntry.objects.exists()
+
+
+@pytest.mark.usefixtures("content")
+def test_the_preview_shows_lore_and_its_trigger(viewer: Client, content: Any) -> None:
+    bell = make(content["world"], title="The bell", content="It was cast from a sunken ship.")
+    response = viewer.get(
+        reverse("studio:preview"),
+        {
+            "entry": "drowned-bell",
+            "token_budget": 8000,
+            "npc_budget": 600,
+            "input": "Who rang the bell last night?",
+        },
+    )
+    assert response.status_code == 200
+    page = response.context["preview"]
+    assert [row["id"] for row in page.lore] == [bell.pk]
+    html = response.content.decode()
+    assert "layer-lore" in html
+    assert "Who rang the <mark>bell</mark> last night?" in html
+    assert "It was cast from a sunken ship." in html
+
+
+@pytest.mark.parametrize("world", ["<script>", "nowhere", "x" * 500])
+def test_a_bad_world_in_the_url_lists_nothing_and_offers_no_world(
+    viewer: Client, content: Any, world: str
+) -> None:
+    make(content["world"])
+    response = viewer.get(LIST, {"world": world})
+    assert response.status_code == 200
+    assert response.context["page"].total == 0
+    assert response.context["test_world"] == ""
+
+
+def test_a_nul_in_the_url_is_a_400(viewer: Client, content: Any) -> None:
+    assert viewer.get(LIST, {"world": "a\x00b", "q": "\x00"}).status_code == 400
