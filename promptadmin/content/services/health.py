@@ -10,15 +10,15 @@ After a content change commits, :func:`health_changed` asks for a check and enqu
 task; :func:`entry_health_check` (the task's) claims the check, so one runs at a time, and
 goes on until it has caught up with every change asked for. An entry whose content (its
 own, its world's, its rulesets', the core's, its cast's) did not change since its last
-check keeps its findings without being assembled again: after a one-segment edit, only
-the entries that segment reaches are assembled.
+check keeps its findings without being assembled again (:func:`fingerprints` says which
+did, from ids and revisions, reading no text): after a one-segment edit, only the
+entries that segment reaches are loaded and assembled.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -32,7 +32,19 @@ from django.utils import timezone
 import assembler
 from assembler.explain import segment_name
 from promptadmin.content.assembly import AssembleParams, CastEntry, all_entries, request_for
-from promptadmin.content.models import ContentCheck, EntryHealth, Segment
+from promptadmin.content.models import (
+    NPC,
+    SEGMENT_SCOPES,
+    ContentCheck,
+    Entry,
+    EntryHealth,
+    EntryNpc,
+    EntryRuleset,
+    Ruleset,
+    Scope,
+    Segment,
+    World,
+)
 from promptadmin.core.tokens import tokenizer
 
 logger = logging.getLogger(__name__)
@@ -43,6 +55,8 @@ STATE = 1  # the primary key of the one ContentCheck row
 # Active segments without text listed at most (they are rare: the services refuse them).
 BLANK_SHOWN = 50
 TURNS = (("First turn", True), ("Later turn", False))
+# Entries loaded (with all the content they use) at a time.
+LOAD_BATCH = 200
 
 
 def _state() -> ContentCheck:
@@ -124,30 +138,60 @@ def entry_health_check() -> int:
     return assembled
 
 
-def _fingerprint(item: CastEntry, memo: dict[int, bytes]) -> str:
-    """A hash of everything the entry's findings depend on: its segments (shared ones
-    hashed once), its rulesets, its cast and their segments, the tokenizer."""
-    digest = hashlib.sha256(tokenizer().name.encode())
-    bundle = item.bundle
+def fingerprints() -> dict[int, str]:
+    """Each entry's fingerprint: a hash of what its findings depend on (its segments, its
+    world's, its rulesets', the core's, its cast's: by id, revision and token count; the
+    objects' revisions; the cast's tiers; the tokenizer), read without any text, in a
+    handful of queries over integer columns."""
+    owned: dict[tuple[str, int | None], list[str]] = {}
+    rows = (
+        Segment.objects.filter(active=True, scope__in=SEGMENT_SCOPES)
+        .order_by("id")
+        .values_list(
+            "scope", "ruleset_id", "world_id", "entry_id", "npc_id", "id", "revision", "token_count"
+        )
+    )
+    for scope, ruleset, world, entry, npc, pk, revision, tokens in rows.iterator(chunk_size=5000):
+        owner = ruleset or world or entry or npc
+        owned.setdefault((scope, owner), []).append(f"{pk}:{revision}:{tokens}")
+    hashes = {
+        key: hashlib.sha1(",".join(parts).encode()).hexdigest() for key, parts in owned.items()
+    }
 
-    def segments(parts: Iterable[assembler.Segment]) -> None:
-        for segment in parts:
-            key = id(segment)
-            if key not in memo:
-                memo[key] = hashlib.sha1(repr(segment).encode()).digest()
-            digest.update(memo[key])
-        digest.update(b"|")
+    def of(scope: str, owner: int | None) -> str:
+        return hashes.get((scope, owner), "-")
 
-    for part in (bundle.core, bundle.world, bundle.entry, bundle.entry_start):
-        segments(part)
-    for ruleset in bundle.rulesets:
-        digest.update(repr((ruleset.slug, ruleset.name)).encode())
-        segments(ruleset.segments)
-    for slug, tier in item.cast:
-        npc = item.npcs[slug]
-        digest.update(repr((slug, tier, npc.name)).encode())
-        segments(npc.segments)
-    return digest.hexdigest()
+    revisions = {
+        model: dict(model.objects.values_list("pk", "revision")) for model in (World, Ruleset, NPC)
+    }
+    links: dict[int, list[int]] = {}
+    for entry_id, ruleset_id in EntryRuleset.objects.order_by("entry_id", "position").values_list(
+        "entry_id", "ruleset_id"
+    ):
+        links.setdefault(entry_id, []).append(ruleset_id)
+    casts: dict[int, list[tuple[int, int]]] = {}
+    for entry_id, npc_id, tier in EntryNpc.objects.order_by("entry_id", "position").values_list(
+        "entry_id", "npc_id", "tier"
+    ):
+        casts.setdefault(entry_id, []).append((npc_id, tier))
+    found = {}
+    common = f"{tokenizer().name}|{of(Scope.CORE, None)}"
+    for pk, revision, world in Entry.objects.values_list("pk", "revision", "world_id"):
+        parts = [
+            common,
+            f"e{pk}:{revision}:{of(Scope.ENTRY, pk)}:{of(Scope.ENTRY_START, pk)}",
+            f"w{world}:{revisions[World].get(world)}:{of(Scope.WORLD, world)}",
+            *(
+                f"r{ruleset}:{revisions[Ruleset].get(ruleset)}:{of(Scope.RULESET, ruleset)}"
+                for ruleset in links.get(pk, [])
+            ),
+            *(
+                f"n{npc}:{tier}:{revisions[NPC].get(npc)}:{of(Scope.NPC, npc)}"
+                for npc, tier in casts.get(pk, [])
+            ),
+        ]
+        found[pk] = hashlib.sha256("|".join(parts).encode()).hexdigest()
+    return found
 
 
 def _turn_loss(
@@ -197,29 +241,27 @@ def check_all() -> int:
     """Assemble every entry whose content changed since its last check and store what it
     finds; store the counts per scope and the blank segments. Returns how many entries
     were assembled."""
-    items = all_entries()
+    current = fingerprints()
     known = dict(EntryHealth.objects.values_list("entry_id", "fingerprint"))
-    memo: dict[int, bytes] = {}
+    stale = [pk for pk, fingerprint in current.items() if known.get(pk) != fingerprint]
     changed: list[EntryHealth] = []
     now = timezone.now()
-    for item in items:
-        fingerprint = _fingerprint(item, memo)
-        if known.get(item.entry.pk) == fingerprint:
-            continue
-        found = findings(item)
-        changed.append(
-            EntryHealth(
-                entry_id=item.entry.pk,
-                fingerprint=fingerprint,
-                errors=found["errors"],
-                warnings=found["warnings"],
-                losses=found["losses"],
-                error_count=len(found["errors"]),
-                warning_count=len(found["warnings"]),
-                loss_count=len(found["losses"]),
-                checked_at=now,
+    for start in range(0, len(stale), LOAD_BATCH):
+        for item in all_entries(stale[start : start + LOAD_BATCH]):
+            found = findings(item)
+            changed.append(
+                EntryHealth(
+                    entry_id=item.entry.pk,
+                    fingerprint=current[item.entry.pk],
+                    errors=found["errors"],
+                    warnings=found["warnings"],
+                    losses=found["losses"],
+                    error_count=len(found["errors"]),
+                    warning_count=len(found["warnings"]),
+                    loss_count=len(found["losses"]),
+                    checked_at=now,
+                )
             )
-        )
     counts: dict[str, list[int]] = {}
     for row in Segment.objects.order_by().values("scope", "active").annotate(n=Count("id")):
         counts.setdefault(row["scope"], [0, 0])[0 if row["active"] else 1] += row["n"]
