@@ -152,6 +152,7 @@ INSTALLED_APPS = [
     "promptadmin.conversations",
     "promptadmin.releases",
     "promptadmin.lore",
+    "promptadmin.playtests",
 ]
 
 MIDDLEWARE = [
@@ -335,9 +336,30 @@ SUMMARIZER_PROMPT = env_str("SUMMARIZER_PROMPT", "conversations/summarizer").str
 # game fetches by default); comma-separated, empty for none. Checked like SUMMARIZER_PROMPT.
 PROTECTED_PROMPT_LABELS = env_list("PROTECTED_PROMPT_LABELS", ["production"])
 
+# Playtests (promptadmin.playtests): scenarios' prompts sent to an OpenAI-compatible chat
+# completions endpoint. Without PLAYTEST_BASE_URL playtests are off (pages and endpoints say
+# how to turn them on). The openai client retries 429/5xx/timeouts (Retry-After honoured).
+PLAYTEST_BASE_URL = env_url("PLAYTEST_BASE_URL", schemes=("http", "https"))
+PLAYTEST_MODEL = env_str("PLAYTEST_MODEL", "gpt-4o-mini").strip()
+PLAYTEST_API_KEY = env_secret("PLAYTEST_API_KEY")
+if PLAYTEST_BASE_URL and not PLAYTEST_MODEL:
+    raise ImproperlyConfigured("PLAYTEST_MODEL must not be empty when PLAYTEST_BASE_URL is set.")
+PLAYTEST_TIMEOUT = env_float("PLAYTEST_TIMEOUT", 60.0, minimum=0.1)
+PLAYTEST_MAX_RETRIES = env_int("PLAYTEST_MAX_RETRIES", 2, minimum=0)
+# Calls to the endpoint one run may make (replies and judgements not already cached): a run
+# that would need more is refused before any call, saying how many it needs.
+PLAYTEST_MAX_CALLS = env_int("PLAYTEST_MAX_CALLS", 200, minimum=1)
+# Calls one run has in flight at once.
+PLAYTEST_CONCURRENCY = env_int("PLAYTEST_CONCURRENCY", 4, minimum=1)
+
 # Legacy imports (POST /api/v1/imports/, the studio's import page): the largest upload
 # taken, refused with a 413 before it is read when its size is announced.
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
+
+# Releases (promptadmin.releases.bundles): the memory each process gives the bundles it
+# serves, kept by hash and shared by every release that names them; the least recently
+# used go first. A bundle is one object's content (about 30 segments: some 40 KB loaded).
+RELEASE_BUNDLE_MEMORY_MB = env_int("RELEASE_BUNDLE_MEMORY_MB", 256, minimum=1)
 
 TIKTOKEN_ENCODING = env_str("TIKTOKEN_ENCODING", "cl100k_base").strip()
 if not TIKTOKEN_ENCODING:
@@ -398,6 +420,8 @@ SPECTACULAR_SETTINGS = {
         "SummaryStatusEnum": "promptadmin.conversations.models.SummaryStatus",
         "ImportJobStatusEnum": "promptadmin.content.models.ImportJob.Status",
         "ImportFormatEnum": "promptadmin.content.legacy.FORMATS",
+        "OutcomeReasonEnum": "assembler.result.OUTCOME_REASONS",
+        "OutcomeChangeKindEnum": "assembler.result.CHANGE_KINDS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",

@@ -384,6 +384,7 @@ def rendered(data: dict[str, Any], component: str, agent: str) -> dict[str, Any]
     else:
         body["messages"] = list(result.messages)
     body["unused_variables"] = list(result.unused_variables)
+    body["findings"] = [finding.to_dict() for finding in result.findings]
     return body
 
 

@@ -129,9 +129,23 @@ REMOVAL = {
     "note": "Staging is retired",
 }
 CUT = (
-    "Entry segment #15 'Premise' (34 tokens) left out: the prompt was still 41 tokens over "
-    "the 600-token budget after entry segment #16 'Hidden truth' was left out"
+    "Entry segment #15 'Premise' (34 tokens) left out: the 600-token budget had no room left for it"
 )
+LEFT_OUT = {
+    "kind": "left_out",
+    "key": "segment:15",
+    "scope": "entry",
+    "name": "Entry segment #15 'Premise'",
+    "tokens_before": 34,
+    "tokens_after": 0,
+    "segment_id": 15,
+    "npc": None,
+    "lore_id": None,
+    "tier_before": None,
+    "tier_after": None,
+    "reason": "over_budget",
+    "explanation": CUT,
+}
 COMPARE = {
     "before": {"name": "r-2026-11-21", "label": "production", "content_hash": OLD_HASH},
     "after": {"name": "working", "label": None, "content_hash": NEW_HASH},
@@ -186,7 +200,13 @@ COMPARE = {
             "expectations_still_failing": [],
             "error_before": None,
             "error_after": None,
+            "new": False,
+            "missing_before": [],
+            "missing_after": [],
+            "outcome_before": {"left_out": [], "shortened": [], "lowered": []},
+            "outcome_after": {"left_out": [LEFT_OUT], "shortened": [], "lowered": []},
             "changed": True,
+            "assembled": True,
             "preview_query": "entry=drowned-bell&token_budget=600&npc_budget=600&first_turn=on"
             "&npc=marta-vell&tier=2&input=I+ring+the+bell.",
         }
@@ -298,7 +318,9 @@ class CompareView(APIView):
         "objects and segments added, changed (with text diffs) and removed, and for every "
         "scenario (saved ones, then each entry's first and later turn) the tokens before "
         "and after, the cuts that appear or disappear and the expectations that start or "
-        "stop failing.",
+        "stop failing. Only the scenarios whose content differs (the entry's, its world's, "
+        "its rulesets', its NPCs' or the core) are assembled (`assembled`); the others are "
+        "unchanged, their tokens null. Reports are kept by the two contents' hashes.",
     )
     def get(self, request: Request, before: str, after: str) -> Response:
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Q
@@ -89,9 +89,24 @@ class Preview:
     segments: list[dict[str, Any]]
 
 
-def _segment(row: Segment) -> assembler.Segment:
+class StoredSegment(Protocol):
+    """A segment as stored: the working copy's row, or a release's (``releases.snapshot``)."""
+
+    id: int
+    scope: str
+    content: str
+    sort_order: int
+    tier: int
+    token_count: int | None
+    token_encoding: str
+    title: str
+
+
+def segment_for_assembly(row: StoredSegment) -> assembler.Segment:
+    """The one adapter from a stored segment to the assembler's: the working copy's rows
+    and a release's bundles both go through it, so both assemble alike."""
     return assembler.Segment(
-        id=row.pk,
+        id=row.id,
         scope=row.scope,
         content=row.content,
         sort_order=row.sort_order,
@@ -159,7 +174,7 @@ def _by_owner(rows: Any) -> dict[tuple[str, int | None], list[assembler.Segment]
     by_owner: dict[tuple[str, int | None], list[assembler.Segment]] = {}
     for row in rows:
         owner = row.ruleset_id or row.world_id or row.entry_id or row.npc_id
-        by_owner.setdefault((row.scope, owner), []).append(_segment(row))
+        by_owner.setdefault((row.scope, owner), []).append(segment_for_assembly(row))
     return by_owner
 
 
@@ -378,7 +393,7 @@ def preview_prompt(
                     "id": row.pk,
                     "scope": row.scope,
                     "npc": npc_slugs.get(row.npc_id) if row.npc_id else None,
-                    "title": _segment(row).label,
+                    "title": segment_for_assembly(row).label,
                     "tokens": token_count(row),
                     "fate": "inactive",
                 }

@@ -44,7 +44,11 @@ class ReadOnly(ListsAtScale, admin.ModelAdmin):  # type: ignore[type-arg]
 class ReleaseAdmin(ReadOnly):
     list_display = ("name", "created_at", "created_by", "created_via", "segment_count")
     search_fields = ("name", "aliases__name", "notes")
-    exclude = ("catalog",)
+    exclude = ("catalog", "manifest")
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # A catalog and a manifest take a megabyte or two at a large game's size.
+        return super().get_queryset(request).defer("catalog", "manifest")
 
 
 @admin.register(ReleaseLabel)

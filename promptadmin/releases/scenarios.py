@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 import assembler
 from assembler.impact import Expectation, parse_expectation
+from assembler.replies import is_reply_expectation
 from promptadmin.content.assembly import AssembleParams
 from promptadmin.content.models import EntryNpc
 from promptadmin.releases.models import Scenario
@@ -46,6 +47,22 @@ class ScenarioSpec:
             state=dict(self.state),
         )
 
+    def identity(self) -> list[Any]:
+        """Everything that makes this scenario's row of a report, as JSON values (the
+        report cache's key holds it)."""
+        return [
+            self.name,
+            self.entry,
+            self.first_turn,
+            [list(npc) for npc in self.npcs],
+            dict(self.state),
+            self.token_budget,
+            self.npc_budget,
+            [expectation.to_dict() for expectation in self.expectations],
+            self.scenario_id,
+            self.cast_npcs,
+        ]
+
     def preview_query(self) -> str:
         """The studio preview's query string for this scenario (release not included)."""
         query: list[tuple[str, Any]] = [
@@ -73,7 +90,11 @@ def from_model(scenario: Scenario) -> ScenarioSpec:
         state=scenario.state,
         token_budget=scenario.token_budget,
         npc_budget=scenario.npc_budget,
-        expectations=tuple(parse_expectation(item) for item in scenario.expectations),
+        expectations=tuple(
+            parse_expectation(item)
+            for item in scenario.expectations
+            if not is_reply_expectation(item)  # a playtest checks those, on replies
+        ),
         scenario_id=scenario.pk,
     )
 

@@ -7,7 +7,6 @@ admins and admin keys; scripts acting as nobody may do both).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -18,12 +17,19 @@ from django.utils import timezone
 
 import assembler
 from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectation
+from assembler.replies import (
+    REPLY_PARAMS,
+    is_reply_expectation,
+    parse_reply_expectation,
+    reply_params_problems,
+)
 from promptadmin.content.models import NPC, Entry, slug_validator
 from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
 from promptadmin.core.roles import Role, require
 from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.releases import serving
+from promptadmin.releases.bundles import Version, release_version, store
 from promptadmin.releases.impact import failing
 from promptadmin.releases.models import (
     RESERVED_NAMES,
@@ -32,21 +38,13 @@ from promptadmin.releases.models import (
     ReleaseAlias,
     ReleaseLabel,
     ReleaseLabelMove,
-    ReleaseSegment,
-    ReleaseText,
     Scenario,
     label_validator,
     release_name_validator,
 )
 from promptadmin.releases.scenarios import scenarios_for
-from promptadmin.releases.snapshot import (
-    ContentSet,
-    SnapSegment,
-    release_content,
-    working_content,
-)
+from promptadmin.releases.working import working_version
 
-BATCH = 2000
 MAX_NOTES = 10_000
 MAX_NPCS = 50  # as many as one assembly takes
 MAX_TIER = 32767  # what a segment's tier column holds
@@ -160,7 +158,11 @@ def _holders(name: str) -> set[str]:
     """What holds ``name`` (one query): ``release``, ``alias``, ``label``, ``former label``
     (a label once, moved or removed since)."""
     kinds = [
-        model.objects.filter(**{field: name}).annotate(kind=Value(kind)).values_list("kind")
+        # No ordering: SQLite takes none in the parts of a UNION (the models have one).
+        model.objects.filter(**{field: name})
+        .order_by()
+        .annotate(kind=Value(kind))
+        .values_list("kind")
         for model, field, kind in (
             (Release, "name", "release"),
             (ReleaseAlias, "name", "alias"),
@@ -180,116 +182,21 @@ def _check_notes(notes: str, field: str = "notes") -> None:
         raise ValidationError({field: exc.message}) from None
 
 
-_SEGMENT_COLUMNS = (
-    "release_id",
-    "segment_id",
-    "scope",
-    "owner",
-    "title",
-    "text_id",
-    "metadata",
-    "version",
-    "tier",
-    "sort_order",
-    "token_count",
-    "token_encoding",
-)
-
-
-def _copy_rows(
-    release: Release, rows: list[SnapSegment], hashes: list[str], texts: dict[str, str]
-) -> None:
-    """PostgreSQL: stream the rows with COPY (the ORM's bulk insert costs ten times more
-    CPU at 10,000 segments). New texts go through a temporary table, so a text another
-    release stored meanwhile is skipped rather than failing the release."""
-    text_table = ReleaseText._meta.db_table
-    segment_table = ReleaseSegment._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT sha256 FROM {text_table} WHERE sha256 = ANY(%s)", [list(texts)])
-        known = {sha for (sha,) in cursor.fetchall()}
-        new = [(sha, text) for sha, text in texts.items() if sha not in known]
-        raw = cursor.cursor  # psycopg's own cursor, for COPY
-        if new:
-            cursor.execute(
-                "CREATE TEMPORARY TABLE release_new_text (sha256 text, content text) ON COMMIT DROP"
-            )
-            with raw.copy("COPY release_new_text (sha256, content) FROM STDIN") as copy:
-                for item in new:
-                    copy.write_row(item)
-            cursor.execute(
-                f"INSERT INTO {text_table} (sha256, content) "
-                "SELECT sha256, content FROM release_new_text ON CONFLICT DO NOTHING"
-            )
-            cursor.execute("DROP TABLE release_new_text")
-        columns = ", ".join(_SEGMENT_COLUMNS)
-        with raw.copy(f"COPY {segment_table} ({columns}) FROM STDIN") as copy:
-            for row, sha in zip(rows, hashes, strict=True):
-                copy.write_row(
-                    (
-                        release.pk,
-                        row.id,
-                        row.scope,
-                        row.owner,
-                        row.title,
-                        sha,
-                        json.dumps(row.metadata, ensure_ascii=False),
-                        row.version,
-                        row.tier,
-                        row.sort_order,
-                        row.token_count,
-                        row.token_encoding,
-                    )
-                )
-
-
-def _store(content: ContentSet, *, name: str, notes: str, actor: Actor) -> Release:
-    """Write ``content`` as a release: constant queries whatever its size."""
+def _store(version: Version, *, name: str, notes: str, actor: Actor) -> Release:
+    """Write ``version`` as a release: its manifest, and the bundles no release stored
+    before (after a small change, the few that changed)."""
     who = _attribution(actor)
     release = Release.objects.create(
         name=name,
         notes=notes,
         created_by=who["user"],
         created_via=who["via"],
-        content_hash=content.content_hash(),
-        segment_count=len(content.segments),
-        catalog=dict(content.catalog),
+        content_hash=version.content_hash,
+        segment_count=version.segment_count,
+        catalog=dict(version.catalog),
+        manifest=version.manifest,
     )
-    rows = list(content.segments.values())
-    hashes = [row.sha256 for row in rows]
-    texts = dict(zip(hashes, (row.content for row in rows), strict=True))
-    if connection.vendor == "postgresql":
-        _copy_rows(release, rows, hashes, texts)
-        return release
-    known: set[str] = set()
-    distinct = list(texts)
-    for start in range(0, len(distinct), BATCH):
-        chunk = distinct[start : start + BATCH]
-        known.update(ReleaseText.objects.filter(sha256__in=chunk).values_list("sha256", flat=True))
-    ReleaseText.objects.bulk_create(
-        [ReleaseText(sha256=sha, content=text) for sha, text in texts.items() if sha not in known],
-        batch_size=BATCH,
-        ignore_conflicts=True,  # another release made at the same time stored it first
-    )
-    ReleaseSegment.objects.bulk_create(
-        [
-            ReleaseSegment(
-                release=release,
-                segment_id=row.id,
-                scope=row.scope,
-                owner=row.owner,
-                title=row.title,
-                text_id=sha,
-                metadata=row.metadata,
-                version=row.version,
-                tier=row.tier,
-                sort_order=row.sort_order,
-                token_count=row.token_count,
-                token_encoding=row.token_encoding,
-            )
-            for row, sha in zip(rows, hashes, strict=True)
-        ],
-        batch_size=BATCH,
-    )
+    store(version)
     return release
 
 
@@ -325,9 +232,9 @@ def release_create(
     # at the default READ COMMITTED, where a text another release stored meanwhile is
     # skipped and a label another publish moved meanwhile is waited for; REPEATABLE READ
     # would fail this release with a serialization error instead.
-    content = working_content()
-    if expected_hash is not None and content.content_hash() != expected_hash:
-        raise WorkingCopyChanged(reviewed=expected_hash, current=content.content_hash())
+    content = working_version()
+    if expected_hash is not None and content.content_hash != expected_hash:
+        raise WorkingCopyChanged(reviewed=expected_hash, current=content.content_hash)
     with transaction.atomic():
         # The names checked above (before the costly read, to fail fast) again, under the
         # lock: one made meanwhile by another transaction is seen now.
@@ -408,7 +315,7 @@ def _move(
     actor: Actor,
     note: str,
     confirmed: bool,
-    content: ContentSet | None = None,
+    content: Version | None = None,
 ) -> ReleaseLabelMove | None:
     current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
     if current is None and release is not None:
@@ -422,7 +329,7 @@ def _move(
         return None
     failures: list[dict[str, str]] = []
     if release is not None and confirmed:
-        failures = failing(content or release_content(release), scenarios_for(()))
+        failures = failing(content or release_version(release), scenarios_for(()))
     if release is None:
         assert current is not None
         current.delete()
@@ -471,7 +378,7 @@ def release_label_set(
     _check_notes(note, "note")
     current = _locked_label(label, expected)
     if not confirm and (current is None or current.release_id != release.pk):
-        failures = failing(release_content(release), scenarios_for(()))
+        failures = failing(release_version(release), scenarios_for(()))
         if failures:
             raise ExpectationsFailing(failures)
     return _move(label, release, actor=actor, note=note, confirmed=confirm)
@@ -505,6 +412,7 @@ SCENARIO_FIELDS = (
     "token_budget",
     "npc_budget",
     "expectations",
+    *REPLY_PARAMS,
 )
 
 
@@ -571,8 +479,10 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
         expectations = []
     parsed = []
     for index, item in enumerate(expectations):
+        # Reply expectations (playtests) sit beside the prompt ones; the assembler parses both.
+        parse = parse_reply_expectation if is_reply_expectation(item) else parse_expectation
         try:
-            parsed.append(parse_expectation(item).to_dict())
+            parsed.append(parse(item).to_dict())
             check_stored_json(parsed[-1])
         except ExpectationError as exc:
             errors[f"expectations.{index}.{exc.field}"] = str(exc)
@@ -593,10 +503,12 @@ def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
         check_stored_json(state)
     except StoredJsonError as exc:
         errors[f"state.{exc.path}".rstrip(".")] = exc.message
+    errors |= reply_params_problems(values)
     if errors:
         raise ValidationError(errors)
     return {
         **values,
+        "temperature": float(values.get("temperature", REPLY_PARAMS["temperature"])),
         "name": name.strip(),  # type: ignore[union-attr]
         "npcs": npcs,
         "state": state,
@@ -615,6 +527,7 @@ def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
         "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
         "npc_budget": assembler.DEFAULT_NPC_BUDGET,
         "expectations": [],
+        **REPLY_PARAMS,
         **values,
     }
     unknown = set(values) - set(SCENARIO_FIELDS)

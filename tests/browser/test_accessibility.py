@@ -104,7 +104,7 @@ def test_main_pages_pass_axe_and_fit_the_screen(
     )
     if name.startswith("release-"):
         # Something to compare: production, then a change in the working copy.
-        serving._loaded.clear()
+        serving.forget()
         release_create(actor=None, name="r-one", labels=["production"])
         segment_update(actor=None, segment=segment, content="Forty years ago the sea won.")
     context = browser.new_context(base_url=live_server.url, viewport=WIDTHS[width])

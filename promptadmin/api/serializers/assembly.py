@@ -11,7 +11,7 @@ from rest_framework.exceptions import ValidationError
 
 import assembler
 from assembler.request import DEFAULT_FLOOR
-from assembler.result import LayerStatus, StepAction
+from assembler.result import CHANGE_KINDS, OUTCOME_REASONS, LayerStatus, StepAction
 from promptadmin.api import fields as f
 from promptadmin.api.fastpath import well_formed
 from promptadmin.api.serializers.common import (
@@ -266,6 +266,37 @@ class TruncationStepSerializer(serializers.Serializer):
     segment_id = f.Integer(allow_null=True)
     npc = f.Text(allow_null=True)
     reason = f.Text()
+    explanation = f.Text(help_text="The step in plain words, for authors.")
+
+
+class OutcomeChangeSerializer(serializers.Serializer):
+    """One thing the prompt lost in the end (``assembler.result.Change``)."""
+
+    kind = serializers.ChoiceField(choices=CHANGE_KINDS)
+    key = f.Text(help_text="segment:<id>, npc:<slug>, lore:<id> or layer:<scope>.")
+    scope = f.Text()
+    name = f.Text(help_text="As authors know it, e.g. \"World segment #44 'The long war'\".")
+    tokens_before = f.Integer(help_text="Tokens asked for (an NPC: at the tier asked for).")
+    tokens_after = f.Integer(help_text="Tokens the prompt holds of it (0 when left out).")
+    segment_id = f.Integer(allow_null=True)
+    npc = f.Text(allow_null=True)
+    lore_id = f.Integer(allow_null=True)
+    tier_before = f.Integer(allow_null=True, help_text="NPCs: the tier asked for.")
+    tier_after = f.Integer(allow_null=True, help_text="NPCs lowered: the tier shown.")
+    reason = serializers.ChoiceField(
+        choices=OUTCOME_REASONS,
+        help_text="Alone larger than a budget (the token, NPC or lore budget), or no room "
+        "left in it.",
+    )
+    explanation = f.Text(help_text="All of it in plain words, for authors.")
+
+
+class OutcomeSerializer(serializers.Serializer):
+    """The net result of fitting the budgets, after put-backs (each list in prompt order)."""
+
+    left_out = OutcomeChangeSerializer(many=True)
+    shortened = OutcomeChangeSerializer(many=True)
+    lowered = OutcomeChangeSerializer(many=True)
 
 
 class LayerReportSerializer(serializers.Serializer):
@@ -319,7 +350,12 @@ class MetaSerializer(serializers.Serializer):
     npc_budget = f.Integer()
     encoding = f.Text()
     over_budget = f.Flag()
-    truncated = TruncationStepSerializer(many=True)
+    truncated = TruncationStepSerializer(
+        many=True, help_text="Every step of the budget policy in the order taken, put-backs too."
+    )
+    outcome = OutcomeSerializer(
+        help_text="What is left out, shortened and lowered in the end, each with its reason."
+    )
     layers = serializers.DictField(child=LayerReportSerializer())
     npcs = NpcReportSerializer(many=True)
     lints = LintSerializer(many=True)

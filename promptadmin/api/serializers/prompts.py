@@ -313,6 +313,11 @@ class RenderedSerializer(serializers.Serializer):
     user = f.Text(required=False)
     tokens = serializers.DictField(child=f.Integer(), required=False)
     unused_variables = serializers.ListField(child=f.Text())
+    findings = FindingSerializer(
+        many=True,
+        help_text="Warnings about this render (code empty_value): a template or adapter "
+        "instruction that rendered a value empty where its text expects one.",
+    )
 
 
 class LintResultSerializer(serializers.Serializer):

@@ -43,6 +43,9 @@ class PublishForm(forms.Form):
     reviewed_at = forms.DateTimeField(
         required=False, widget=forms.HiddenInput, error_messages={"invalid": STALE_PAGE}
     )
+    # The playtest of the change the page showed: a failing reply expectation there asks
+    # for ``confirm`` too, and the confirmation is recorded with the run.
+    playtest = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
 
 class LabelMoveForm(forms.Form):

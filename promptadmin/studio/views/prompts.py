@@ -29,7 +29,12 @@ from promptadmin.prompts.models import (
     Prompt,
     PromptVersion,
 )
-from promptadmin.prompts.selectors import fetch_prompt, prompts_with_labels, render_prompt
+from promptadmin.prompts.selectors import (
+    adapter_context_findings,
+    fetch_prompt,
+    prompts_with_labels,
+    render_prompt,
+)
 from promptadmin.prompts.services import prompts as services
 from promptadmin.studio import diffs
 from promptadmin.studio.access import (
@@ -216,6 +221,12 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
         "variables": list(used),
         "declared": declared,
         "findings": [finding.to_dict() for finding in findings],
+        # Not the version's own findings: what the adapter instructions of its task add
+        # when a caller sends no instruction context (the caller's to send).
+        "adapter_notes": [
+            finding.to_dict() for finding in adapter_context_findings(data.get("task") or "")
+        ],
+        "task": data.get("task") or "",
         "tokens": [("system", count(system))]
         + [(name, count(text)) for name, text in templates.items()],
         "encoding": tokenizer().name,
@@ -388,6 +399,7 @@ def prompt_playground(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 "tokens": rendered.tokens,
                 "total": sum(m["tokens"] for m in rendered.messages),
                 "unused": rendered.unused_variables,
+                "findings": [finding.to_dict() for finding in rendered.findings],
             }
     elif resolved is None and sources:
         problems = {"source": [f"{prompt.langfuse_name} has nothing at {source}."]}
@@ -426,6 +438,9 @@ def _rendered(result: dict[str, Any] | None, errors: list[str]) -> str:
         return f"Not rendered: {errors[0]}{more}"
     if result is None:
         return ""
+    warned = len(result.get("findings", ()))
+    warnings = f", {_counted(warned, 'warning')}" if warned else ""
     if result["format"] == "text":
-        return f"Rendered: the system and user texts, {result['total']} tokens."
-    return f"Rendered: {_counted(len(result['messages']), 'message')}, {result['total']} tokens."
+        return f"Rendered: the system and user texts, {result['total']} tokens{warnings}."
+    what = _counted(len(result["messages"]), "message")
+    return f"Rendered: {what}, {result['total']} tokens{warnings}."

@@ -9,15 +9,21 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from assembler.explain import CHANGE_KIND_WORDS
+from assembler.result import CHANGE_KINDS
 from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
 from promptadmin.core.roles import Role
-from promptadmin.releases import selectors, services
+from promptadmin.playtests import selectors as playtests
+from promptadmin.playtests.endpoint import enabled as playtests_enabled
+from promptadmin.playtests.models import PlaytestRun
+from promptadmin.playtests.services import playtest_confirm
+from promptadmin.releases import reports, selectors, services
 from promptadmin.releases.models import PRODUCTION, WORKING, ReleaseLabel
 from promptadmin.releases.serving import resolve
 from promptadmin.studio.access import page_of, render_page, studio_view
@@ -41,25 +47,67 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _report(before: str | None, after: str) -> dict[str, Any]:
-    report = selectors.compare_report(before, after)
+def _report(before: str | None, after: str, *, wait: bool = True) -> dict[str, Any]:
+    """The impact report, ready to show. ``wait=False``: when many scenarios must be
+    assembled again, without them for now (``pending``: the page polls for them)."""
+    if wait:
+        report = selectors.compare_report(before, after)
+    else:
+        report = selectors.compare_started(before, after)
     for change in [*report["segments"]["changed"], *report["objects"]["changed"]]:
         change["diff_lines"] = _diff_lines(change["diff"])
         change["shown_changes"] = [
             (item["field"], _shown(item["before"]), _shown(item["after"]))
             for item in change["changes"]
         ]
+    return _scenarios_shown(report, before, after)
+
+
+def _scenarios_shown(report: dict[str, Any], before: str | None, after: str) -> dict[str, Any]:
     scenarios = report["scenarios"]
     report["changed_scenarios"] = [s for s in scenarios if s["changed"]]
+    report["assembled_count"] = sum(1 for s in scenarios if s["assembled"])
     report["unchanged_count"] = len(scenarios) - len(report["changed_scenarios"])
     report["failing_count"] = sum(len(s["expectations_failing"]) for s in scenarios)
     report["still_failing_count"] = sum(len(s["expectations_still_failing"]) for s in scenarios)
     query = {"before": before or "", "after": after}
     for scenario in scenarios:
+        # A new scenario is shown by what it loses, as the preview says it.
+        outcome = scenario["outcome_after"] or {}
+        scenario["lost_after"] = [
+            {**change, "kind_words": CHANGE_KIND_WORDS[change["kind"]]}
+            for kind in CHANGE_KINDS
+            for change in outcome.get(kind, [])
+        ]
         scenario["prompts_url"] = (
             reverse("studio:release_prompts") + f"?{urlencode(query)}&{scenario['preview_query']}"
         )
+    pending = report.get("pending")
+    if pending is not None:
+        label = {"label": report["before"]["label"]} if report["before"]["label"] else {}
+        pending["url"] = (
+            reverse("studio:release_publish") + "?" + urlencode({**label, "report": pending["key"]})
+        )
     return report
+
+
+def _scenarios_fragment(request: HttpRequest, key: str, before: str | None) -> HttpResponse:
+    """The publish page's scenarios while a task assembles them: the progress bar, then
+    the table (htmx polls this, see ``_impact.html``)."""
+    if not reports.KEY_PATTERN.fullmatch(key):
+        return HttpResponseBadRequest("report: not a report's key.")
+    found = reports.kept(key)
+    if found is not None:
+        report = {"before": {"label": None}, **found}
+        report = _scenarios_shown(report, before, WORKING)
+    else:
+        state = reports.progress(key)
+        if state["state"] == "lost":  # its task died with its worker, or never started
+            reports.start(key, before, WORKING, total=0)
+            state = reports.progress(key)
+        report = {"before": {"label": before}, "pending": {"key": key, **state}}
+        _scenarios_shown({**report, "scenarios": []}, before, WORKING)
+    return render(request, "studio/_impact.html#scenarios", {"report": report})
 
 
 @studio_view()
@@ -87,7 +135,13 @@ def release_publish(request: HttpRequest) -> HttpResponse:
     status = 400 if request.method == "POST" else 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        playtest = (
+            PlaytestRun.objects.filter(pk=data["playtest"]).first() if data["playtest"] else None
+        )
+        replies_fail = playtest is not None and playtests.replies_failing(playtest)
         try:
+            if replies_fail and not data["confirm"]:
+                raise RepliesFailing()
             release = services.release_create(
                 actor=request.user,
                 name=data["name"] or None,
@@ -105,10 +159,18 @@ def release_publish(request: HttpRequest) -> HttpResponse:
         except services.ExpectationsFailing as exc:
             failures = exc.failures
             form.add_error("confirm", "Expectations fail on this content: confirm to publish.")
+        except RepliesFailing:
+            assert playtest is not None
+            form.add_error(
+                "confirm",
+                f"Reply expectations fail in playtest #{playtest.pk}: confirm to publish.",
+            )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, errors)
         else:
+            if replies_fail and playtest is not None:
+                playtest_confirm(actor=request.user, run=playtest)
             messages.success(
                 request, f"Published {release.name} as '{data['label']}'. It is live now."
             )
@@ -116,6 +178,9 @@ def release_publish(request: HttpRequest) -> HttpResponse:
     label = form["label"].value() or PRODUCTION
     current = ReleaseLabel.objects.filter(name=label).values_list("release__name", flat=True)
     before = label if current else None
+    key = request.GET.get("report")
+    if key is not None and request.method == "GET":
+        return _scenarios_fragment(request, key, before)
     reviewed_at = timezone.now()  # before the report is read: an edit in between shows
     return render_page(
         request,
@@ -125,13 +190,32 @@ def release_publish(request: HttpRequest) -> HttpResponse:
             "form": form,
             "label": label,
             "current": current[0] if current else None,
-            "report": _report(before, WORKING),
+            "report": _report(before, WORKING, wait=False),
             "reviewed_at": reviewed_at.isoformat(),
             "changed_since": changed_since,
             "failures": failures,
+            **_playtest_context(before),
         },
         status=status,
     )
+
+
+class RepliesFailing(Exception):
+    """The playtest of the change has a failing reply expectation, and no confirmation."""
+
+
+def _playtest_context(before: str | None) -> dict[str, Any]:
+    """The publish page's "Playtest the change": the scenarios with reply expectations, the
+    side it compares with, and the newest such run (its failures ask for confirmation)."""
+    if not playtests_enabled():
+        return {"playtests_off": True}
+    run = playtests.latest_on_working(before)
+    return {
+        "playtest_scenarios": playtests.scenarios_with_reply_expectations(),
+        "playtest_compare_to": before or "",
+        "playtest": run,
+        "playtest_failing": run is not None and playtests.replies_failing(run),
+    }
 
 
 @require_POST

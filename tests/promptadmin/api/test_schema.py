@@ -13,7 +13,7 @@ from django.contrib.staticfiles import finders
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from assembler.result import StepAction
+from assembler.result import CHANGE_KINDS, OUTCOME_REASONS, StepAction
 
 pytestmark = pytest.mark.django_db
 
@@ -113,6 +113,11 @@ def test_the_schemas_enums_are_the_assemblers(schema: dict[str, Any]) -> None:
     components = schema["components"]["schemas"]
     assert components["TruncationStepActionEnum"]["enum"] == list(get_args(StepAction))
     assert "restored" in components["TruncationStepActionEnum"]["enum"]
+    # meta.outcome: what is left out, shortened and lowered, each with its reason.
+    assert components["OutcomeChangeKindEnum"]["enum"] == list(CHANGE_KINDS)
+    assert components["OutcomeReasonEnum"]["enum"] == list(OUTCOME_REASONS)
+    meta = components["Meta"]["properties"]
+    assert meta["outcome"]["allOf"][0]["$ref"] == "#/components/schemas/Outcome"
 
 
 def test_every_release_and_scenario_operation_has_examples_that_conform(

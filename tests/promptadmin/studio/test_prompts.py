@@ -11,7 +11,9 @@ from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
+from django.utils.html import escape
 
+from assembler.format_lint import EMPTY_VALUE
 from promptadmin.prompts.models import Label, LabelEvent, Prompt
 from tests.factories import UserFactory
 
@@ -326,3 +328,58 @@ def test_the_live_check_announces_counts_not_the_findings(prompts: Prompt) -> No
     assert "aria-live" not in box
     assert status.startswith(' class="sr-only" role="status" hx-swap-oob="innerHTML">')
     assert "Checked: 2 variables, 2 lint findings (2 warnings).</p>" in status
+
+
+def test_the_playground_warns_of_an_instruction_rendered_without_its_context(
+    prompts: Prompt,
+) -> None:
+    # What was seen (issue 21, item 6): openai_endpoint with an empty instruction context
+    # ended the system message "…validates against this JSON schema:" with nothing after.
+    viewer = client_for("viewer")
+    query = {
+        "source": "label:production",
+        "template": "default",
+        "interface": "openai_endpoint",
+        "format": "messages",
+        "var_subject": "essay",
+        "var_evidence": "It cites two sources.",
+        "var_trait": "rigour",
+    }
+    response = viewer.get(f"/prompts/{prompts.pk}/playground/", query)
+    html = response.content.decode()
+    assert "validates against this JSON schema:</pre>" in html
+    assert f'data-code="{EMPTY_VALUE}"' in html
+    assert escape("renders 'json_schema' empty") in html
+    assert "1 warning" in response.context["announcement"]
+    with_context = viewer.get(
+        f"/prompts/{prompts.pk}/playground/",
+        {**query, "instruction_context": '{"json_schema": {"type": "object"}}'},
+    ).content.decode()
+    assert EMPTY_VALUE not in with_context
+
+
+def test_the_version_editor_says_what_the_tasks_adapters_need_in_their_context(
+    prompts: Prompt,
+) -> None:
+    author = client_for("author")
+    fields = {
+        "syntax": "curly",
+        "system": "You grade.",
+        "template_name_0": "default",
+        "template_text_0": "Question: {{ q }}",
+        "variables": "q",
+    }
+    url = f"/prompts/{prompts.pk}/versions/check/"
+    html = author.post(url, {**fields, "task": "rubric"}, HTTP_HX_REQUEST="true").content.decode()
+    # The version itself is fine: what the adapters need is the caller's to send.
+    assert "No lint findings." in html
+    notes = html[html.index('data-testid="adapter-notes"') :]
+    found = re.findall(rf'data-code="{EMPTY_VALUE}">.*?</li>', notes, re.S)
+    # langchain, openrouter and openai_endpoint spell out the schema; the Claude adapters
+    # need no context.
+    assert len(found) == 3
+    assert all("Without instruction context" in item for item in found)
+    assert any("openai_endpoint adapter" in item for item in found)
+    assert "badge-info" in found[0]
+    none = author.post(url, fields, HTTP_HX_REQUEST="true").content.decode()
+    assert EMPTY_VALUE not in none

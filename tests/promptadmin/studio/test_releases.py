@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from promptadmin.content.models import NPC
 from promptadmin.content.services import catalog, segments
-from promptadmin.releases import selectors, services, serving
+from promptadmin.releases import reports, selectors, services, serving, tasks
 from promptadmin.releases.models import ReleaseLabel, ReleaseLabelMove
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def fresh_process() -> None:
-    serving._loaded.clear()
+    serving.forget()
 
 
 @pytest.fixture
@@ -235,3 +235,43 @@ def test_publish_refuses_edits_saved_after_the_report_was_shown(  # type: ignore
     stale = admin.post("/releases/publish/", {**form, "name": "r-three"})
     assert stale.status_code == 400 and "reload it to review the impact" in stale.content.decode()
     assert ReleaseLabel.objects.get(name="production").release.name == "r-two"
+
+
+def test_a_change_to_the_core_fills_the_publish_page_in_with_a_progress_bar(  # type: ignore[no-untyped-def]
+    admin: Client, content: Any, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    services.release_create(actor=None, name="r-one", labels=["production"])
+    with django_capture_on_commit_callbacks(execute=True):
+        segments.segment_update(actor=None, segment=content["core"], content="Be terse.")
+    # Every scenario of the game is to assemble again: more than a page waits for, here.
+    monkeypatch.setattr(reports, "INLINE_SCENARIOS", 0)
+    sent: list[list[Any]] = []
+    monkeypatch.setattr(reports.current_app.tasks[reports.TASK], "apply", _record(sent))
+
+    page = admin.get("/releases/publish/").content.decode()
+
+    assert "Waiting to assemble the scenarios" in page and "<progress" in page
+    assert f"#{content['core'].pk}" in page  # what changed shows at once
+    poll = re.search(r'hx-get="([^"]+)" hx-trigger="every 1s"', page)
+    assert poll is not None and len(sent) == 1
+    url = poll.group(1).replace("&amp;", "&")
+    assert "Waiting" in admin.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert len(sent) == 1  # polling never sends the task again while it is on its way
+
+    tasks.impact_report(*sent[0])
+    done = admin.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "<progress" not in done and "hx-get" not in done
+    assert "drowned-bell: first turn" in done
+    assert "2 assembled from both versions" in done
+
+
+def test_the_publish_page_polls_only_for_a_report_key(admin: Client, content: Any) -> None:
+    response = admin.get("/releases/publish/?report=impact:report:nope", HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+
+
+def _record(sent: list[list[Any]]) -> Any:
+    def apply(*, args: list[Any], throw: bool) -> None:
+        sent.append(args)
+
+    return apply
