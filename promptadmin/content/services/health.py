@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from datetime import timedelta
 from typing import Any
 
 from celery import current_app
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connections, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
@@ -72,18 +73,29 @@ def health_changed() -> None:
     _enqueue()
 
 
-# Checks made in this process when there is no broker: one at a time, on a thread, so the
-# request whose change asked for one does not wait.
-_background = ThreadPoolExecutor(1, thread_name_prefix="entry-health")
+def health_wanted(state: ContentCheck | None) -> None:
+    """A page found the findings out of date: make sure a check is on its way (one ask a
+    minute at most; the check itself catches up with every change)."""
+    if state is not None and (state.up_to_date or state.running_since is not None):
+        return
+    if cache.add(ASKED_KEY, 1, timeout=ASKED_SECONDS):
+        _enqueue()
+
+
+ASKED_KEY = "entry-health:asked"
+ASKED_SECONDS = 60
 
 
 def _enqueue() -> None:
     """Send the task to the workers; without a broker, run it in this process (on a
-    thread, as imports are, or here and now in the test suite)."""
+    daemon thread, as summaries are: a command that changed content does not wait for it
+    to exit; or here and now in the test suite)."""
     task = current_app.tasks[TASK]
     if current_app.conf.task_always_eager:
         if settings.SUMMARIZER_IN_BACKGROUND:
-            _background.submit(_run_in_background, task)
+            threading.Thread(
+                target=_run_in_background, args=(task,), name="entry-health", daemon=True
+            ).start()
         else:
             task.apply(throw=False)
         return
@@ -119,6 +131,7 @@ def entry_health_check() -> int:
     (another worker's check in progress: nothing to do here). Returns how many entries
     were assembled."""
     assembled = 0
+    cache.delete(ASKED_KEY)
     while _claim():
         try:
             while True:

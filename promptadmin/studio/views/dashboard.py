@@ -28,6 +28,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
             request, "studio/dashboard.html#unpublished", {"unpublished": unpublished()}
         )
     state = health.health_state()
+    health.health_wanted(state)  # a check lost on its way (or never asked for) is asked again
     counts = selectors.scope_counts(state.scope_counts if state else {})
     totals = health.health_totals()
     return render_page(

@@ -213,3 +213,17 @@ def test_the_page_head_holds_only_head_elements(viewer: Client) -> None:
     assert head.text == []
     assert set(head.tags) <= {"meta", "title", "link", "script"}
     assert head.tags.count("script") == 2
+
+
+def test_a_stale_dashboard_asks_for_the_check_once_and_never_runs_it(
+    viewer: Client, content: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A check lost on its way (a broker down, a bulk load that told no one) is asked again.
+    asked: list[int] = []
+    monkeypatch.setattr(health, "_enqueue", lambda: asked.append(1))
+    viewer.get(URL)
+    viewer.get(URL)
+    assert asked == [1]
+    health.entry_health_check()
+    assert not viewer.get(URL).context["updating"]
+    assert asked == [1]  # up to date: nothing to ask for
