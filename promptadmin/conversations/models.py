@@ -95,6 +95,8 @@ class Conversation(models.Model):
                 name="conversation_history_budget_range",
             )
         ]
+        # The studio's list: the most recently active first, read in order.
+        indexes = [models.Index(fields=["updated_at", "id"], name="conversation_by_update")]
 
     def __str__(self) -> str:
         return self.key

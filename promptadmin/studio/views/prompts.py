@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
@@ -39,7 +40,13 @@ from promptadmin.prompts.selectors import (
 )
 from promptadmin.prompts.services import prompts as services
 from promptadmin.studio import confirm, diffs
-from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import (
+    HtmxHttpRequest,
+    fragment_or_page,
+    page_of,
+    render_page,
+    studio_view,
+)
 from promptadmin.studio.forms.common import add_service_errors
 from promptadmin.studio.forms.prompts import (
     CompareForm,
@@ -57,7 +64,8 @@ PLAYGROUND = "studio/prompt_playground.html"
 
 @studio_view()
 def prompt_list(request: HttpRequest) -> HttpResponse:
-    context = {"section": SECTION, "prompts": prompts_with_labels()}
+    page = page_of(request, prompts_with_labels())
+    context = {"section": SECTION, "page": page, "prompts": page.items}
     return render_page(request, "studio/prompt_list.html", context)
 
 
@@ -77,10 +85,8 @@ def prompt_create(request: HttpRequest) -> HttpResponse:
     return render_page(request, "studio/prompt_create.html", {"section": SECTION, "form": form})
 
 
-def _versions(prompt: Prompt) -> list[PromptVersion]:
-    return list(
-        prompt.versions.select_related("author").prefetch_related("labels").order_by("-number")
-    )
+def _versions(prompt: Prompt) -> QuerySet[PromptVersion]:
+    return prompt.versions.select_related("author").prefetch_related("labels").order_by("-number")
 
 
 @studio_view()
@@ -89,8 +95,8 @@ def prompt_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Versions with their labels, the labels (move or remove with one click), their
     history, and a diff between any two versions."""
     prompt = get_object_or_404(Prompt, pk=pk)
-    versions = _versions(prompt)
-    numbers = [v.number for v in versions]
+    versions = page_of(request, _versions(prompt), param="versions_page")
+    numbers = list(prompt.versions.order_by("-number").values_list("number", flat=True))
     compare = CompareForm(request.GET or None)
     diff = None
     if compare.is_bound and compare.is_valid():
@@ -111,7 +117,11 @@ def prompt_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "numbers": numbers,
             "labels": Label.objects.filter(prompt=prompt).select_related("version"),
             "protected": services.protected_labels(),
-            "events": LabelEvent.objects.filter(prompt=prompt).select_related("user")[:50],
+            "events": page_of(
+                request,
+                LabelEvent.objects.filter(prompt=prompt).select_related("user"),
+                param="events_page",
+            ),
             "compare": compare,
             "diff": diff,
         },

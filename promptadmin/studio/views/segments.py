@@ -8,7 +8,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
@@ -22,7 +21,13 @@ from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.core.tokens import tokenizer
 from promptadmin.studio import diffs, merging, selectors
-from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import (
+    HtmxHttpRequest,
+    fragment_or_page,
+    page_of,
+    render_page,
+    studio_view,
+)
 from promptadmin.studio.forms.common import add_service_errors, object_value, resolve_object
 from promptadmin.studio.forms.segments import (
     SEGMENT_ERROR_FIELDS,
@@ -31,7 +36,6 @@ from promptadmin.studio.forms.segments import (
     SegmentForm,
 )
 
-PAGE_SIZE = 25
 # Column header links cycle through these sorts (first: the one a click starts with).
 SORT_COLUMNS = {
     "id": ("id", "-id"),
@@ -48,6 +52,7 @@ RELATED = (*KINDS, "updated_by", "created_by")
 def segment_list(request: HtmxHttpRequest) -> HttpResponse:
     """Filter, search, sort and page through segments; htmx swaps the results in place."""
     form = SegmentFilterForm(request.GET)
+    ranked = False
     if form.is_valid():
         data = form.cleaned_data
         found = selectors.segment_list(
@@ -57,9 +62,12 @@ def segment_list(request: HtmxHttpRequest) -> HttpResponse:
             q=data["q"],
             order_by=data["sort"],
         )
+        ranked = "-rank" in data["sort"]
     else:
         found = Segment.objects.none()
-    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    # Ranking scores every match: past the count's cap, the newest matches come first.
+    newest = SegmentFilterForm.SORTS["-updated"][1]
+    page = page_of(request, found, capped_order=newest if ranked else None)
     rows = [(segment, selectors.object_url(segment.ref)) for segment in page]
     template = fragment_or_page(request, "studio/segment_list.html", "results")
     return render_page(
