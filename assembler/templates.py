@@ -309,6 +309,20 @@ def variables(template: str, syntax: str = DEFAULT_SYNTAX) -> tuple[str, ...]:
     return parse(template, syntax).variables
 
 
+def used_variables(syntax: str, system: str, user_templates: Mapping[str, str]) -> tuple[str, ...]:
+    """Every variable a prompt version's texts use, each once, in order of first use: the
+    system text's, then each user template's by name. A text with a syntax error gives
+    the names it could read (as :func:`check` does).
+
+    >>> used_variables("curly", "Grade {{ subject }}.", {"short": "{{ b }}", "long": "{{ a }}"})
+    ('subject', 'a', 'b')
+    """
+    names: dict[str, None] = {}
+    for text in (system, *(user_templates[name] for name in sorted(user_templates))):
+        names.update(dict.fromkeys(check(text, syntax).variables))
+    return tuple(names)
+
+
 def render(
     template: str,
     syntax: str,

@@ -392,6 +392,9 @@ if API_RATE_LIMIT:
         )
     REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["promptadmin.api.throttling.ApiKeyRateThrottle"]
     REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": API_RATE_LIMIT}
+# Plain calls to assemble, fetch and render skip DRF's request cycle (promptadmin.api.hotpath);
+# off, every call goes through DRF (the same answers, more CPU).
+API_HOT_PATH = env_bool("API_HOT_PATH", True)
 
 DRF_STANDARDIZED_ERRORS = {
     # No stack trace or debug page in an API response, even with DEBUG on.

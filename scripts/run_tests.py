@@ -4,6 +4,12 @@ PostgreSQL and Redis are used when reachable (DATABASE_URL / REDIS_URL, or the l
 defaults 127.0.0.1:5432 and :6379). Without them the suite runs on SQLite and the tests
 that need a service are skipped, with a notice. CI sets PROMPTADMIN_REQUIRE_SERVICES=1,
 which turns a missing service into a failure instead.
+
+The suite runs on pytest-xdist workers, one per core (at most MAX_WORKERS), each on a test
+database and a Redis database of its own (tests/conftest.py). Arguments that choose the
+workers themselves are left alone: ``make test ARGS="-n 0"`` runs in one process,
+``ARGS="-n 6"`` on six workers (PYTEST_XDIST_AUTO_NUM_WORKERS=3 picks three of at most
+MAX_WORKERS).
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/promptadmin"
 # A database number of its own, so tests never touch a development cache.
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
+# Each worker makes its own test database (migrations included) and takes the Redis
+# database below the previous one's: more workers than this cost more than they save.
+MAX_WORKERS = 4
 
 
 def postgres_reachable(url: str) -> bool:
@@ -49,6 +58,21 @@ def redis_reachable(url: str) -> bool:
         return False
 
 
+def parallel(argv: list[str]) -> list[str]:
+    """The pytest-xdist options to put before ``argv``, which may override any of them.
+
+    >>> parallel(["-rs"])
+    ['-n', 'auto', '--maxprocesses', '4', '--dist', 'worksteal']
+    >>> parallel(["-n", "0", "tests/assembler"]), parallel(["-p", "no:xdist"])
+    ([], [])
+    """
+    if any(arg.startswith(("-n", "--numprocesses", "--tx")) or "no:xdist" in arg for arg in argv):
+        return []  # the arguments choose the workers
+    # worksteal: a worker that runs out takes tests queued on another, so the few long
+    # tests (schemathesis, real workers, browsers) do not leave one core idle at the end.
+    return ["-n", "auto", "--maxprocesses", str(MAX_WORKERS), "--dist", "worksteal"]
+
+
 def main(argv: list[str]) -> int:
     env = dict(os.environ)
     notices = []
@@ -68,7 +92,9 @@ def main(argv: list[str]) -> int:
     env.setdefault("CELERY_TASK_ALWAYS_EAGER", "true")
     for notice in notices:
         print(f"NOTICE: {notice}; tests that need it are skipped.", flush=True)
-    result = subprocess.run([sys.executable, "-m", "pytest", *argv], cwd=ROOT, env=env, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", *parallel(argv), *argv], cwd=ROOT, env=env, check=False
+    )
     return result.returncode
 
 

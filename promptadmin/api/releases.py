@@ -16,6 +16,7 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from promptadmin.api.authentication import actor_of
@@ -488,17 +489,35 @@ class ScenarioListView(RenderBeforeCommit):
         return Response(s.ScenarioSerializer.of(scenario), status=status.HTTP_201_CREATED)
 
 
-def _scenario_input(data: Any, *, partial: bool) -> dict[str, Any]:
-    serializer = s.ScenarioInputSerializer(data=data, partial=partial)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated()
+def _scenario_input(
+    data: Any, *, partial: bool, scenario: Scenario | None = None
+) -> dict[str, Any]:
+    """The fields sent, as an object holding the required ones; a change to ``scenario``
+    is also checked for what its fields are (by the scenario services: the request fields
+    by the one request parser, as /assemble reads them), before the If-Match precondition
+    and what they refer to."""
+    if not isinstance(data, dict):
+        raise ValidationError(
+            {
+                api_settings.NON_FIELD_ERRORS_KEY: [
+                    f"Invalid data. Expected a dictionary, but got {type(data).__name__}."
+                ]
+            }
+        )
+    required = () if partial else ("name", "entry")
+    missing = {name: ["This field is required."] for name in required if name not in data}
+    if missing:
+        raise ValidationError(missing)
+    if scenario is not None:
+        _scenario_change(services.scenario_fields_check, data, scenario=scenario)
+    return data
 
 
-def _scenario_change(change: Any, **arguments: Any) -> Scenario:
+def _scenario_change(change: Any, *positional: Any, **arguments: Any) -> Any:
     """Call a scenario service; its errors name the scenario's own fields (``entry`` is
     the scenario's entry here, not a segment's owner as the shared mapping would say)."""
     try:
-        return change(**arguments)  # type: ignore[no-any-return]
+        return change(*positional, **arguments)
     except DjangoValidationError as exc:
         raise ValidationError(exc.message_dict) from None
 
@@ -537,8 +556,8 @@ class ScenarioDetailView(RenderBeforeCommit):
     def put(self, request: Request, pk: int) -> Response:
         # A malformed body is a 400 whatever the If-Match; then the precondition; then what
         # the names refer to (the services).
-        values = _scenario_input(request.data, partial=request.method == "PATCH")
         scenario = _scenario(pk)
+        values = _scenario_input(request.data, scenario=scenario, partial=request.method == "PATCH")
         scenario = _scenario_change(
             services.scenario_update,
             actor=actor_of(request),

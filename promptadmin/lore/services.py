@@ -20,12 +20,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from assembler.lore import LoreError
+from assembler.storable import StoredJsonError, check_stored_json, has_lone_surrogate
 from promptadmin.content.models import World
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import generation_changed
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json, has_lone_surrogate
 from promptadmin.core.text import normalize_newlines
 from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.lore import worldinfo

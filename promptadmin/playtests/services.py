@@ -35,9 +35,9 @@ from assembler.replies import (
     parse_judgement,
     parse_reply_expectation,
 )
+from assembler.storable import StoredJsonError, check_stored_json
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.core.tokens import tokenizer
 from promptadmin.playtests.endpoint import OFF, Answer, CallFailed, Endpoint, enabled
 from promptadmin.playtests.models import PlaytestCall, PlaytestRun, PlaytestSample

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from django.db.models import Max, Prefetch, QuerySet
 
 from assembler.format_lint import FormatFinding, lint_prompt, rendered_findings
+from assembler.request import DEFAULT_TEMPLATE
 from assembler.templates import (
     DEFAULT_SYNTAX,
     MissingVariablesError,
@@ -46,7 +47,6 @@ from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
     DEFAULT_LABEL,
-    DEFAULT_TEMPLATE,
     LATEST,
     AdapterInstruction,
     Interface,
@@ -58,9 +58,6 @@ from promptadmin.prompts.models import (
 # Readers outside the prompts domain (the summarizer) address a prompt by its name.
 from promptadmin.prompts.models import parse_langfuse_name as parse_langfuse_name
 from promptadmin.prompts.services import PROMPTS_GENERATION_KEY
-
-RenderFormat = Literal["messages", "text"]
-RENDER_FORMATS: tuple[RenderFormat, ...] = ("messages", "text")
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
 import assembler
+from assembler.request import MAX_SLUG
 from promptadmin.core.storedjson import validate_stored_json
 
 WORKING = "working"
@@ -185,11 +186,14 @@ class ReleaseAlias(Immutable):
         return f"{self.name} -> {self.release_id}"
 
 
+MAX_SCENARIO_NAME = 100
+
+
 class Scenario(models.Model):
     """A saved preview configuration, with expectations of its prompt."""
 
-    name = models.CharField(max_length=100, unique=True)
-    entry = models.CharField(max_length=64, help_text="Entry slug.")
+    name = models.CharField(max_length=MAX_SCENARIO_NAME, unique=True)
+    entry = models.CharField(max_length=MAX_SLUG, help_text="Entry slug.")
     first_turn = models.BooleanField(default=False)
     # What people type: checked like every stored JSON value (the services check it too).
     npcs = models.JSONField(

@@ -16,8 +16,8 @@ from urllib.parse import urlencode
 import assembler
 from assembler.impact import Expectation, failure, parse_expectation
 from assembler.replies import is_reply_expectation
+from assembler.request import AssembleParams
 from promptadmin.content.assembly import (
-    AssembleParams,
     AssemblyInputError,
     Loader,
     assemble_prompt,

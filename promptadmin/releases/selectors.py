@@ -139,5 +139,6 @@ def choices() -> list[tuple[str, str]]:
     ]
 
 
-def label_moves(limit: int = 20) -> list[ReleaseLabelMove]:
-    return list(ReleaseLabelMove.objects.select_related("from_release", "to_release", "by")[:limit])
+def label_moves() -> QuerySet[ReleaseLabelMove]:
+    """Every move of a label, newest first, with its releases and who moved it."""
+    return ReleaseLabelMove.objects.select_related("from_release", "to_release", "by")

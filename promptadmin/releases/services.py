@@ -23,16 +23,18 @@ from assembler.replies import (
     parse_reply_expectation,
     reply_params_problems,
 )
-from promptadmin.content.models import NPC, Entry, slug_validator
-from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
+from assembler.request import AssembleParams, RequestError, parse_assemble_params
+from assembler.storable import StoredJsonError, check_stored_json, printable
+from promptadmin.content.models import NPC, Entry, is_slug
+from promptadmin.core.actors import Actor, attribution, record_actor, user_or_none
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.releases import serving
 from promptadmin.releases.bundles import Version, release_version, store
 from promptadmin.releases.impact import failing
 from promptadmin.releases.models import (
+    MAX_SCENARIO_NAME,
     RESERVED_NAMES,
     WORKING,
     Release,
@@ -47,8 +49,6 @@ from promptadmin.releases.scenarios import scenarios_for
 from promptadmin.releases.working import working_version
 
 MAX_NOTES = 10_000
-MAX_NPCS = 50  # as many as one assembly takes
-MAX_TIER = 32767  # what a segment's tier column holds
 MOVING_A_LABEL = "Moving a release label"
 #: In a label move's ``expected`` states: the label exists (If-Match: *).
 ANY_RELEASE = "*"
@@ -79,10 +79,6 @@ class WorkingCopyChanged(Exception):
             f"The working copy changed since it was reviewed (content hash {reviewed[:12]}…, "
             f"now {current[:12]}…): compare again, then publish what you reviewed."
         )
-
-
-def _attribution(actor: Actor) -> dict[str, Any]:
-    return {"user": user_or_none(actor), "via": key_label(actor)[:100] if is_key(actor) else ""}
 
 
 # A PostgreSQL advisory lock: taken while a release name or a new label is checked and
@@ -186,12 +182,12 @@ def _check_notes(notes: str, field: str = "notes") -> None:
 def _store(version: Version, *, name: str, notes: str, actor: Actor) -> Release:
     """Write ``version`` as a release: its manifest, and the bundles no release stored
     before (after a small change, the few that changed)."""
-    who = _attribution(actor)
+    who = attribution(actor)
     release = Release.objects.create(
         name=name,
         notes=notes,
-        created_by=who["user"],
-        created_via=who["via"],
+        created_by=who.user,
+        created_via=who.via,
         content_hash=version.content_hash,
         segment_count=version.segment_count,
         catalog=dict(version.catalog),
@@ -341,13 +337,13 @@ def _move(
         current.release = release
         current.moved_at = timezone.now()
         current.save(update_fields=["release", "moved_at"])
-    who = _attribution(actor)
+    who = attribution(actor)
     move = ReleaseLabelMove.objects.create(
         label=label,
         from_release=before,
         to_release=release,
-        by=who["user"],
-        via=who["via"],
+        by=who.user,
+        via=who.via,
         note=note,
         confirmed_failures=failures,
     )
@@ -418,126 +414,138 @@ SCENARIO_FIELDS = (
     "expectations",
     *REPLY_PARAMS,
 )
+#: A scenario's fields that make its assembly request, read by the one request parser.
+SCENARIO_REQUEST_FIELDS = ("entry", "first_turn", "npcs", "state", "token_budget", "npc_budget")
+SCENARIO_DEFAULTS: dict[str, Any] = {
+    "first_turn": False,
+    "npcs": [],
+    "state": {},
+    "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
+    "npc_budget": assembler.DEFAULT_NPC_BUDGET,
+    "expectations": [],
+    **REPLY_PARAMS,
+}
+
+Errors = dict[str, list[str]]
 
 
-def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
-    """Check a scenario's fields, naming the first bad one; returns them normalised."""
-    errors: dict[str, str] = {}
-    name = normalize_newlines(values.get("name"))
-    if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        errors["name"] = "Expected a name of 1 to 100 characters."
-    else:
-        try:
-            check_stored_json(name)
-        except StoredJsonError as exc:
-            errors["name"] = exc.message
-    entry = values.get("entry")
+def _scenario_name(name: Any, errors: Errors) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_SCENARIO_NAME:
+        errors["name"] = [f"Expected a name of 1 to {MAX_SCENARIO_NAME} characters."]
+        return ""
     try:
-        slug_validator(entry)
-        if not Entry.objects.filter(slug=entry).exists():
-            errors["entry"] = f"No entry with slug '{entry}'."
-    except (ValidationError, TypeError):
-        errors["entry"] = "Expected an entry slug."
-    if not isinstance(values.get("first_turn"), bool):
-        errors["first_turn"] = "Expected true or false."
-    requested = values.get("npcs") or []
-    if not isinstance(requested, list) or len(requested) > MAX_NPCS:
-        errors["npcs"] = f'Expected a list of at most {MAX_NPCS} NPC slugs or {{"npc", "tier"}}.'
-        requested = []
-    npcs: list[dict[str, Any]] = []
-    for index, item in enumerate(requested):
-        if isinstance(item, str):
-            item = {"npc": item}
-        slug = item.get("npc") if isinstance(item, dict) else None
-        tier = item.get("tier", 0) if isinstance(item, dict) else 0
-        if not isinstance(slug, str) or not 0 < len(slug) <= 64:
-            errors[f"npcs.{index}.npc"] = "Expected an NPC slug."
-            continue
-        try:
-            check_stored_json(slug)  # looked up, then stored: no NUL, no lone surrogate
-        except StoredJsonError as exc:
-            errors[f"npcs.{index}.npc"] = exc.message
-            continue
-        if isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= MAX_TIER:
-            errors[f"npcs.{index}.tier"] = f"Expected a whole number from 0 to {MAX_TIER}."
-            continue
-        npcs.append({"npc": slug, "tier": tier})
-    slugs = [item["npc"] for item in npcs]
-    known = set(NPC.objects.filter(slug__in=slugs).values_list("slug", flat=True))
-    unknown = [slug for slug in slugs if slug not in known]
-    if unknown:
-        errors["npcs"] = f"Unknown NPC slugs: {', '.join(unknown)}."
-    elif len(set(slugs)) != len(slugs):
-        errors["npcs"] = "Each NPC may be listed once."
-    for budget in ("token_budget", "npc_budget"):
-        value = values.get(budget)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not 0 <= value <= assembler.MAX_BUDGET
-        ):
-            errors[budget] = f"Expected a whole number from 0 to {assembler.MAX_BUDGET}."
-    expectations = values.get("expectations") or []
-    if not isinstance(expectations, list) or len(expectations) > MAX_EXPECTATIONS:
-        errors["expectations"] = f"Expected a list of at most {MAX_EXPECTATIONS} expectations."
-        expectations = []
+        check_stored_json(name)
+    except StoredJsonError as exc:
+        errors["name"] = [exc.message]
+    return name.strip()
+
+
+def _scenario_request(values: dict[str, Any], errors: Errors) -> AssembleParams | None:
+    """The scenario's assembly request, read as /assemble and the preview read theirs;
+    its state is stored, so it must also be storable JSON (no NUL in a text)."""
+    request = {name: values[name] for name in SCENARIO_REQUEST_FIELDS if name in values}
+    try:
+        params = parse_assemble_params(request)
+    except RequestError as error:
+        for field, messages in error.errors.items():
+            errors.setdefault(field, []).extend(messages)
+        return None
+    try:
+        check_stored_json(dict(params.state))
+    except StoredJsonError as exc:
+        errors[f"state.{exc.path}".rstrip(".")] = [exc.message]
+        return None
+    return params
+
+
+def _scenario_expectations(items: Any, errors: Errors) -> list[dict[str, Any]]:
+    if not isinstance(items, list) or len(items) > MAX_EXPECTATIONS:
+        errors["expectations"] = [f"Expected a list of at most {MAX_EXPECTATIONS} expectations."]
+        return []
     parsed = []
-    for index, item in enumerate(expectations):
+    for index, item in enumerate(items):
         # Reply expectations (playtests) sit beside the prompt ones; the assembler parses both.
         parse = parse_reply_expectation if is_reply_expectation(item) else parse_expectation
         try:
             parsed.append(parse(normalize_values(item)).to_dict())
             check_stored_json(parsed[-1])
         except ExpectationError as exc:
-            errors[f"expectations.{index}.{exc.field}"] = str(exc)
+            errors[f"expectations.{index}.{exc.field}"] = [str(exc)]
         except StoredJsonError as exc:
-            errors[f"expectations.{index}.{exc.path}"] = exc.message
-    state = normalize_values(values.get("state") or {})
-    if not isinstance(state, dict):
-        errors["state"] = "Expected a JSON object."
-    else:
-        for key, value in state.items():
-            if key not in assembler.DYNAMIC_SCOPES:
-                errors[f"state.{key}"] = (
-                    f"Unknown layer; the layers are: {', '.join(assembler.DYNAMIC_SCOPES)}."
-                )
-            elif value is not None and not isinstance(value, str | dict):
-                errors[f"state.{key}"] = "Expected text, a JSON object or null."
-    try:
-        check_stored_json(state)
-    except StoredJsonError as exc:
-        errors[f"state.{exc.path}".rstrip(".")] = exc.message
-    errors |= reply_params_problems(values)
+            errors[f"expectations.{index}.{exc.path}"] = [exc.message]
+    return parsed
+
+
+def _scenario_fields(
+    values: dict[str, Any], errors: Errors
+) -> tuple[dict[str, Any], AssembleParams | None]:
+    """A scenario's fields checked for what they are, whatever they refer to (each bad one
+    named in ``errors``), and normalised (when none is bad); with its assembly request, if
+    it is one."""
+    unknown = sorted(set(values) - set(SCENARIO_FIELDS))
+    for name in unknown:
+        errors[printable(name)] = [f"Unknown field; the fields are: {', '.join(SCENARIO_FIELDS)}."]
+    name = _scenario_name(normalize_newlines(values.get("name")), errors)
+    params = _scenario_request(values, errors)
+    expectations = _scenario_expectations(values.get("expectations", []), errors)
+    for field, problem in reply_params_problems(values).items():
+        errors[field] = [problem]
+    if errors or params is None:  # nothing to normalise: the caller names the errors
+        return {}, params
+    replies = {param: values.get(param, default) for param, default in REPLY_PARAMS.items()}
+    return {
+        "name": name,
+        "entry": params.entry,
+        "first_turn": params.first_turn,
+        "npcs": [{"npc": slug, "tier": tier} for slug, tier in params.npcs],
+        "state": normalize_values(dict(params.state)),
+        "token_budget": params.token_budget,
+        "npc_budget": params.npc_budget,
+        "expectations": expectations,
+        **replies,
+        "temperature": float(replies["temperature"]),
+    }, params
+
+
+def _scenario_references(params: AssembleParams, errors: Errors) -> None:
+    """Name in ``errors`` the scenario's entry or NPCs that do not exist (in the working
+    copy)."""
+    if not (is_slug(params.entry) and Entry.objects.filter(slug=params.entry).exists()):
+        errors["entry"] = [f"No entry with slug '{params.entry}'."]
+    slugs = [slug for slug, _tier in params.npcs]
+    known = set(NPC.objects.filter(slug__in=slugs).values_list("slug", flat=True))
+    unknown = [slug for slug in slugs if slug not in known]
+    if unknown:
+        errors["npcs"] = [f"Unknown NPC slugs: {', '.join(unknown)}."]
+
+
+def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
+    """A scenario's fields checked (ValidationError naming each bad one) and normalised."""
+    errors: Errors = {}
+    cleaned, params = _scenario_fields(values, errors)
+    if params is not None:
+        _scenario_references(params, errors)
     if errors:
         raise ValidationError(errors)
-    return {
-        **values,
-        "temperature": float(values.get("temperature", REPLY_PARAMS["temperature"])),
-        "name": name.strip(),  # type: ignore[union-attr]
-        "npcs": npcs,
-        "state": state,
-        "expectations": parsed,
-    }
+    return cleaned
+
+
+def scenario_fields_check(values: dict[str, Any], *, scenario: Scenario) -> None:
+    """Refuse changes to ``scenario`` that are malformed whatever they refer to
+    (ValidationError naming each bad field); what the names refer to is checked when
+    saved, and nothing is saved here."""
+    base = {name: getattr(scenario, name) for name in SCENARIO_FIELDS}
+    errors: Errors = {}
+    _scenario_fields({**base, **values}, errors)
+    if errors:
+        raise ValidationError(errors)
 
 
 @transaction.atomic
 def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
     """Save a preview configuration as a named scenario."""
     require(actor, role=Role.AUTHOR, action=CHANGING_SCENARIOS)
-    values = {
-        "first_turn": False,
-        "npcs": [],
-        "state": {},
-        "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
-        "npc_budget": assembler.DEFAULT_NPC_BUDGET,
-        "expectations": [],
-        **REPLY_PARAMS,
-        **values,
-    }
-    unknown = set(values) - set(SCENARIO_FIELDS)
-    if unknown:
-        raise ValidationError({sorted(unknown)[0]: "Unknown field."})
-    values = _clean_scenario(values)
+    values = _clean_scenario({**SCENARIO_DEFAULTS, **values})
     if Scenario.objects.filter(name=values["name"]).exists():
         raise ValidationError({"name": f"There is already a scenario named '{values['name']}'."})
     scenario = Scenario(updated_by=user_or_none(actor), **values)
@@ -547,11 +555,8 @@ def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
 
 
 def scenario_check(*, scenario: Scenario, **changes: Any) -> dict[str, Any]:
-    """The scenario's fields with ``changes`` applied, checked (ValidationError names the
-    first bad field); nothing is saved."""
-    unknown = set(changes) - set(SCENARIO_FIELDS)
-    if unknown:
-        raise ValidationError({sorted(unknown)[0]: "Unknown field."})
+    """The scenario's fields with ``changes`` applied, checked (ValidationError names each
+    bad field); nothing is saved."""
     return _clean_scenario({name: getattr(scenario, name) for name in SCENARIO_FIELDS} | changes)
 
 

@@ -15,6 +15,7 @@ from promptadmin.studio.views import (
     entries,
     history,
     lore,
+    pickers,
     playtests,
     preview,
     prompts,
@@ -25,6 +26,7 @@ from promptadmin.studio.views import (
 
 studio_patterns: list[URLPattern | URLResolver] = [
     path("", dashboard.dashboard, name="dashboard"),
+    path("health/", dashboard.entry_health, name="entry_health"),
     path("segments/", segments.segment_list, name="segment_list"),
     path("segments/new/", segments.segment_create, name="segment_create"),
     path("segments/check/", segments.segment_check, name="segment_check"),
@@ -42,6 +44,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
         {"kind": "entry"},
         name="entry_delete",
     ),
+    path("pick/", pickers.object_picker, name="object_picker"),
     path("lore/", lore.lore_list, name="lore_list"),
     path("lore/new/", lore.lore_create, name="lore_create"),
     path("lore/test/", lore.lore_test, name="lore_test"),

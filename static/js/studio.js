@@ -476,3 +476,112 @@ document.addEventListener("DOMContentLoaded", () => {
     toggle.focus();
   });
 });
+
+// Object pickers (forms.common.ObjectPicker): the text box lists matches as you type
+// (htmx fills the listbox); ArrowDown/ArrowUp move through them, Enter or a click picks
+// one, Escape closes the list. Picking fills the hidden input with "kind:slug" and sends
+// an input event from it, so a filter form refreshes; typing undoes the pick (the server
+// then reads what was typed, as it does without JavaScript).
+function pickerParts(element) {
+  const picker = element && element.closest && element.closest("[data-picker]");
+  if (!picker) return null;
+  return {
+    picker,
+    input: picker.querySelector('[role="combobox"]'),
+    hidden: picker.querySelector("[data-picker-value]"),
+    listbox: picker.querySelector('[role="listbox"]'),
+  };
+}
+
+function pickerOptions(parts) {
+  return [...parts.listbox.querySelectorAll('[role="option"]:not([aria-disabled="true"])')];
+}
+
+function pickerClose(parts) {
+  parts.listbox.replaceChildren();
+  parts.input.setAttribute("aria-expanded", "false");
+  parts.input.removeAttribute("aria-activedescendant");
+}
+
+function pickerActivate(parts, option) {
+  for (const other of pickerOptions(parts)) {
+    const active = other === option;
+    other.setAttribute("aria-selected", active ? "true" : "false");
+    other.classList.toggle("active", active);
+  }
+  parts.input.setAttribute("aria-activedescendant", option.id);
+  option.scrollIntoView({ block: "nearest" });
+}
+
+function pickerChoose(parts, option) {
+  parts.hidden.value = option.dataset.value;
+  parts.input.value = option.dataset.label;
+  pickerClose(parts);
+  parts.hidden.dispatchEvent(new Event("input", { bubbles: true }));
+  parts.hidden.dispatchEvent(new Event("change", { bubbles: true }));
+}
+
+document.addEventListener("htmx:afterSwap", (event) => {
+  const parts = pickerParts(event.detail.target);
+  if (!parts || event.detail.target !== parts.listbox) return;
+  // The text may have changed since this answer was asked for: a focused box only.
+  if (document.activeElement !== parts.input) {
+    pickerClose(parts);
+    return;
+  }
+  pickerOptions(parts).forEach((option, index) => {
+    option.id = `${parts.listbox.id}_${index}`;
+  });
+  parts.input.setAttribute("aria-expanded", parts.listbox.children.length ? "true" : "false");
+  parts.input.removeAttribute("aria-activedescendant");
+});
+
+document.addEventListener("keydown", (event) => {
+  const parts = pickerParts(event.target);
+  if (!parts || event.target !== parts.input) return;
+  const options = pickerOptions(parts);
+  const current = options.findIndex((option) => option.getAttribute("aria-selected") === "true");
+  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    if (!options.length) return;
+    event.preventDefault();
+    const step = event.key === "ArrowDown" ? 1 : -1;
+    const next = current < 0 ? (step > 0 ? 0 : options.length - 1)
+      : (current + step + options.length) % options.length;
+    pickerActivate(parts, options[next]);
+  } else if (event.key === "Enter" && current >= 0) {
+    event.preventDefault();
+    pickerChoose(parts, options[current]);
+  } else if (event.key === "Escape" && parts.listbox.children.length) {
+    event.preventDefault();
+    pickerClose(parts);
+  }
+});
+
+// Typing in the box is the picker's business only (a filter form waits for a pick, so the
+// event stops at the picker), and it undoes the pick.
+function initPickers(root) {
+  const pickers = root.matches && root.matches("[data-picker]") ? [root] : [];
+  pickers.push(...(root.querySelectorAll ? root.querySelectorAll("[data-picker]") : []));
+  for (const picker of pickers) {
+    if (picker.dataset.pickerReady) continue;
+    picker.dataset.pickerReady = "1";
+    picker.addEventListener("input", (event) => {
+      if (event.target.getAttribute("role") !== "combobox") return;
+      picker.querySelector("[data-picker-value]").value = "";
+      event.stopPropagation();
+    });
+  }
+}
+if (window.htmx) window.htmx.onLoad(initPickers);
+
+document.addEventListener("mousedown", (event) => {
+  const option = event.target.closest && event.target.closest('[data-picker] [role="option"]');
+  if (!option || option.getAttribute("aria-disabled") === "true") return;
+  event.preventDefault(); // the box keeps the focus
+  pickerChoose(pickerParts(option), option);
+});
+
+document.addEventListener("focusout", (event) => {
+  const parts = pickerParts(event.target);
+  if (parts && !parts.picker.contains(event.relatedTarget)) pickerClose(parts);
+});

@@ -23,13 +23,18 @@ from tests.factories import UserFactory
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+# How long an action or an assertion waits for the page (Playwright's default for
+# assertions is 5 s): long enough for a busy machine running tests on every core.
+WAIT_MS = 10_000
 PASSWORD = "pw-for-browser-tests"
 VIEWPORT = {"width": 1366, "height": 900}  # a common laptop screen
 
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=WAIT_MS)
 
     # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
     # in between (fixtures, assertions) are still plain synchronous code.
@@ -100,7 +105,7 @@ def new_page(browser: Any, live_server: Any) -> Iterator[Callable[[], Any]]:
         context = browser.new_context(base_url=live_server.url, viewport=VIEWPORT)
         contexts.append(context)
         page = context.new_page()
-        page.set_default_timeout(10_000)
+        page.set_default_timeout(WAIT_MS)
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on("response", lambda response: _check_resource(response, errors))
         return page

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,8 @@ def test_an_admin_imports_reviews_and_copies_into_a_world_segment(
     expect(page.locator("article.deprecated-item")).to_have_count(1)
 
     item.get_by_label("Scope").select_option("world")
-    item.get_by_label("Belongs to").select_option("world:iron-coast")
+    item.get_by_label("Belongs to").press_sequentially("iron")
+    item.get_by_role("option", name=re.compile("The Iron Coast")).click()
     item.get_by_label("Content").fill("The tide decides when the coast is walkable.")
     item.get_by_label("Active (assembled from now on)").check()
     screenshot(page, "21-deprecated-review")

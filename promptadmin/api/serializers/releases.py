@@ -8,7 +8,7 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 import assembler
-from assembler.impact import EXPECTATION_KINDS
+from assembler.impact import EXPECTATION_KINDS, MAX_EXPECTATION_TEXT, MAX_EXPECTATIONS
 from assembler.replies import (
     MAX_PATTERN,
     MAX_REPLY_TOKENS,
@@ -17,6 +17,7 @@ from assembler.replies import (
     MAX_TEMPERATURE,
     REPLY_KINDS,
 )
+from assembler.request import MAX_NPCS, MAX_SLUG
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.assembly import (
     NpcRequestField,
@@ -24,7 +25,13 @@ from promptadmin.api.serializers.assembly import (
     StateSerializer,
 )
 from promptadmin.api.serializers.common import StrictSerializer, utf8_text
-from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
+from promptadmin.releases.models import (
+    MAX_SCENARIO_NAME,
+    Release,
+    ReleaseLabel,
+    ReleaseLabelMove,
+    Scenario,
+)
 
 HEX_SHA256 = RegexValidator(r"^[0-9a-f]{64}\Z", "Expected a SHA-256 in lowercase hex.")
 
@@ -153,7 +160,9 @@ class ExpectationSerializer(StrictSerializer):
 
     kind = serializers.ChoiceField(choices=(*EXPECTATION_KINDS, *REPLY_KINDS))
     segment = f.Integer(required=False, min_value=1, help_text="keeps_segment: the segment's id.")
-    text = f.Text(required=False, max_length=2000, help_text="contains: the text to find.")
+    text = f.Text(
+        required=False, max_length=MAX_EXPECTATION_TEXT, help_text="contains: the text to find."
+    )
     tokens = f.Integer(
         required=False,
         min_value=1,
@@ -175,21 +184,26 @@ class ExpectationSerializer(StrictSerializer):
     )
 
 
+# For the OpenAPI schema only: the scenario services check a write, its request fields
+# with the one request parser (assembler.request), as /assemble reads them.
 class ScenarioInputSerializer(StrictSerializer):
     """The shape of a scenario write; what the names refer to (the entry, the NPCs) is
     checked by the scenario services, after the If-Match precondition."""
 
-    name = f.Text(max_length=100)
-    entry = f.Text(max_length=64, help_text="Entry slug.")
+    name = f.Text(max_length=MAX_SCENARIO_NAME)
+    entry = f.Text(max_length=MAX_SLUG, help_text="Entry slug.")
     first_turn = f.Flag(required=False)
     npcs = serializers.ListField(
-        child=NpcRequestField(), required=False, max_length=50, help_text="Most important first."
+        child=NpcRequestField(),
+        required=False,
+        max_length=MAX_NPCS,
+        help_text="Most important first.",
     )
     state = StateSerializer(required=False)
     token_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
     npc_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
     expectations = serializers.ListField(
-        child=ExpectationSerializer(), required=False, max_length=50
+        child=ExpectationSerializer(), required=False, max_length=MAX_EXPECTATIONS
     )
     temperature = f.Number(
         required=False, min_value=0, max_value=MAX_TEMPERATURE, help_text="Playtests: 0 default."
@@ -202,20 +216,13 @@ class ScenarioInputSerializer(StrictSerializer):
         required=False, min_value=1, max_value=MAX_SAMPLES, help_text="Playtests: replies per side."
     )
 
-    def validated(self) -> dict[str, Any]:
-        """The fields sent, in the services' terms (NPCs as ``{"npc", "tier"}``)."""
-        values = {name: self.initial_data[name] for name in self.validated_data}
-        if "npcs" in self.validated_data:
-            values["npcs"] = [{"npc": n, "tier": t} for n, t in self.validated_data["npcs"]]
-        return values
-
 
 class ScenarioSerializer(serializers.Serializer):
     """A saved scenario, as read."""
 
     id = f.Integer(read_only=True)
-    name = f.Text(max_length=100)
-    entry = f.Text(max_length=64, help_text="Entry slug.")
+    name = f.Text(max_length=MAX_SCENARIO_NAME)
+    entry = f.Text(max_length=MAX_SLUG, help_text="Entry slug.")
     first_turn = f.Flag(required=False)
     npcs = serializers.ListField(child=serializers.DictField(), required=False)
     state = serializers.DictField(required=False)

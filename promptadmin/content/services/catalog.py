@@ -16,7 +16,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from promptadmin.content.models import MAX_TIER, NPC, Entry, EntryNpc, EntryRuleset, Ruleset, World
+from assembler.request import MAX_TIER
+from promptadmin.content.models import NPC, Entry, EntryNpc, EntryRuleset, Ruleset, World
 from promptadmin.content.services.segments import CHANGING_CONTENT
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import content_changed

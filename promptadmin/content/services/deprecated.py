@@ -25,6 +25,7 @@ from simple_history.utils import bulk_create_with_history, bulk_update_with_hist
 
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import DEPRECATED_SCOPES, REF_FIELDS, Segment
+from promptadmin.content.search import search_words, segment_search
 from promptadmin.content.services import segments
 from promptadmin.content.services.legacy_import import (
     MIGRATING,
@@ -89,14 +90,15 @@ def status_q(status: str) -> Q:
 def deprecated_segments(
     *, scope: str | None = None, status: str | None = None, search: str | None = None
 ) -> QuerySet[Segment]:
-    """Every deprecated-scope segment, filtered; oldest first."""
+    """Every deprecated-scope segment, filtered (``search``: words of the title or text,
+    through the search index); oldest first."""
     queryset = Segment.objects.filter(scope__in=DEPRECATED_SCOPES)
     if scope:
         queryset = queryset.filter(scope=scope)
     if status:
         queryset = queryset.filter(status_q(status))
-    for word in (search or "").split():
-        queryset = queryset.filter(content__icontains=word)
+    if search_words(search or ""):
+        queryset = segment_search(queryset, search or "")
     return queryset.order_by("id")
 
 

@@ -26,6 +26,7 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
+from assembler.request import MAX_TIER
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.legacy import (
     ExportError,
@@ -34,7 +35,7 @@ from promptadmin.content.legacy import (
     check_refs,
     read_export,
 )
-from promptadmin.content.models import MAX_TIER, SCOPE_REF_FIELD, Scope, Segment
+from promptadmin.content.models import SCOPE_REF_FIELD, Scope, Segment
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.roles import Role, require

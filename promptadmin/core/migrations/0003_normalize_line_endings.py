@@ -117,7 +117,7 @@ class Migration(migrations.Migration):
         ("promptadmin_core", "0002_repair_numbers_beyond_64_bits"),
         # The newest state of every model changed here: a history record is written with
         # every column its table has.
-        ("promptadmin", "0011_npc_tier_from_imported_metadata"),
+        ("promptadmin", "0013_npc_tier_from_imported_metadata"),
         ("prompts", "0003_prompt_versions_immutable"),
         ("releases", "0007_scenario_playtest_parameters"),
     ]

@@ -9,11 +9,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from assembler.request import INT32
+from assembler.storable import StoredJsonError, check_stored_json
 from assembler.templates import TemplateSyntaxError, parse
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.errors import InUseError, StaleStateError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
 from promptadmin.core.text import normalize_newlines
 from promptadmin.prompts.models import NAME_HELP, NAME_RE, AdapterInstruction, Interface
 from promptadmin.prompts.services import CHANGING_PROMPTS, prompts_changed
@@ -22,7 +23,7 @@ INTERFACE_FIELDS = ("name", "supports_system_prompt", "supports_structured_outpu
 ADAPTER_FIELDS = ("interface", "task", "order", "system_addition", "user_addition", "active")
 ADAPTER_TEXTS = ("system_addition", "user_addition")  # what authors write: see core.text
 MAX_ADDITION = 50_000
-MAX_ORDER = 2**31 - 1
+MAX_ORDER = INT32
 
 
 def _check_interface(changes: dict[str, Any], instance: Interface | None) -> None:

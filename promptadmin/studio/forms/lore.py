@@ -14,6 +14,7 @@ from assembler.lore import (
     MAX_LORE_TITLE_LENGTH,
     MIN_LORE_PRIORITY,
 )
+from assembler.request import MAX_SLUG
 from promptadmin.content.models import World, is_slug
 from promptadmin.studio.forms.common import AutoDirSelect
 
@@ -225,4 +226,4 @@ class LoreTestForm(forms.Form):
         label="Test a line",
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Type what a player might say…"}),
     )
-    world = forms.CharField(required=False, max_length=64)
+    world = forms.CharField(required=False, max_length=MAX_SLUG)

@@ -13,9 +13,9 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
+from assembler.request import DEFAULT_TEMPLATE, INT32, RENDER_FORMATS
 from assembler.templates import SYNTAXES
 from promptadmin.core.storedjson import object_from_text
-from promptadmin.prompts.models import DEFAULT_TEMPLATE
 
 TEMPLATE_ROW = re.compile(r"^template_(name|text)_([0-9]{1,3})$")
 MAX_ROWS = 60
@@ -145,7 +145,7 @@ class VersionForm(forms.Form):
 
 class LabelForm(forms.Form):
     name = forms.CharField(max_length=36, label="Label")
-    version = forms.IntegerField(min_value=1, max_value=2**31 - 1)
+    version = forms.IntegerField(min_value=1, max_value=INT32)
 
 
 class LabelRemoveForm(forms.Form):
@@ -153,8 +153,11 @@ class LabelRemoveForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    a = forms.IntegerField(min_value=1, max_value=2**31 - 1, label="Compare version")
-    b = forms.IntegerField(min_value=1, max_value=2**31 - 1, label="with version")
+    a = forms.IntegerField(min_value=1, max_value=INT32, label="Compare version")
+    b = forms.IntegerField(min_value=1, max_value=INT32, label="with version")
+
+
+FORMAT_LABELS = {"messages": "Messages", "text": "Raw texts"}
 
 
 class PlaygroundForm(forms.Form):
@@ -172,7 +175,7 @@ class PlaygroundForm(forms.Form):
         'Values adapter instructions use, e.g. {"json_schema": {...}}; missing keys render empty.',
     )
     format = forms.ChoiceField(
-        choices=[("messages", "Messages"), ("text", "Raw texts")],
+        choices=[(name, FORMAT_LABELS[name]) for name in RENDER_FORMATS],
         initial="messages",
         required=False,
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
@@ -15,14 +16,14 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from assembler.format_lint import lint_prompt
-from assembler.templates import check
+from assembler.request import DEFAULT_TEMPLATE
+from assembler.templates import used_variables
 from promptadmin.core.roles import Role, role_of
 from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
     DEFAULT_LABEL,
-    DEFAULT_TEMPLATE,
     LATEST,
     Interface,
     Label,
@@ -31,6 +32,7 @@ from promptadmin.prompts.models import (
     PromptVersion,
 )
 from promptadmin.prompts.selectors import (
+    ResolvedPrompt,
     adapter_context_findings,
     fetch_prompt,
     prompts_with_labels,
@@ -38,7 +40,13 @@ from promptadmin.prompts.selectors import (
 )
 from promptadmin.prompts.services import prompts as services
 from promptadmin.studio import confirm, diffs
-from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import (
+    HtmxHttpRequest,
+    fragment_or_page,
+    page_of,
+    render_page,
+    studio_view,
+)
 from promptadmin.studio.forms.common import add_service_errors
 from promptadmin.studio.forms.prompts import (
     CompareForm,
@@ -56,7 +64,8 @@ PLAYGROUND = "studio/prompt_playground.html"
 
 @studio_view()
 def prompt_list(request: HttpRequest) -> HttpResponse:
-    context = {"section": SECTION, "prompts": prompts_with_labels()}
+    page = page_of(request, prompts_with_labels())
+    context = {"section": SECTION, "page": page, "prompts": page.items}
     return render_page(request, "studio/prompt_list.html", context)
 
 
@@ -76,10 +85,8 @@ def prompt_create(request: HttpRequest) -> HttpResponse:
     return render_page(request, "studio/prompt_create.html", {"section": SECTION, "form": form})
 
 
-def _versions(prompt: Prompt) -> list[PromptVersion]:
-    return list(
-        prompt.versions.select_related("author").prefetch_related("labels").order_by("-number")
-    )
+def _versions(prompt: Prompt) -> QuerySet[PromptVersion]:
+    return prompt.versions.select_related("author").prefetch_related("labels").order_by("-number")
 
 
 @studio_view()
@@ -88,8 +95,8 @@ def prompt_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Versions with their labels, the labels (move or remove with one click), their
     history, and a diff between any two versions."""
     prompt = get_object_or_404(Prompt, pk=pk)
-    versions = _versions(prompt)
-    numbers = [v.number for v in versions]
+    versions = page_of(request, _versions(prompt), param="versions_page")
+    numbers = list(prompt.versions.order_by("-number").values_list("number", flat=True))
     compare = CompareForm(request.GET or None)
     diff = None
     if compare.is_bound and compare.is_valid():
@@ -110,7 +117,11 @@ def prompt_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "numbers": numbers,
             "labels": Label.objects.filter(prompt=prompt).select_related("version"),
             "protected": services.protected_labels(),
-            "events": LabelEvent.objects.filter(prompt=prompt).select_related("user")[:50],
+            "events": page_of(
+                request,
+                LabelEvent.objects.filter(prompt=prompt).select_related("user"),
+                param="events_page",
+            ),
             "compare": compare,
             "diff": diff,
         },
@@ -244,9 +255,7 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
     system = normalize_newlines(data.get("system", ""))
     templates = normalize_values(form.user_templates())
     count = tokenizer().count
-    used: dict[str, None] = {}
-    for text in (system, *templates.values()):
-        used.update(dict.fromkeys(check(text, syntax).variables))
+    used = used_variables(syntax, system, templates)
     declared = data.get("variables")
     findings = lint_prompt(
         syntax=syntax,
@@ -384,68 +393,80 @@ def _bound_copy(form: VersionForm) -> VersionForm:
     return VersionForm(data)
 
 
+def _sources(prompt: Prompt) -> list[tuple[str, str]]:
+    """What the playground can render: each label (``latest`` too), then each version."""
+    labels = list(
+        Label.objects.filter(prompt=prompt).order_by("name").values_list("name", flat=True)
+    )
+    numbers = list(prompt.versions.order_by("-number").values_list("number", flat=True))
+    return [(f"label:{name}", f"label {name}") for name in [*labels, LATEST]] + [
+        (f"version:{n}", f"version {n}") for n in numbers
+    ]
+
+
+def _resolved(prompt: Prompt, source: str) -> ResolvedPrompt | None:
+    """The version ``source`` (``label:NAME`` or ``version:N``) names, if it exists."""
+    kind, _, value = source.partition(":")
+    try:
+        return fetch_prompt(
+            component=prompt.component,
+            agent=prompt.agent,
+            task_type=prompt.task_type_or_none,
+            label=value if kind == "label" else None,
+            version=int(value) if kind == "version" and value.isdigit() else None,
+        )
+    except PromptLookupError:
+        return None
+
+
+def _playground_render(
+    form: PlaygroundForm, resolved: ResolvedPrompt
+) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
+    """The render the form asks for, as the render API returns it, or what is wrong."""
+    data = form.cleaned_data
+    try:
+        rendered = render_prompt(
+            resolved,
+            template=data["template"] or DEFAULT_TEMPLATE,
+            variables=form.values(),
+            interface=data["interface"] or None,
+            user_instructions=data["user_instructions"] or None,
+            instruction_context=data["instruction_context"],
+        )
+    except RenderInputError as error:
+        return None, error.errors
+    return {
+        "format": data["format"] or "messages",
+        "messages": rendered.messages,
+        "system": rendered.system,
+        "user": rendered.user,
+        "tokens": rendered.tokens,
+        "total": sum(m["tokens"] for m in rendered.messages),
+        "unused": rendered.unused_variables,
+        "findings": [finding.to_dict() for finding in rendered.findings],
+    }, {}
+
+
 @studio_view()
 @vary_on_headers("HX-Request")
 def prompt_playground(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Pick a version, a template and an interface, fill the variables: the final messages
     and their token counts, exactly as the render API returns them."""
     prompt = get_object_or_404(Prompt, pk=pk)
-    labels = list(
-        Label.objects.filter(prompt=prompt).order_by("name").values_list("name", flat=True)
-    )
-    numbers = list(prompt.versions.order_by("-number").values_list("number", flat=True))
-    sources = [(f"label:{name}", f"label {name}") for name in [*labels, LATEST]] + [
-        (f"version:{n}", f"version {n}") for n in numbers
-    ]
+    sources = _sources(prompt)
     params = request.GET
     source = params.get("source") or (sources[0][0] if sources else "")
-    resolved = None
-    if source:
-        kind, _, value = source.partition(":")
-        try:
-            resolved = fetch_prompt(
-                component=prompt.component,
-                agent=prompt.agent,
-                task_type=prompt.task_type_or_none,
-                label=value if kind == "label" else None,
-                version=int(value) if kind == "version" and value.isdigit() else None,
-            )
-        except PromptLookupError:
-            resolved = None
+    resolved = _resolved(prompt, source) if source else None
+    # One field per variable: those declared, then any other the templates use.
     variables = []
     if resolved is not None:
-        used: dict[str, None] = dict.fromkeys(resolved.variables)
-        for text in (resolved.system, *resolved.user_templates.values()):
-            used.update(dict.fromkeys(check(text, resolved.syntax).variables))
-        variables = list(used)
+        used = used_variables(resolved.syntax, resolved.system, resolved.user_templates)
+        variables = list(dict.fromkeys([*resolved.variables, *used]))
     form = PlaygroundForm(params or None, variables=variables, initial={"source": source})
-    interfaces = list(Interface.objects.order_by("name").values_list("name", flat=True))
     result: dict[str, Any] | None = None
     problems: dict[str, list[str]] = {}
     if form.is_bound and form.is_valid() and resolved is not None:
-        data = form.cleaned_data
-        try:
-            rendered = render_prompt(
-                resolved,
-                template=data["template"] or DEFAULT_TEMPLATE,
-                variables=form.values(),
-                interface=data["interface"] or None,
-                user_instructions=data["user_instructions"] or None,
-                instruction_context=data["instruction_context"],
-            )
-        except RenderInputError as error:
-            problems = error.errors
-        else:
-            result = {
-                "format": data["format"] or "messages",
-                "messages": rendered.messages,
-                "system": rendered.system,
-                "user": rendered.user,
-                "tokens": rendered.tokens,
-                "total": sum(m["tokens"] for m in rendered.messages),
-                "unused": rendered.unused_variables,
-                "findings": [finding.to_dict() for finding in rendered.findings],
-            }
+        result, problems = _playground_render(form, resolved)
     elif resolved is None and sources:
         problems = {"source": [f"{prompt.langfuse_name} has nothing at {source}."]}
     # Choosing another version swaps the whole page (other variables, other templates).
@@ -465,7 +486,7 @@ def prompt_playground(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "sources": sources,
             "source": source,
             "resolved": resolved,
-            "interfaces": interfaces,
+            "interfaces": list(Interface.objects.order_by("name").values_list("name", flat=True)),
             "templates": list(resolved.user_templates) if resolved else [],
             "result": result,
             "problems": problems,

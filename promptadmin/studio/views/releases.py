@@ -27,7 +27,7 @@ from promptadmin.releases import reports, selectors, services
 from promptadmin.releases.models import PRODUCTION, WORKING, ReleaseLabel
 from promptadmin.releases.serving import resolve
 from promptadmin.studio import confirm
-from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.access import page_of, render_page, studio_view
 from promptadmin.studio.diffs import side_by_side
 from promptadmin.studio.forms.preview import PreviewForm
 from promptadmin.studio.forms.releases import (
@@ -119,9 +119,10 @@ def _scenarios_fragment(request: HttpRequest, key: str, before: str | None) -> H
 
 @studio_view()
 def release_list(request: HttpRequest) -> HttpResponse:
-    releases = list(selectors.releases()[:100])
+    releases = page_of(request, selectors.releases())
+    releases.object_list = list(releases.object_list)  # annotated below, then shown
     names = label_names()
-    for release in releases:
+    for release in releases.object_list:
         # "Move here" offers only the labels that are elsewhere (or nowhere yet).
         held = {label.name for label in release.labels.all()}
         release.movable = [name for name in names if name not in held]  # type: ignore[attr-defined]
@@ -133,7 +134,7 @@ def release_list(request: HttpRequest) -> HttpResponse:
             "releases": releases,
             "new_label": NEW_LABEL,
             "labels": list(ReleaseLabel.objects.select_related("release")),
-            "moves": selectors.label_moves(),
+            "moves": page_of(request, selectors.label_moves(), param="moves_page"),
             "compare": CompareForm(initial={"before": PRODUCTION, "after": WORKING}),
         },
     )

@@ -9,7 +9,8 @@ import pytest
 from django.core.cache import cache
 from django.test import override_settings
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import assemble_prompt
 from promptadmin.content.models import Entry, Segment
 from promptadmin.content.services import segments
 from promptadmin.lore.services import lore_entry_create

@@ -75,7 +75,7 @@ def test_imported_npc_segments_take_the_tier_their_metadata_kept_and_give_it_bac
     odd = imported("3", metadata={"tier": "high"})
     own = Segment.objects.create(scope="npc", npc=npc, content="x", metadata={"tier": 1})
     try:
-        apps = migrate([("promptadmin", "0011_npc_tier_from_imported_metadata")])
+        apps = migrate([("promptadmin", "0013_npc_tier_from_imported_metadata")])
         Segment = apps.get_model("promptadmin", "Segment")
         row = Segment.objects.get(pk=lost.pk)
         assert (row.tier, row.metadata, row.revision) == (2, {"mood": "wary"}, 2)

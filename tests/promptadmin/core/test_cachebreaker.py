@@ -21,7 +21,8 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import assemble_prompt
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create
@@ -81,8 +82,10 @@ def blackholed_cache(settings: Any) -> Iterator[list[socket.socket]]:
             accepted.append(connection)
 
     threading.Thread(target=accept, daemon=True).start()
-    port = server.getsockname()[1]
-    settings.CACHES = {"default": redis_cache(f"redis://127.0.0.1:{port}/0")}
+    url = f"redis://127.0.0.1:{server.getsockname()[1]}/0"
+    # As a deployment whose Redis is blackholed sees it, with or without a Redis here.
+    settings.REDIS_URL = url
+    settings.CACHES = {"default": redis_cache(url)}
     yield accepted
     server.close()
     for connection in accepted:

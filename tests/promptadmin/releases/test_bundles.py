@@ -12,7 +12,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from promptadmin.content.assembly import AssembleParams, AssemblyInputError, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
 from promptadmin.content.models import NPC, Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.releases import bundles, services, serving

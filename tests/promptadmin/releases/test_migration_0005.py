@@ -16,7 +16,8 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import assemble_prompt
 from promptadmin.content.models import NPC, Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.releases import serving

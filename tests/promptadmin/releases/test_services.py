@@ -10,7 +10,8 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import call_command
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import assemble_prompt
 from promptadmin.content.models import Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.api_keys import api_key_create

@@ -48,7 +48,7 @@ def test_every_typed_name_on_every_page_is_isolated(author: Client) -> None:
     pages = [
         reverse("studio:dashboard"),
         reverse("studio:segment_list"),
-        reverse("studio:segment_create"),
+        reverse("studio:object_picker") + "?kinds=world,ruleset,entry,npc",
         reverse("studio:segment_edit", args=[segment.pk]),
         reverse("studio:segment_history", args=[segment.pk]),
         reverse("studio:entry_list"),

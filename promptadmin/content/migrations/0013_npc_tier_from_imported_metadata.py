@@ -75,6 +75,6 @@ def give_back(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("promptadmin", "0010_import_jobs")]
+    dependencies = [("promptadmin", "0012_entry_health_in_the_background")]
 
     operations = [migrations.RunPython(take_tier, give_back)]
