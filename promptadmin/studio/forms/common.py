@@ -73,9 +73,8 @@ def resolve_object(value: str) -> models.Model | None:
 
 
 def object_label(obj: models.Model) -> str:
-    """How a picker shows an object: ``The Iron Coast (iron-coast)``, with no invisible
-    characters, so that it can be typed back (the option is ``dir="auto"``: a right-to-left
-    name cannot reorder the slug)."""
+    """How a picker's box shows a chosen object: ``The Iron Coast (iron-coast)``, with no
+    invisible characters, so that it can be typed back as it reads."""
     return f"{obj.name} ({obj.slug})"  # type: ignore[attr-defined]
 
 

@@ -120,9 +120,8 @@ def _scenarios_fragment(request: HttpRequest, key: str, before: str | None) -> H
 @studio_view()
 def release_list(request: HttpRequest) -> HttpResponse:
     releases = page_of(request, selectors.releases())
-    releases.object_list = list(releases.object_list)  # annotated below, then shown
     names = label_names()
-    for release in releases.object_list:
+    for release in releases.items:
         # "Move here" offers only the labels that are elsewhere (or nowhere yet).
         held = {label.name for label in release.labels.all()}
         release.movable = [name for name in names if name not in held]  # type: ignore[attr-defined]
