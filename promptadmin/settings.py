@@ -439,6 +439,7 @@ SPECTACULAR_SETTINGS = {
             ("prompts", "Fetch and render registered prompts; their versions and labels."),
             ("conversations", "Append messages; read the summarized history."),
             ("releases", "Releases, their labels, scenarios and impact reports."),
+            ("playtests", "Send a scenario's prompt to a model and check its replies."),
             ("worlds", "Worlds."),
             ("rulesets", "Rulesets."),
             ("npcs", "NPCs."),
