@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint format bench-assembler bench bench-import bench-releases bench-conversations clean
+.PHONY: install run test lint format bench-assembler bench bench-import bench-releases bench-bundles bench-conversations bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,10 +61,24 @@ bench-import: install
 bench-releases: install
 	$(BIN)/python scripts/bench_releases.py $(ARGS)
 
+## bench-bundles: releases at 100,000 segments: a release after a one-segment change (rows
+## written), the first assemble of a new release in a fresh process, comparing releases
+## (needs PostgreSQL; recreates its own database, BENCH_BUNDLES_DATABASE_URL; ARGS="--core")
+bench-bundles: install
+	$(BIN)/python scripts/bench_bundles.py $(ARGS)
+
 ## bench-conversations: time appending and reading history at 100 and 100,000 messages
 ## (needs PostgreSQL; recreates its own database, BENCH_CONVERSATIONS_DATABASE_URL)
 bench-conversations: install
 	$(BIN)/python scripts/bench_conversations.py $(ARGS)
+
+## bench-scale: seed a real-size game (100,000 segments, 1,000 entries, 2,000 NPCs, 50
+## releases, a conversation of 100,000 messages) and one of 10,000 segments, each in its own
+## PostgreSQL database (BENCH_SCALE_DATABASE_URL, recreated), and print every operation of
+## issue 22 with its target, met or MISSED, through gunicorn and in process (needs Redis;
+## `make bench-scale ARGS="--sizes 10000"` for a quick run, `--skip-gunicorn` without servers)
+bench-scale: install
+	$(BIN)/python scripts/bench_scale.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -51,6 +51,7 @@ from assembler.request import (
 from assembler.result import (
     AssemblyResult,
     Block,
+    Change,
     Fate,
     HistoryReport,
     LayerReport,
@@ -60,6 +61,8 @@ from assembler.result import (
     Meta,
     NpcReport,
     NpcStatus,
+    Outcome,
+    OutcomeReason,
     OverBudgetError,
     SegmentFate,
     StepAction,
@@ -140,6 +143,7 @@ def assemble(request: AssemblyRequest, tokenizer: Tokenizer) -> AssemblyResult:
     assembly = _Assembly(request, tokenizer)
     tokens_estimated = assembly.total()
     assembly.fit_npc_budget()
+    assembly.npc_fit = [(state.tier, state.dropped) for state in assembly.npc_layer.npcs]
     blocks, prompt, tokens = assembly.fit_token_budget()
     over_budget = tokens > request.token_budget
     if over_budget and request.strict:
@@ -176,6 +180,8 @@ class _Assembly:
             [NpcState(npc, tokenizer) for npc in request.npcs], block_format, tokenizer, changed
         )
         self.npcs_emitted_initially = not self.npc_layer.empty()
+        # Each NPC's tier, and whether it was dropped, once the NPC budget was fitted.
+        self.npc_fit: list[tuple[int, bool]] = []
         self.history_layer = HistoryLayer(request.history, block_format, tokenizer, changed)
         self.text_layers: dict[str, TextLayer] = {
             scope: TextLayer(scope, _state_text(request, scope), block_format, tokenizer, changed)
@@ -184,8 +190,9 @@ class _Assembly:
         self.lore_budget = request.lore.budget_for(request.token_budget)
         self.lore_activations = self._activate_lore()
         self.lore_layer = self._lore_layer()
-        # Why each entry activated but not emitted was left out, by entry id.
-        self.lore_left_out: dict[int, str] = {}
+        # Why each entry activated but not emitted was left out, by entry id: in words,
+        # and as the outcome's reason (None: it has no text, which is no loss).
+        self.lore_left_out: dict[int, tuple[str, OutcomeReason | None]] = {}
         self.lore_put_back = False
         self._fill_lore_budget()
         self.layers: list[Layer] = [
@@ -357,16 +364,16 @@ class _Assembly:
             if activation.grouped_out_by is not None:
                 continue
             if entry.id not in layer.index:
-                self.lore_left_out[entry.id] = lore.NO_TEXT
+                self.lore_left_out[entry.id] = (lore.NO_TEXT, None)
                 continue
             index = layer.index[entry.id]
             before = layer.tokens()
             room = budget - (before or frame)
             if layer.counts[index] > room + 2 * _JOIN_SLACK:
                 self.lore_left_out[entry.id] = (
-                    lore.lore_budget_full(budget, room, layer.counts[index])
+                    (lore.lore_budget_full(budget, room, layer.counts[index]), "over_lore_budget")
                     if before
-                    else lore.larger_than_lore_budget(budget)
+                    else (lore.larger_than_lore_budget(budget), "larger_than_lore_budget")
                 )
                 continue
             layer.add(index)
@@ -376,9 +383,9 @@ class _Assembly:
             needs = layer.tokens() - before
             layer.drop(index)
             self.lore_left_out[entry.id] = (
-                lore.lore_budget_full(budget, room, needs)
+                (lore.lore_budget_full(budget, room, needs), "over_lore_budget")
                 if before
-                else lore.larger_than_lore_budget(budget)
+                else (lore.larger_than_lore_budget(budget), "larger_than_lore_budget")
             )
         self._check_lore_block(let_in)
 
@@ -388,7 +395,10 @@ class _Assembly:
         layer = self.lore_layer
         while let_in and self.tokenizer.count_block(layer.render()) > self.lore_budget:
             entry = layer.drop(let_in.pop())
-            self.lore_left_out[entry.id] = lore.lore_budget_full(self.lore_budget)
+            self.lore_left_out[entry.id] = (
+                lore.lore_budget_full(self.lore_budget),
+                "over_lore_budget",
+            )
 
     def _lore_block_fits(self) -> bool:
         return self.lore_layer.tokens() <= self.lore_budget
@@ -694,7 +704,11 @@ class _Assembly:
             f"{self._after()}",
             explain.left_out(entry.name, layer.counts[index], why),
         )
-        self.lore_left_out[entry.id] = f"left out: {why}"
+        larger = layer.counts[index] > self.request.token_budget
+        self.lore_left_out[entry.id] = (
+            f"left out: {why}",
+            "larger_than_budget" if larger else "over_budget",
+        )
         self.put_backs.append(functools.partial(self._restore_lore_entry, index))
         self.previous_step = f"dropping lore entry #{entry.id}"
         self.previous_done = explain.was_left_out(explain.layer_in_sentence(entry.name))
@@ -969,8 +983,157 @@ class _Assembly:
             content_hash=_content_hash(blocks, prompt),
             history=self._history_report(),
             lore=self._lore_reports(),
+            outcome=self._outcome(),
         )
         return AssemblyResult(prompt=prompt, meta=meta, blocks=blocks, explain=self._fates)
+
+    def _outcome(self) -> Outcome:
+        """What the prompt lost in the end, from the layers as they are: the put-backs are
+        done, so whatever is still out did not fit when its turn came.
+
+        The reason is the budget that had the last word: for an NPC, the NPC budget when
+        the token budget took nothing more from it. "Larger than" a budget when the thing
+        alone (an NPC at the tier it was left out at, or the tier it did not get) is.
+        """
+        if not self.steps and not self.lore_left_out:
+            return _NOTHING_LOST
+        budget = self.request.token_budget
+        left_out: list[Change] = []
+        shortened: list[Change] = []
+        lowered: list[Change] = []
+        for layer in self.segment_layers.values():
+            if layer.kept == len(layer.items.segments):
+                continue
+            for index, kept in enumerate(layer.included):
+                if kept:
+                    continue
+                segment, tokens = layer.items.segments[index], layer.items.counts[index]
+                name = layer.items.names(layer.scope, index).plain
+                reason: OutcomeReason = "larger_than_budget" if tokens > budget else "over_budget"
+                why = explain.outcome_why(reason, budget)
+                left_out.append(
+                    Change(
+                        "left_out",
+                        f"segment:{segment.id}",
+                        layer.scope,
+                        name,
+                        tokens,
+                        0,
+                        reason,
+                        explain.left_out(name, tokens, why),
+                        segment_id=segment.id,
+                    )
+                )
+        for state, fitted in zip(self.npc_layer.npcs, self.npc_fit, strict=True):
+            if state.dropped or state.lowered:
+                change = self._npc_change(state, fitted)
+                (left_out if change.kind == "left_out" else lowered).append(change)
+        left_out += self._lore_changes()
+        for scope in SCOPES:
+            text = self.text_layers.get(scope)
+            if text is None or not text.original or text.text == text.original:
+                continue
+            had, kept_tokens = text.original_count, text.count if text.text else 0
+            reason = "larger_than_budget" if had > budget else "over_budget"
+            what = "it" if reason == "larger_than_budget" else "the rest of it"
+            why = explain.outcome_why(reason, budget, what if kept_tokens else "it")
+            name = explain.text_name(scope)
+            (shortened if kept_tokens else left_out).append(
+                Change(
+                    "shortened" if kept_tokens else "left_out",
+                    f"layer:{scope}",
+                    scope,
+                    name,
+                    had,
+                    kept_tokens,
+                    reason,
+                    explain.shortened(scope, had, kept_tokens, why),
+                )
+            )
+        return Outcome(tuple(left_out), tuple(shortened), tuple(lowered))
+
+    def _npc_change(self, state: NpcState, fitted: tuple[int, bool]) -> Change:
+        """How NPC ``state`` ended up left out or lowered; ``fitted``: its tier, and whether
+        it was dropped, once the NPC budget was fitted."""
+        npc = state.npc
+        fitted_tier, fitted_dropped = fitted
+        # Steps the token budget took were put back where they fitted: the NPC budget had
+        # the last word when nothing more was taken from this NPC after it.
+        npc_budget = fitted_dropped or (not state.dropped and state.tier == fitted_tier)
+        limit = self.request.npc_budget if npc_budget else self.request.token_budget
+        asked = state.priced[bisect_right(state.tiers, npc.requested_tier)]
+        reason: OutcomeReason
+        if state.dropped:
+            # Left out at the lowest tier it could go to: its size there.
+            alone = state.priced[state.within_tier]
+            if npc_budget:
+                reason = "larger_than_npc_budget" if alone > limit else "over_npc_budget"
+            else:
+                reason = "larger_than_budget" if alone > limit else "over_budget"
+            name = explain.npc_name(npc.name)
+            return Change(
+                "left_out",
+                f"npc:{npc.slug}",
+                "npc",
+                name,
+                asked,
+                0,
+                reason,
+                explain.left_out(name, asked, explain.outcome_why(reason, limit)),
+                npc=npc.slug,
+                tier_before=npc.requested_tier,
+            )
+        # The next tier up that has segments is the one that did not fit.
+        refused = state.tiers[state.within_tier]
+        needs = state.priced[bisect_right(state.tiers, refused)]
+        if npc_budget:
+            reason = "larger_than_npc_budget" if needs > limit else "over_npc_budget"
+        else:
+            reason = "larger_than_budget" if needs > limit else "over_budget"
+        return Change(
+            "lowered",
+            f"npc:{npc.slug}",
+            "npc",
+            explain.npc_name(npc.name),
+            asked,
+            state.tokens,
+            reason,
+            explain.lowered(
+                npc.name,
+                (npc.requested_tier, state.tier),
+                (asked, state.tokens),
+                explain.outcome_why(reason, limit, f"tier {refused}"),
+            ),
+            npc=npc.slug,
+            tier_before=npc.requested_tier,
+            tier_after=state.tier,
+        )
+
+    def _lore_changes(self) -> list[Change]:
+        """The lore entries left out in the end, in the block's order (those without text
+        are no loss)."""
+        layer, changes = self.lore_layer, []
+        for index, entry in enumerate(layer.entries):
+            found = self.lore_left_out.get(entry.id)
+            if found is None or found[1] is None:
+                continue
+            reason, tokens = found[1], layer.counts[index]
+            lore_reason = reason in ("larger_than_lore_budget", "over_lore_budget")
+            limit = self.lore_budget if lore_reason else self.request.token_budget
+            changes.append(
+                Change(
+                    "left_out",
+                    f"lore:{entry.id}",
+                    LORE_SCOPE,
+                    entry.name,
+                    tokens,
+                    0,
+                    reason,
+                    explain.left_out(entry.name, tokens, explain.outcome_why(reason, limit)),
+                    lore_id=entry.id,
+                )
+            )
+        return changes
 
     def _history_report(self) -> HistoryReport | None:
         history, fit = self.request.history, self.history_layer.fit
@@ -998,7 +1161,7 @@ class _Assembly:
             elif entry.id in emitted:
                 status, reason = "included", f"included: {activation.how}"
             else:
-                status, reason = "left_out", self.lore_left_out[entry.id]
+                status, reason = "left_out", self.lore_left_out[entry.id][0]
             reports.append(
                 LoreReport(
                     id=entry.id,
@@ -1101,6 +1264,8 @@ class _Assembly:
             return "included"
         return "trimmed" if layer.kept else "dropped"
 
+
+_NOTHING_LOST = Outcome()
 
 # Stored layers whose blocks lead the prompt. Their texts are the very same strings from
 # one turn to the next (see Segments.framed), so the hash of the prompt up to the end of

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from assembler.render import LAYER_TITLES
 from assembler.request import DYNAMIC_SCOPES, HISTORY_SCOPE, LORE_SCOPE
-from assembler.result import LayerReport, LayerStatus, Meta
+from assembler.result import ChangeKind, LayerReport, LayerStatus, Meta, Outcome, OutcomeReason
 
 _INCLUDED = "included"
 _LEFT_OUT = "left out to fit the budget"
@@ -238,6 +238,67 @@ def lengthened(scope: str, had: int, kept: int, whole: int, budget: int) -> str:
     )
 
 
+OUTCOME_REASON_WORDS: Mapping[OutcomeReason, str] = {
+    "larger_than_budget": "{what} alone is larger than the whole {budget}-token budget",
+    "over_budget": "the {budget}-token budget had no room left for {what}",
+    "larger_than_npc_budget": "{what} alone is larger than the {budget}-token NPC budget",
+    "over_npc_budget": "the {budget}-token NPC budget had no room left for {what}",
+    "larger_than_lore_budget": "{what} alone is larger than the {budget}-token lore budget",
+    "over_lore_budget": "the {budget}-token lore budget had no room left for {what}",
+}
+"""Why something was lost in the end, by :data:`assembler.result.OUTCOME_REASONS` code."""
+
+CHANGE_KIND_WORDS: Mapping[ChangeKind, str] = {
+    "left_out": "left out",
+    "shortened": "shortened",
+    "lowered": "lowered",
+}
+"""The kinds of :class:`assembler.result.Change`, as a badge or a count says them."""
+
+
+def outcome_why(reason: OutcomeReason, budget: int, what: str = "it") -> str:
+    """Why ``what`` was lost in the end, ``budget`` being the budget the reason names.
+
+    >>> outcome_why("larger_than_budget", 700)
+    'it alone is larger than the whole 700-token budget'
+    >>> outcome_why("over_npc_budget", 60, "tier 2")
+    'the 60-token NPC budget had no room left for tier 2'
+    """
+    return OUTCOME_REASON_WORDS[reason].format(what=what, budget=budget)
+
+
+def lowered(name: str, tiers: tuple[int, int], tokens: tuple[int, int], why: str) -> str:
+    """An NPC shown in the end at a lower tier than asked for (``tiers`` and ``tokens``:
+    asked for, then shown).
+
+    >>> print(lowered("Oren Flint", (2, 1), (64, 30),
+    ...     outcome_why("over_npc_budget", 60, "tier 2")))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    NPC 'Oren Flint' lowered from tier 2 to 1 (64 → 30 tokens): the 60-token NPC budget had
+    no room left for tier 2
+    """
+    return (
+        f"{npc_name(name)} lowered from tier {tiers[0]} to {tiers[1]} "
+        f"({tokens[0]} → {_tokens(tokens[1])}): {why}"
+    )
+
+
+def outcome_counts(outcome: Outcome) -> str:
+    """How much an assembly lost in the end, counted from ``outcome``'s own lists.
+
+    >>> from assembler.result import Outcome
+    >>> outcome_counts(Outcome())
+    'nothing cut'
+    """
+    counts: tuple[tuple[ChangeKind, int], ...] = (
+        ("left_out", len(outcome.left_out)),
+        ("shortened", len(outcome.shortened)),
+        ("lowered", len(outcome.lowered)),
+    )
+    said = [f"{count} {CHANGE_KIND_WORDS[kind]}" for kind, count in counts if count]
+    return ", ".join(said) if said else "nothing cut"
+
+
 def layer_status_words(scope: str, status: LayerStatus) -> str:
     """What ``status`` means for layer ``scope``: a layer of segments that loses some has
     "some segments left out", a dynamic layer cut at a token boundary is "shortened", and
@@ -268,9 +329,8 @@ def explain_layer(scope: str, report: LayerReport) -> str:
 
 
 def explain_result(meta: Meta) -> str:
-    """A one-line summary of an assembly: its size against the budget and what it lost.
-
-    A cut is a step that removed something; put-backs are counted apart.
+    """A one-line summary of an assembly: its size against the budget and what it lost in
+    the end (:func:`outcome_counts`: what was put back is not lost).
 
     >>> from assembler import AssemblyRequest, Segment, assemble, get_tokenizer
     >>> request = AssemblyRequest(core=[Segment(1, "core", "You narrate.")], rulesets=[],
@@ -282,12 +342,7 @@ def explain_result(meta: Meta) -> str:
     head = f"{meta.tokens} of {meta.token_budget} tokens"
     if meta.over_budget:
         return f"{head}: the core and ruleset layers alone are over the budget"
-    cuts = sum(step.action != "restored" for step in meta.truncated)
-    restored = len(meta.truncated) - cuts
-    if not cuts:
-        return f"{head}, nothing cut"
-    text = f"{head}, {cuts} {'cut' if cuts == 1 else 'cuts'}"
-    return f"{text}, {restored} put back" if restored else text
+    return f"{head}, {outcome_counts(meta.outcome)}"
 
 
 def _tokens(count: int) -> str:

@@ -38,6 +38,12 @@ The rules, by code:
     name, a name a template uses but the declaration lacks (callers would not know to
     send it), and a declared name no template uses.
 
+Rendering adds one rule, :data:`EMPTY_VALUE` (see :func:`empty_values`): a placeholder
+that renders empty in a template whose other text does not (an adapter instruction's
+"…validates against this JSON schema:" followed by nothing). Renders report it as a
+warning; the version editor, as ``info``, for the adapter instructions of the version's
+task rendered without instruction context.
+
 Labels (``Question:``, ``Answer:``, ``Context:``) are matched at the start of a line,
 ignoring case.
 
@@ -57,14 +63,21 @@ from typing import Literal, TypeAlias
 
 from assembler.templates import (
     NAME_PATTERN,
+    Placeholder,
     Position,
+    RenderManyResult,
+    RenderResult,
     TemplateConversionError,
     check,
     check_syntax,
+    parse,
     to_curly,
 )
 
 FindingLevel: TypeAlias = Literal["error", "warning", "info"]
+
+#: The code of the finding about a placeholder that rendered empty where text is expected.
+EMPTY_VALUE = "empty_value"
 
 #: The ``template`` of findings about the system template.
 SYSTEM_TEMPLATE = "system"
@@ -386,3 +399,105 @@ def _variables(
                 )
             )
     return findings
+
+
+_CONTEXT_CHARS = 40
+
+
+def empty_values(
+    template: str,
+    syntax: str,
+    rendered: RenderResult,
+    *,
+    name: str,
+    what: str,
+    hint: str = "Give '{name}' a value.",
+    level: FindingLevel = "warning",
+) -> list[FormatFinding]:
+    """An :data:`EMPTY_VALUE` finding for each placeholder of ``template`` that
+    ``rendered`` (its render) shows empty while the rest of the text is not: the words
+    around it expect a value. A render that is blank as a whole is not flagged (an
+    adapter addition with nothing to add is left out on purpose).
+
+    ``name`` is the findings' ``template``; ``what`` names the template in the message,
+    ``hint`` says what to do (``{name}``: the variable).
+
+    >>> text = "Reply with JSON that validates against this JSON schema:\\n{{ json_schema }}"
+    >>> from assembler.templates import render
+    >>> [finding] = empty_values(text, "curly", render(text, "curly", {}, lenient=True),
+    ...     name="adapter", what="The openai_endpoint adapter's system addition",
+    ...     hint="Pass '{name}' in the instruction context.")
+    >>> print(finding.message)  # doctest: +NORMALIZE_WHITESPACE
+    The openai_endpoint adapter's system addition renders 'json_schema' empty: "…that
+    validates against this JSON schema:" is followed by nothing. Pass 'json_schema' in the
+    instruction context.
+    """
+    if not rendered.empty or not rendered.text.strip():
+        return []
+    parts = parse(template, syntax).parts
+    findings: list[FormatFinding] = []
+    for variable in rendered.empty:
+        index = next(
+            i
+            for i, part in enumerate(parts)
+            if isinstance(part, Placeholder) and part.name == variable
+        )
+        placeholder = parts[index]
+        assert isinstance(placeholder, Placeholder)
+        before = _literal(parts, index - 1).rstrip()
+        after = _literal(parts, index + 1).strip()
+        if before and after:
+            where = f'nothing comes between "{_tail(before)}" and "{_head(after)}"'
+        elif before:
+            where = f'"{_tail(before)}" is followed by nothing'
+        else:
+            where = f'nothing comes before "{_head(after)}"'
+        findings.append(
+            FormatFinding(
+                EMPTY_VALUE,
+                level,
+                f"{what} renders '{variable}' empty: {where}. {hint.format(name=variable)}",
+                name,
+                Position.of(template, placeholder.offset),
+            )
+        )
+    return findings
+
+
+def rendered_findings(
+    templates: Mapping[str, str], syntax: str, rendered: RenderManyResult
+) -> list[FormatFinding]:
+    """:func:`empty_values` for a prompt version's templates (``system`` and user
+    templates by name) as :func:`~assembler.templates.render_many` rendered them.
+
+    >>> from assembler.templates import render_many
+    >>> templates = {"system": "You grade.", "default": "Question: {{ q }}"}
+    >>> [finding] = rendered_findings(templates, "curly",
+    ...     render_many(templates, "curly", {"q": ""}))
+    >>> print(finding.template, finding.message)  # doctest: +NORMALIZE_WHITESPACE
+    default The user template 'default' renders 'q' empty: "Question:" is followed by
+    nothing. Give 'q' a value.
+    """
+    findings: list[FormatFinding] = []
+    for name, template in templates.items():
+        what = "The system template" if name == SYSTEM_TEMPLATE else f"The user template '{name}'"
+        result = RenderResult(rendered.texts[name], (), rendered.empty.get(name, ()))
+        findings += empty_values(template, syntax, result, name=name, what=what)
+    return findings
+
+
+def _literal(parts: Sequence[str | Placeholder], index: int) -> str:
+    if 0 <= index < len(parts):
+        part = parts[index]
+        return part if isinstance(part, str) else ""
+    return ""
+
+
+def _tail(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _CONTEXT_CHARS else "…" + text[-_CONTEXT_CHARS:].lstrip()
+
+
+def _head(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _CONTEXT_CHARS else text[:_CONTEXT_CHARS].rstrip() + "…"

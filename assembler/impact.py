@@ -13,8 +13,8 @@ rules for both live here, in plain data, so the studio, the API and scripts agre
 ['segment:2']
 >>> print(failure(parse_expectation({"kind": "keeps_segment", "segment": 2}), result))
 ... # doctest: +NORMALIZE_WHITESPACE
-segment #2 is not in the prompt: World segment #2 'Sea' (201 tokens) left out: the prompt
-was 164 tokens over the 60-token budget
+segment #2 is not in the prompt: World segment #2 'Sea' (201 tokens) left out: it alone is
+larger than the whole 60-token budget
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, cast
 
-from assembler.explain import npc_name, segment_name, text_name
-from assembler.lore import NO_TEXT
-from assembler.request import DYNAMIC_SCOPES, MAX_BUDGET
+from assembler.request import MAX_BUDGET
 from assembler.result import AssemblyResult
 
 ExpectationKind: TypeAlias = Literal["fits", "keeps_segment", "contains", "max_tokens"]
@@ -86,6 +84,8 @@ _FIELDS: Mapping[str, str | None] = {
     "contains": "text",
     "max_tokens": "tokens",
 }
+#: The key holding each kind's value (None: the kind takes none), for forms that build one.
+EXPECTATION_VALUE_KEYS = _FIELDS
 
 
 def parse_expectation(data: Any) -> Expectation:
@@ -128,44 +128,24 @@ def parse_expectation(data: Any) -> Expectation:
 
 
 def cuts(result: AssemblyResult) -> dict[str, str]:
-    """What the final prompt lost, by a stable key, each in the assembler's plain words.
+    """What the final prompt lost (its ``meta.outcome``), by a stable key, each in the
+    assembler's plain words.
 
-    Keys (``segment:12``, ``npc:marta``, ``lore:7``, ``layer:input``) let two assemblies
-    be compared: a cut with the same key in both is the same cut, whatever its numbers.
-    Steps undone by a put-back are not cuts; a cut's words are those of the last step that
-    made it. A lore entry triggered and left out (by the lore budget or the token budget)
-    is a cut; one its group left out, or one without text, is not.
+    Keys let two assemblies be compared: a cut with the same key in both is the same cut,
+    whatever its numbers. A thing left out is keyed by itself (``segment:12``,
+    ``npc:marta``, ``lore:7``, ``layer:input``); a layer shortened by itself and
+    ``shortened``; an NPC lowered by itself and the tier it is shown at
+    (``npc:marta lowered to 1``), so an NPC lowered further, or left out, is a new cut.
+    Steps undone by a put-back are not cuts.
     """
-    said: dict[str, str] = {}
-    for step in result.meta.truncated:
-        if step.action == "restored":
-            continue
-        if step.segment_id is not None:
-            key = f"segment:{step.segment_id}"
-        elif step.npc is not None:
-            key = f"npc:{step.npc}"
-        else:
-            key = f"layer:{step.scope}"
-        said[key] = step.explanation or step.reason
     found: dict[str, str] = {}
-    for fate in result.segments:
-        if fate.fate == "dropped" and fate.scope != "npc":
-            key = f"segment:{fate.id}"
-            found[key] = (
-                said.get(key) or f"{segment_name(fate.scope, fate.id, fate.title)} left out"
-            )
-    for npc in result.meta.npcs:
-        if npc.status != "included":
-            key = f"npc:{npc.npc}"
-            found[key] = said.get(key) or f"{npc_name(npc.npc)} {npc.status}"
-    for report in result.meta.lore:
-        if report.status == "left_out" and report.reason != NO_TEXT:
-            found[f"lore:{report.id}"] = f"Lore entry #{report.id} '{report.title}' {report.reason}"
-    for scope in DYNAMIC_SCOPES:
-        layer = result.meta.layers.get(scope)
-        if layer is not None and layer.status in ("trimmed", "dropped"):
-            key = f"layer:{scope}"
-            found[key] = said.get(key) or f"{text_name(scope)} shortened"
+    for change in result.meta.outcome.changes():
+        key = change.key
+        if change.kind == "shortened":
+            key += " shortened"
+        elif change.kind == "lowered":
+            key += f" lowered to {change.tier_after}"
+        found[key] = change.explanation
     return found
 
 

@@ -14,6 +14,7 @@ from assembler import explain
 from assembler.findings import Lint
 from assembler.render import block_close, block_open
 from assembler.request import (
+    DEFAULT_BLOCK_FORMAT,
     SCOPES,
     SEGMENT_SCOPES,
     AssemblyRequest,
@@ -106,7 +107,7 @@ def lint_segment(
     token_count: int | None = None,
     token_budget: int | None = None,
     npc_budget: int | None = None,
-    block_format: BlockFormat = "delimited",
+    block_format: BlockFormat = DEFAULT_BLOCK_FORMAT,
 ) -> list[Lint]:
     """Findings about one segment's text, for the editor.
 

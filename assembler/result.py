@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 from assembler.findings import Lint
 from assembler.lore import LoreTrigger
@@ -16,6 +16,19 @@ NpcStatus: TypeAlias = Literal["included", "lowered", "dropped"]
 LoreStatus: TypeAlias = Literal["included", "left_out", "grouped_out"]
 # Segments are only ever dropped whole: trimming applies to the dynamic layers.
 Fate: TypeAlias = Literal["included", "dropped", "skipped"]
+# What the prompt lost in the end, once everything that fitted again was put back.
+ChangeKind: TypeAlias = Literal["left_out", "shortened", "lowered"]
+CHANGE_KINDS: tuple[ChangeKind, ...] = get_args(ChangeKind)
+# Why it was lost: on its own larger than a budget, or no room left in it for this.
+OutcomeReason: TypeAlias = Literal[
+    "larger_than_budget",
+    "over_budget",
+    "larger_than_npc_budget",
+    "over_npc_budget",
+    "larger_than_lore_budget",
+    "over_lore_budget",
+]
+OUTCOME_REASONS: tuple[OutcomeReason, ...] = get_args(OutcomeReason)
 
 # One assembly builds about a hundred of these records; frozen dataclasses take several
 # times longer to construct, so the per-item records are plain slotted dataclasses.
@@ -170,6 +183,81 @@ class SegmentFate:
         }
 
 
+@dataclass(slots=True)
+class Change:
+    """One thing an assembly lost in the end: an item of :class:`Outcome`.
+
+    ``kind``: ``left_out`` (a segment, an NPC, a lore entry or a dynamic layer, whole),
+    ``shortened`` (a dynamic layer or the history, cut at a token boundary) or ``lowered``
+    (an NPC shown at ``tier_after`` instead of the ``tier_before`` asked for).
+    ``tokens_before`` is what was asked for (for an NPC, at the tier asked for),
+    ``tokens_after`` what the prompt holds of it (0 when left out). ``key`` names the thing
+    (``segment:12``, ``npc:marta``, ``lore:7``, ``layer:input``), ``name`` is how authors
+    know it, ``reason`` the code of why (see :data:`OUTCOME_REASONS`) and ``explanation``
+    all of it in plain words (see :mod:`assembler.explain`).
+    """
+
+    kind: ChangeKind
+    key: str
+    scope: str
+    name: str
+    tokens_before: int
+    tokens_after: int
+    reason: OutcomeReason
+    explanation: str
+    segment_id: int | None = None
+    npc: str | None = None
+    lore_id: int | None = None
+    tier_before: int | None = None
+    tier_after: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "scope": self.scope,
+            "name": self.name,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "segment_id": self.segment_id,
+            "npc": self.npc,
+            "lore_id": self.lore_id,
+            "tier_before": self.tier_before,
+            "tier_after": self.tier_after,
+            "reason": self.reason,
+            "explanation": self.explanation,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The net result of fitting the budgets: what is left out, shortened and lowered.
+
+    Worked out from what the prompt holds once everything that fitted again was put back,
+    so a step undone later is not in it (``meta.truncated`` keeps every step). Each list
+    is in prompt order; NPCs by priority.
+    """
+
+    left_out: tuple[Change, ...] = ()
+    shortened: tuple[Change, ...] = ()
+    lowered: tuple[Change, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.left_out) + len(self.shortened) + len(self.lowered)
+
+    def changes(self) -> list[Change]:
+        """Every change: left out, then shortened, then lowered."""
+        return [*self.left_out, *self.shortened, *self.lowered]
+
+    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        """``{"left_out": [...], "shortened": [...], "lowered": [...]}``."""
+        return {
+            "left_out": [change.to_dict() for change in self.left_out],
+            "shortened": [change.to_dict() for change in self.shortened],
+            "lowered": [change.to_dict() for change in self.lowered],
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Meta:
     """The report on one assembly.
@@ -178,7 +266,9 @@ class Meta:
     untruncated assembly, summed from the parts' counts (with the lore entries the lore
     budget let in). ``lore`` reports every lore entry triggered (see
     :class:`LoreReport`); lore entries are not segments, so the ``lore``
-    layer lists no ids in ``segment_ids_by_scope`` and ``layers``.
+    layer lists no ids in ``segment_ids_by_scope`` and ``layers``. ``truncated`` is every
+    step of the budget policy in the order taken, put-backs included; ``outcome`` is
+    their net result (see :class:`Outcome`).
     """
 
     order: tuple[str, ...]
@@ -196,6 +286,7 @@ class Meta:
     content_hash: str
     history: HistoryReport | None = None
     lore: list[LoreReport] = field(default_factory=list)
+    outcome: Outcome = Outcome()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form, as served by the API (``history`` only when a conversation's
@@ -212,6 +303,7 @@ class Meta:
             "encoding": self.encoding,
             "over_budget": self.over_budget,
             "truncated": [step.to_dict() for step in self.truncated],
+            "outcome": self.outcome.to_dict(),
             "layers": {scope: layer.to_dict() for scope, layer in self.layers.items()},
             "npcs": [npc.to_dict() for npc in self.npcs],
             "lints": [lint.to_dict() for lint in self.lints],

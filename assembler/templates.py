@@ -42,7 +42,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
 Syntax: TypeAlias = Literal["curly", "format"]
@@ -170,11 +170,13 @@ class Placeholder:
 
 @dataclass(frozen=True, slots=True)
 class RenderResult:
-    """A rendered template: its ``text``, and the ``unused`` names, given values no
-    placeholder asked for (sorted)."""
+    """A rendered template: its ``text``, the ``unused`` names, given values no
+    placeholder asked for (sorted), and the ``empty`` ones, placeholders that rendered
+    blank (no value, or a blank one), in order of first use."""
 
     text: str
     unused: tuple[str, ...]
+    empty: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +187,7 @@ class RenderManyResult:
 
     texts: dict[str, str]
     unused: tuple[str, ...]
+    empty: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +233,9 @@ class ParsedTemplate:
             part if isinstance(part, str) else texts.get(part.name, "") for part in self.parts
         )
         used = set(self.variables)
-        return RenderResult(text, tuple(sorted(name for name in values if name not in used)))
+        # isspace() stops at the first other character: a long value costs nothing here.
+        empty = tuple(name for name in self.variables if _blank(texts.get(name, "")))
+        return RenderResult(text, tuple(sorted(name for name in values if name not in used)), empty)
 
 
 def check_syntax(syntax: str) -> Syntax:
@@ -304,6 +309,20 @@ def variables(template: str, syntax: str = DEFAULT_SYNTAX) -> tuple[str, ...]:
     return parse(template, syntax).variables
 
 
+def used_variables(syntax: str, system: str, user_templates: Mapping[str, str]) -> tuple[str, ...]:
+    """Every variable a prompt version's texts use, each once, in order of first use: the
+    system text's, then each user template's by name. A text with a syntax error gives
+    the names it could read (as :func:`check` does).
+
+    >>> used_variables("curly", "Grade {{ subject }}.", {"short": "{{ b }}", "long": "{{ a }}"})
+    ('subject', 'a', 'b')
+    """
+    names: dict[str, None] = {}
+    for text in (system, *(user_templates[name] for name in sorted(user_templates))):
+        names.update(dict.fromkeys(check(text, syntax).variables))
+    return tuple(names)
+
+
 def render(
     template: str,
     syntax: str,
@@ -364,8 +383,16 @@ def render_many(
     missing = {name: tuple(where) for name, where in users.items() if name not in values}
     if missing and not lenient:
         raise MissingVariablesError(missing, missing)
-    texts = {name: template.render(values, lenient=True).text for name, template in parsed.items()}
-    return RenderManyResult(texts, tuple(sorted(name for name in values if name not in users)))
+    rendered = {name: template.render(values, lenient=True) for name, template in parsed.items()}
+    return RenderManyResult(
+        {name: result.text for name, result in rendered.items()},
+        tuple(sorted(name for name in values if name not in users)),
+        {name: result.empty for name, result in rendered.items()},
+    )
+
+
+def _blank(text: str) -> bool:
+    return not text or text.isspace()
 
 
 def value_text(value: object, name: str = "value") -> str:

@@ -38,7 +38,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from assembler.templates import DEFAULT_SYNTAX, render
+from assembler.format_lint import FindingLevel, FormatFinding, empty_values
+from assembler.templates import DEFAULT_SYNTAX, RenderResult, render
 from assembler.tokens import Tokenizer
 
 Role: TypeAlias = Literal["system", "user"]
@@ -89,11 +90,14 @@ class TriSectionResult:
     """The assembled prompt: the final ``system`` and ``user`` texts (the raw texts, always
     separate), and the ``messages`` to send: ``[system, user]``; just ``[user]`` when the
     system text is blank; or one user message holding the system text then the user text
-    when the interface does not support a system prompt."""
+    when the interface does not support a system prompt. ``findings`` warn of adapter
+    additions that rendered with an empty value where their text expects one
+    (:func:`assembler.format_lint.empty_values`)."""
 
     system: str
     user: str
     messages: tuple[Message, ...]
+    findings: tuple[FormatFinding, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """JSON-safe form: system, user and messages."""
@@ -136,10 +140,17 @@ def assemble_trisection(
     context = instruction_context or {}
     system_parts = [system_text]
     user_parts = [user_text]
+    findings: list[FormatFinding] = []
     for instruction in sorted(adapter_instructions, key=lambda item: item.order):
         syntax = instruction.syntax
-        system_parts.append(render(instruction.system_addition, syntax, context, lenient=True).text)
-        user_parts.append(render(instruction.user_addition, syntax, context, lenient=True).text)
+        additions: tuple[tuple[Role, str, list[str]], ...] = (
+            ("system", instruction.system_addition, system_parts),
+            ("user", instruction.user_addition, user_parts),
+        )
+        for role, template, parts in additions:
+            rendered = render(template, syntax, context, lenient=True)
+            parts.append(rendered.text)
+            findings += adapter_findings(interface.name, role, template, syntax, rendered)
     system_parts.append(user_instructions or "")
     system = join_parts(system_parts, separator)
     user = join_parts(user_parts, separator)
@@ -150,7 +161,41 @@ def assemble_trisection(
         messages = (Message("system", system), Message("user", user))
     else:
         messages = (Message("user", user),)
-    return TriSectionResult(system, user, messages)
+    return TriSectionResult(system, user, messages, tuple(findings))
+
+
+def adapter_findings(
+    interface: str,
+    role: Role,
+    template: str,
+    syntax: str,
+    rendered: RenderResult,
+    *,
+    level: FindingLevel = "warning",
+    without_context: bool = False,
+) -> list[FormatFinding]:
+    """:func:`~assembler.format_lint.empty_values` for the ``role`` addition of an adapter
+    instruction of ``interface``: its findings' ``template`` is ``adapter:<interface>:<role>``.
+    ``without_context``: ``rendered`` is a render with no instruction context (what an
+    editor shows before anyone renders), and the message says so.
+
+    >>> text = "Answer in {{ language }}."
+    >>> [finding] = adapter_findings(
+    ...     "langchain", "user", text, "curly", render(text, "curly", {}, lenient=True))
+    >>> print(finding.template, finding.message)  # doctest: +NORMALIZE_WHITESPACE
+    adapter:langchain:user The langchain adapter's user addition renders 'language' empty:
+    nothing comes between "Answer in" and ".". Pass 'language' in the instruction context.
+    """
+    return empty_values(
+        template,
+        syntax,
+        rendered,
+        name=f"adapter:{interface}:{role}",
+        what=f"{'Without instruction context, the' if without_context else 'The'} "
+        f"{interface} adapter's {role} addition",
+        hint="Pass '{name}' in the instruction context.",
+        level=level,
+    )
 
 
 def join_parts(parts: Sequence[str], separator: str = DEFAULT_SEPARATOR) -> str:

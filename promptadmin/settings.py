@@ -152,6 +152,7 @@ INSTALLED_APPS = [
     "promptadmin.conversations",
     "promptadmin.releases",
     "promptadmin.lore",
+    "promptadmin.playtests",
 ]
 
 MIDDLEWARE = [
@@ -335,9 +336,30 @@ SUMMARIZER_PROMPT = env_str("SUMMARIZER_PROMPT", "conversations/summarizer").str
 # game fetches by default); comma-separated, empty for none. Checked like SUMMARIZER_PROMPT.
 PROTECTED_PROMPT_LABELS = env_list("PROTECTED_PROMPT_LABELS", ["production"])
 
+# Playtests (promptadmin.playtests): scenarios' prompts sent to an OpenAI-compatible chat
+# completions endpoint. Without PLAYTEST_BASE_URL playtests are off (pages and endpoints say
+# how to turn them on). The openai client retries 429/5xx/timeouts (Retry-After honoured).
+PLAYTEST_BASE_URL = env_url("PLAYTEST_BASE_URL", schemes=("http", "https"))
+PLAYTEST_MODEL = env_str("PLAYTEST_MODEL", "gpt-4o-mini").strip()
+PLAYTEST_API_KEY = env_secret("PLAYTEST_API_KEY")
+if PLAYTEST_BASE_URL and not PLAYTEST_MODEL:
+    raise ImproperlyConfigured("PLAYTEST_MODEL must not be empty when PLAYTEST_BASE_URL is set.")
+PLAYTEST_TIMEOUT = env_float("PLAYTEST_TIMEOUT", 60.0, minimum=0.1)
+PLAYTEST_MAX_RETRIES = env_int("PLAYTEST_MAX_RETRIES", 2, minimum=0)
+# Calls to the endpoint one run may make (replies and judgements not already cached): a run
+# that would need more is refused before any call, saying how many it needs.
+PLAYTEST_MAX_CALLS = env_int("PLAYTEST_MAX_CALLS", 200, minimum=1)
+# Calls one run has in flight at once.
+PLAYTEST_CONCURRENCY = env_int("PLAYTEST_CONCURRENCY", 4, minimum=1)
+
 # Legacy imports (POST /api/v1/imports/, the studio's import page): the largest upload
 # taken, refused with a 413 before it is read when its size is announced.
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
+
+# Releases (promptadmin.releases.bundles): the memory each process gives the bundles it
+# serves, kept by hash and shared by every release that names them; the least recently
+# used go first. A bundle is one object's content (about 30 segments: some 40 KB loaded).
+RELEASE_BUNDLE_MEMORY_MB = env_int("RELEASE_BUNDLE_MEMORY_MB", 256, minimum=1)
 
 TIKTOKEN_ENCODING = env_str("TIKTOKEN_ENCODING", "cl100k_base").strip()
 if not TIKTOKEN_ENCODING:
@@ -370,6 +392,9 @@ if API_RATE_LIMIT:
         )
     REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["promptadmin.api.throttling.ApiKeyRateThrottle"]
     REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": API_RATE_LIMIT}
+# Plain calls to assemble, fetch and render skip DRF's request cycle (promptadmin.api.hotpath);
+# off, every call goes through DRF (the same answers, more CPU).
+API_HOT_PATH = env_bool("API_HOT_PATH", True)
 
 DRF_STANDARDIZED_ERRORS = {
     # No stack trace or debug page in an API response, even with DEBUG on.
@@ -398,11 +423,34 @@ SPECTACULAR_SETTINGS = {
         "SummaryStatusEnum": "promptadmin.conversations.models.SummaryStatus",
         "ImportJobStatusEnum": "promptadmin.content.models.ImportJob.Status",
         "ImportFormatEnum": "promptadmin.content.legacy.FORMATS",
+        "OutcomeReasonEnum": "assembler.result.OUTCOME_REASONS",
+        "OutcomeChangeKindEnum": "assembler.result.CHANGE_KINDS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",
         "drf_spectacular.hooks.postprocess_schema_enums",
     ],
+    # /api/docs/ opens on the calls a game makes (its sections follow this order), then
+    # what authors and tools manage; the operations are listed in the same order.
+    "TAGS": [
+        {"name": name, "description": description}
+        for name, description in (
+            ("assembly", "Assemble the prompt of a turn; preview it with every segment's fate."),
+            ("prompts", "Fetch and render registered prompts; their versions and labels."),
+            ("conversations", "Append messages; read the summarized history."),
+            ("releases", "Releases, their labels, scenarios and impact reports."),
+            ("worlds", "Worlds."),
+            ("rulesets", "Rulesets."),
+            ("npcs", "NPCs."),
+            ("entries", "Entries, their rulesets and cast."),
+            ("segments", "Segments: the pieces prompts are assembled from."),
+            ("lore", "Lore entries: what a turn's words bring into the prompt."),
+            ("interfaces", "LLM backend kinds and their adapter instructions."),
+            ("deprecated content", "Legacy imports and the review of deprecated segments."),
+            ("auth", "Who the caller is."),
+        )
+    ],
+    "SORT_OPERATIONS": "promptadmin.api.schema.operation_order",
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -8,7 +8,8 @@ scenarios with expectations, and prints medians of ``--rounds`` runs (default 5)
 - making a release of the working copy (every segment, texts deduplicated);
 - making one more after 20 segments changed (what a publish costs day to day);
 - comparing the release with the working copy over 50 scenarios (loading both sides,
-  diffing objects and segments, assembling each scenario twice);
+  diffing objects and the segments of the bundles that differ, assembling twice each
+  scenario whose bundles differ);
 - the full report the studio and the API serve (every saved scenario plus each entry's
   first and later turn).
 
@@ -84,8 +85,9 @@ def main() -> int:
     from promptadmin.content.models import Entry, Segment
     from promptadmin.content.services import segments
     from promptadmin.releases import impact, selectors, services
+    from promptadmin.releases.bundles import content_version, release_version
     from promptadmin.releases.scenarios import scenarios_for
-    from promptadmin.releases.snapshot import release_content, working_content
+    from promptadmin.releases.snapshot import working_content
 
     seed()
     entries = list(Entry.objects.order_by("slug").values_list("slug", flat=True))
@@ -111,7 +113,7 @@ def main() -> int:
         changed.append(seconds)
 
         def compare_fifty(release=release):  # type: ignore[no-untyped-def]
-            old, new = release_content(release), working_content()
+            old, new = release_version(release), content_version(working_content())
             specs = scenarios_for(())[:50]
             return impact.compare(old, new, specs)
 

@@ -67,3 +67,52 @@ def make_segment(
     """A segment saved through ``segment_create`` (so token counts and history are real)."""
     fields.setdefault("content", f"Some {scope} text.")
     return segments.segment_create(actor=actor, scope=scope, ref=ref, **fields)
+
+
+def make_cinder_gate(actor: Any = None) -> dict[str, Any]:
+    """Issue 21's scene (``tests.assembler.builders.CINDER_GATE``) through the services: the
+    world, a ruleset, Oren and Lysa, the entry ``cinder-gate`` casting them, and segments.
+    Returns the preview's settings (``params``, a query for the studio or a body for the
+    API, without the NPCs) and the long war segment, larger than the whole budget.
+    """
+    from promptadmin.content.services import catalog
+    from tests.assembler.builders import CINDER_GATE as scene
+
+    world = WorldFactory(slug="ash-plains", name="Ash Plains")
+    rules = RulesetFactory(slug="d20", name="D20 rules")
+    npcs = {slug: NPCFactory(slug=slug, name=name) for slug, (name, _rows) in scene["npcs"].items()}
+    entry = catalog.entry_create(
+        actor=actor,
+        slug="cinder-gate",
+        name="The cinder gate",
+        world=world,
+        rulesets=[rules],
+        cast=[catalog.CastMember(npc=npcs[slug], tier=tier) for slug, tier in scene["cast"]],
+    )
+    title, content = scene["core"]
+    make_segment(actor=actor, scope="core", title=title, content=content)
+    title, content = scene["ruleset"]
+    make_segment(actor=actor, scope="ruleset", ref=rules, title=title, content=content)
+    made = [
+        make_segment(
+            actor=actor, scope="world", ref=world, title=title, content=content, sort_order=order
+        )
+        for order, (title, content) in enumerate(scene["world"], start=1)
+    ]
+    title, content = scene["entry"]
+    make_segment(actor=actor, scope="entry", ref=entry, title=title, content=content)
+    for slug, (_name, rows) in scene["npcs"].items():
+        for tier, title, content in rows:
+            make_segment(
+                actor=actor, scope="npc", ref=npcs[slug], title=title, content=content, tier=tier
+            )
+    return {
+        "params": {
+            "entry": "cinder-gate",
+            "token_budget": scene["token_budget"],
+            "npc_budget": scene["npc_budget"],
+            "input": scene["input"],
+        },
+        "cast": scene["cast"],
+        "long_war": made[1],
+    }

@@ -10,12 +10,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from assembler.request import AssembleParams, parse_assemble_params, parse_preview_params
 from promptadmin.api.errors import ClientErrorResponseSerializer
-from promptadmin.api.fastpath import well_formed
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead
 from promptadmin.api.serializers import assembly as s
-from promptadmin.content.assembly import AssembleParams, assemble_prompt, preview_prompt
+from promptadmin.content.assembly import assemble_prompt, preview_prompt
 from promptadmin.releases.serving import resolve
 
 A_TURN = OpenApiExample(
@@ -58,11 +58,10 @@ class AssembleView(HotView):
         summary="Assemble the prompt for a turn",
     )
     def post(self, request: Request) -> Response:
-        return Response(assembled(s.AssembleInputSerializer.parse(request.data)))
+        return Response(assembled(parse_assemble_params(request.data)))
 
-    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer | None:
-        fast = well_formed(data, s.AssembleInputSerializer.FLAGS)
-        return None if fast is None else Answer(assembled(fast[0]))
+    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer:
+        return Answer(assembled(parse_assemble_params(data)))
 
 
 def assembled(params: AssembleParams) -> dict[str, Any]:
@@ -87,7 +86,7 @@ class PreviewView(APIView):
         summary="Assemble as /assemble would, and list every segment with its fate",
     )
     def post(self, request: Request) -> Response:
-        params, include_inactive = s.PreviewInputSerializer.parse_preview(request.data)
+        params, include_inactive = parse_preview_params(request.data)
         served = resolve(params.release)
         preview = preview_prompt(
             params, include_inactive=include_inactive, load=served.load, lore=served.lore

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from drf_standardized_errors.handler import ExceptionHandler
 from rest_framework import exceptions, serializers, status
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.fields import get_error_detail
 from rest_framework.settings import api_settings
 
@@ -65,6 +66,19 @@ def _field_errors(exc: DjangoValidationError) -> Any:
     return renamed
 
 
+def request_errors(error: assembler.RequestError) -> dict[str, Any]:
+    """A request's problems as DRF error details, nested by path as DRF's own fields nest
+    them (``{"npcs": {3: {"tier": [...]}}}``): the 400 body names ``npcs.3.tier``."""
+    detail: dict[Any, Any] = {}
+    for problem in error.problems:
+        path = problem.path or (api_settings.NON_FIELD_ERRORS_KEY,)
+        node = detail
+        for step in path[:-1]:
+            node = node.setdefault(step, {})
+        node.setdefault(path[-1], []).append(ErrorDetail(problem.message, code=problem.code))
+    return detail
+
+
 def api_error(exc: Exception) -> Exception:
     """The HTTP error for a domain error, or ``exc`` itself when it is not one."""
     if isinstance(exc, DjangoValidationError):
@@ -73,6 +87,8 @@ def api_error(exc: Exception) -> Exception:
         # A service's refusal says what was refused and what it needs: kept, not DRF's
         # generic sentence.
         return exceptions.PermissionDenied(str(exc) or None)
+    if isinstance(exc, assembler.RequestError):
+        return exceptions.ValidationError(request_errors(exc))
     if isinstance(exc, AssemblyInputError):
         return exceptions.ValidationError({name: [msg] for name, msg in exc.errors.items()})
     if isinstance(exc, RenderInputError):

@@ -10,15 +10,18 @@ costs more CPU than assembling a turn from a release. A :class:`HotView` answers
   API), and a key that verifies (any key may read, and these calls only read);
 - no query parameter but those the view declares, and none that looks like a key;
 - no ``Accept`` header, or one that takes JSON as is (``*/*``, ``application/json``);
-- for a body, ``Content-Type: application/json`` (UTF-8) and JSON that the view's fast
-  validation accepts (``promptadmin.api.fastpath``).
+- for a body, ``Content-Type: application/json`` (UTF-8) within Django's upload limit,
+  holding JSON that decodes.
 
-Everything else goes through DRF exactly as before: a session, Basic credentials, a bad
-or revoked key, ``Accept: application/json; indent=2``, a rate limit when one is
-configured, a body that needs full validation, and every error (the view declines, and
-DRF answers, so errors are worded in one place; so does an unexpected failure, which DRF
-meets again and answers as ever). tests/promptadmin/api/test_hotpath.py
-holds the two paths to the same status, headers and body.
+Whether a request is plain is decided before the view's work starts; anything else goes
+through DRF exactly as before (a session, Basic credentials, a bad or revoked key,
+``Accept: application/json; indent=2``, a rate limit when one is configured, a body DRF's
+parser words the refusal of). A plain request is answered here whatever happens next: its
+input is read once (by the one request parser, :mod:`assembler.request`), and an error the
+view raises is answered by the view's own exception handling, as DRF would answer it, so a
+failing request runs its view once. tests/promptadmin/api/test_hotpath.py holds the two
+paths to the same status, headers and body (``settings.API_HOT_PATH`` off sends every
+request through DRF).
 """
 
 from __future__ import annotations
@@ -32,17 +35,15 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from assembler.storable import loads, refuse_unencodable_keys
 from promptadmin.api.authentication import KEY_SHAPE, KEYWORD, verified_key
 from promptadmin.api.renderers import JSONRenderer
-from promptadmin.core.storedjson import loads
 
 PLAIN_ACCEPT = frozenset({"", "*/*", "application/json"})
 JSON_TYPES = frozenset({"application/json", "application/json; charset=utf-8"})
 
-# Off in the tests that hold both paths to the same answers.
-enabled = True
-
 _render = JSONRenderer().render
+_NOT_PLAIN: Any = object()
 
 
 class Answer:
@@ -72,54 +73,56 @@ class HotView(APIView):
         keyword, _, key = authorization.partition(" ")
         return key.strip() if keyword.lower() == KEYWORD.lower() else None
 
-    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer | None:
-        """The answer to a plain request whose body is ``data`` (None for a GET), or None
-        to leave the request to DRF."""
+    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer:
+        """The answer to a plain request whose body is ``data`` (None for a GET); an
+        error is raised as the view's handler raises it."""
         raise NotImplementedError
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if enabled and request.method == self.hot_method and not args:
-            response = self._answer(request, kwargs)
-            if response is not None:
-                return response
+        if request.method == self.hot_method and not args and settings.API_HOT_PATH:
+            data = self._plain(request)
+            if data is not _NOT_PLAIN:
+                return self._serve(request, data, kwargs)
         return super().dispatch(request, *args, **kwargs)
 
-    def _answer(self, request: HttpRequest, kwargs: dict[str, Any]) -> HttpResponse | None:
+    def _plain(self, request: HttpRequest) -> Any:
+        """The body of a plain request (None without one), else ``_NOT_PLAIN``."""
         meta = request.META
         if api_settings.DEFAULT_THROTTLE_CLASSES:
-            return None  # a rate limit counts every call: DRF's throttles do that
+            return _NOT_PLAIN  # a rate limit counts every call: DRF's throttles do that
         if meta.get("HTTP_ACCEPT", "").strip().lower() not in PLAIN_ACCEPT:
-            return None
+            return _NOT_PLAIN
         if not _plain_query(request, self.hot_query):
-            return None
+            return _NOT_PLAIN
         key = self.hot_key(meta.get("HTTP_AUTHORIZATION", ""))
         if key is None:
-            return None
+            return _NOT_PLAIN
         try:
             verified_key(key)
         except AuthenticationFailed:
+            return _NOT_PLAIN
+        if self.hot_method != "POST":
             return None
-        data = None
-        if self.hot_method == "POST":
-            if meta.get("CONTENT_TYPE", "").lower() not in JSON_TYPES:
-                return None
-            # request.body refuses a body over Django's upload limit (an HTML 400), where
-            # DRF reads the stream and answers as ever.
-            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-            if limit is not None and int(meta.get("CONTENT_LENGTH") or 0) > limit:
-                return None
-            # A key holding a lone surrogate needs no look here: the fast paths take only
-            # keys they know, and DRF's parser refuses it.
-            try:
-                data = loads(request.body.decode("utf-8"))
-            except (ValueError, RecursionError):  # bad JSON or UTF-8: DRF words it
-                return None
+        if meta.get("CONTENT_TYPE", "").lower() not in JSON_TYPES:
+            return _NOT_PLAIN
+        # request.body refuses a body over Django's upload limit (an HTML 400), where DRF
+        # reads the stream and answers as ever.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and int(meta.get("CONTENT_LENGTH") or 0) > limit:
+            return _NOT_PLAIN
+        try:
+            text = request.body.decode("utf-8")
+            data = loads(text)
+            refuse_unencodable_keys(data, text)
+        except (ValueError, RecursionError):  # bad JSON, UTF-8 or key: DRF's parser words it
+            return _NOT_PLAIN
+        return data
+
+    def _serve(self, request: HttpRequest, data: Any, kwargs: dict[str, Any]) -> HttpResponseBase:
         try:
             answer = self.hot(request, data, **kwargs)
-        except Exception:  # every error is DRF's to answer (and log), as it always was
-            return None
-        if answer is None:
-            return None
+        except Exception as exc:  # answered as the view answers it; never run again
+            return self._failed(request, exc, kwargs)
         if answer.body is None:
             response = HttpResponse(status=answer.status)
             del response["Content-Type"]
@@ -130,6 +133,23 @@ class HotView(APIView):
         for name, value in {**self.default_response_headers, **answer.headers}.items():
             response[name] = value
         return response
+
+    def _failed(
+        self, request: HttpRequest, exc: Exception, kwargs: dict[str, Any]
+    ) -> HttpResponseBase:
+        """What DRF answers when the view raises ``exc``: the view's exception handling
+        and the same finishing, set up as DRF's dispatch sets them up (the request was
+        plain: its credentials and renderer are settled)."""
+        self.args, self.kwargs = (), kwargs
+        drf_request = self.initialize_request(request, **kwargs)
+        self.request = drf_request
+        self.headers = self.default_response_headers
+        self.format_kwarg = self.get_format_suffix(**kwargs)
+        drf_request.accepted_renderer, drf_request.accepted_media_type = (
+            self.perform_content_negotiation(drf_request)
+        )
+        response = self.handle_exception(exc)
+        return self.finalize_response(drf_request, response, **kwargs)
 
 
 def _plain_query(request: HttpRequest, allowed: frozenset[str]) -> bool:

@@ -37,6 +37,8 @@ from rest_framework import authentication, exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from assembler.request import DEFAULT_TEMPLATE
+from assembler.storable import printable
 from assembler.templates import TemplateConversionError, to_curly
 from promptadmin.api.authentication import actor_of, verified_key
 from promptadmin.api.errors import Conflict
@@ -45,10 +47,8 @@ from promptadmin.api.permissions import CanRead, ReadOrWrite
 from promptadmin.api.preconditions import none_match
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.content.models import ApiKey
-from promptadmin.core.storedjson import printable
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
-    DEFAULT_TEMPLATE,
     LABEL_HELP,
     LABEL_RE,
     LATEST,

@@ -20,7 +20,7 @@ from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
 
-from promptadmin.core.storedjson import (
+from assembler.storable import (
     LONE_SURROGATES,
     StoredJsonError,
     UnencodableKeyError,

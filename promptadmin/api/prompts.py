@@ -22,9 +22,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from assembler.format_lint import lint_prompt
+from assembler.request import RenderParams, parse_render_params
 from promptadmin.api.authentication import actor_of
 from promptadmin.api.errors import ClientErrorResponseSerializer
-from promptadmin.api.fastpath import well_formed_render
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead, ReadOrWrite
 from promptadmin.api.preconditions import (
@@ -353,37 +353,37 @@ class RenderView(HotView):
         summary="Render a version with variables and an interface's adapter instructions",
     )
     def post(self, request: Request, component: str, agent: str) -> Response:
-        return Response(rendered(s.RenderSerializer.parse(request.data), component, agent))
+        return Response(rendered(parse_render_params(request.data), component, agent))
 
-    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer | None:
-        valid = well_formed_render(data)
-        return None if valid is None else Answer(rendered(valid, **kwargs))
+    def hot(self, request: HttpRequest, data: Any, **kwargs: Any) -> Answer:
+        return Answer(rendered(parse_render_params(data), **kwargs))
 
 
-def rendered(data: dict[str, Any], component: str, agent: str) -> dict[str, Any]:
-    """The body of a render: ``data`` is the validated request."""
+def rendered(params: RenderParams, component: str, agent: str) -> dict[str, Any]:
+    """The body of a render of ``params``."""
     result = fetch_and_render(
         component=component,
         agent=agent,
-        task_type=data["task_type"] or None,
-        label=data.get("label"),
-        version=data.get("version"),
-        template=data["template"],
-        variables=data["variables"],
-        interface=data["interface"],
-        user_instructions=data["user_instructions"],
-        instruction_context=data["instruction_context"],
+        task_type=params.task_type or None,
+        label=params.label,
+        version=params.version,
+        template=params.template,
+        variables=params.variables,
+        interface=params.interface,
+        user_instructions=params.user_instructions,
+        instruction_context=params.instruction_context,
     )
     resolved = result.resolved
     body: dict[str, Any] = {
         "version": resolved.version,
         "task_type_used": resolved.task_type_used,
     }
-    if data["format"] == "text":
+    if params.format == "text":
         body.update(system=result.system, user=result.user, tokens=result.tokens)
     else:
         body["messages"] = list(result.messages)
     body["unused_variables"] = list(result.unused_variables)
+    body["findings"] = [finding.to_dict() for finding in result.findings]
     return body
 
 

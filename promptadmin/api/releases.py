@@ -16,6 +16,7 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from promptadmin.api.authentication import actor_of
@@ -129,9 +130,23 @@ REMOVAL = {
     "note": "Staging is retired",
 }
 CUT = (
-    "Entry segment #15 'Premise' (34 tokens) left out: the prompt was still 41 tokens over "
-    "the 600-token budget after entry segment #16 'Hidden truth' was left out"
+    "Entry segment #15 'Premise' (34 tokens) left out: the 600-token budget had no room left for it"
 )
+LEFT_OUT = {
+    "kind": "left_out",
+    "key": "segment:15",
+    "scope": "entry",
+    "name": "Entry segment #15 'Premise'",
+    "tokens_before": 34,
+    "tokens_after": 0,
+    "segment_id": 15,
+    "npc": None,
+    "lore_id": None,
+    "tier_before": None,
+    "tier_after": None,
+    "reason": "over_budget",
+    "explanation": CUT,
+}
 COMPARE = {
     "before": {"name": "r-2026-11-21", "label": "production", "content_hash": OLD_HASH},
     "after": {"name": "working", "label": None, "content_hash": NEW_HASH},
@@ -186,7 +201,13 @@ COMPARE = {
             "expectations_still_failing": [],
             "error_before": None,
             "error_after": None,
+            "new": False,
+            "missing_before": [],
+            "missing_after": [],
+            "outcome_before": {"left_out": [], "shortened": [], "lowered": []},
+            "outcome_after": {"left_out": [LEFT_OUT], "shortened": [], "lowered": []},
             "changed": True,
+            "assembled": True,
             "preview_query": "entry=drowned-bell&token_budget=600&npc_budget=600&first_turn=on"
             "&npc=marta-vell&tier=2&input=I+ring+the+bell.",
         }
@@ -298,7 +319,9 @@ class CompareView(APIView):
         "objects and segments added, changed (with text diffs) and removed, and for every "
         "scenario (saved ones, then each entry's first and later turn) the tokens before "
         "and after, the cuts that appear or disappear and the expectations that start or "
-        "stop failing.",
+        "stop failing. Only the scenarios whose content differs (the entry's, its world's, "
+        "its rulesets', its NPCs' or the core) are assembled (`assembled`); the others are "
+        "unchanged, their tokens null. Reports are kept by the two contents' hashes.",
     )
     def get(self, request: Request, before: str, after: str) -> Response:
         try:
@@ -466,17 +489,35 @@ class ScenarioListView(RenderBeforeCommit):
         return Response(s.ScenarioSerializer.of(scenario), status=status.HTTP_201_CREATED)
 
 
-def _scenario_input(data: Any, *, partial: bool) -> dict[str, Any]:
-    serializer = s.ScenarioInputSerializer(data=data, partial=partial)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated()
+def _scenario_input(
+    data: Any, *, partial: bool, scenario: Scenario | None = None
+) -> dict[str, Any]:
+    """The fields sent, as an object holding the required ones; a change to ``scenario``
+    is also checked for what its fields are (by the scenario services: the request fields
+    by the one request parser, as /assemble reads them), before the If-Match precondition
+    and what they refer to."""
+    if not isinstance(data, dict):
+        raise ValidationError(
+            {
+                api_settings.NON_FIELD_ERRORS_KEY: [
+                    f"Invalid data. Expected a dictionary, but got {type(data).__name__}."
+                ]
+            }
+        )
+    required = () if partial else ("name", "entry")
+    missing = {name: ["This field is required."] for name in required if name not in data}
+    if missing:
+        raise ValidationError(missing)
+    if scenario is not None:
+        _scenario_change(services.scenario_fields_check, data, scenario=scenario)
+    return data
 
 
-def _scenario_change(change: Any, **arguments: Any) -> Scenario:
+def _scenario_change(change: Any, *positional: Any, **arguments: Any) -> Any:
     """Call a scenario service; its errors name the scenario's own fields (``entry`` is
     the scenario's entry here, not a segment's owner as the shared mapping would say)."""
     try:
-        return change(**arguments)  # type: ignore[no-any-return]
+        return change(*positional, **arguments)
     except DjangoValidationError as exc:
         raise ValidationError(exc.message_dict) from None
 
@@ -515,8 +556,8 @@ class ScenarioDetailView(RenderBeforeCommit):
     def put(self, request: Request, pk: int) -> Response:
         # A malformed body is a 400 whatever the If-Match; then the precondition; then what
         # the names refer to (the services).
-        values = _scenario_input(request.data, partial=request.method == "PATCH")
         scenario = _scenario(pk)
+        values = _scenario_input(request.data, scenario=scenario, partial=request.method == "PATCH")
         scenario = _scenario_change(
             services.scenario_update,
             actor=actor_of(request),

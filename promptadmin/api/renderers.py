@@ -28,7 +28,7 @@ from rest_framework import renderers
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.utils.encoders import JSONEncoder
 
-from promptadmin.core.storedjson import MAX_INT, MIN_INT
+from assembler.storable import MAX_INT, MIN_INT
 
 logger = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from promptadmin.api import (
     langfuse,
     legacy,
     lore,
+    playtests,
     prompts,
     releases,
     schema,
@@ -149,6 +150,8 @@ v1_urls = [
     path("lore/import", lore.LoreImportView.as_view(), name="api-lore-import"),
     path("lore/export", lore.LoreExportView.as_view(), name="api-lore-export"),
     path("scenarios/", releases.ScenarioListView.as_view(), name="api-scenarios"),
+    path("playtests/", playtests.PlaytestListView.as_view(), name="api-playtests"),
+    path("playtests/<int:pk>", playtests.PlaytestDetailView.as_view(), name="api-playtest"),
     path("scenarios/<int:pk>/", releases.ScenarioDetailView.as_view(), name="api-scenario"),
     path(
         "schema/",

@@ -31,14 +31,17 @@ from promptadmin.content.models import (
     Segment,
     World,
 )
+from promptadmin.content.search import segment_search
 from promptadmin.content.services import api_keys, catalog, segments
 from promptadmin.content.services.segments import EDITABLE_FIELDS
 from promptadmin.core import storedjson
+from promptadmin.core.admin import ListsAtScale
 from promptadmin.core.errors import ConflictError, StaleRevisionError
 
 
-class SuperuserOnly:
-    """The admin is for superusers; staff authors use the studio."""
+class SuperuserOnly(ListsAtScale):
+    """The admin is for superusers; staff authors use the studio. Its lists are paged and
+    counted at a bounded cost (a game holds 100,000 segments)."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.is_active and request.user.is_superuser)
@@ -317,8 +320,9 @@ class EntryAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistor
     form = EntryAdminForm
     readonly_fields = ("revision",)
     list_display = ("slug", "name", "world", "revision", "updated_at")
-    list_filter = ("world",)
+    # Hundreds of worlds: searched for, never listed in a filter or a select.
     search_fields = ("slug", "name", "description", "world__slug")
+    autocomplete_fields = ("world",)
     prepopulated_fields = {"slug": ("name",)}
     list_select_related = ("world",)
     inlines = (EntryRulesetInline, EntryCastInline)
@@ -362,9 +366,13 @@ class EntryAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistor
 class SegmentAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHistoryAdmin):
     form = SegmentAdminForm
     list_display = ("id", "scope", "ref_label", "label", "version", "active", "tier", "token_count")
-    # A segment's object: one foreign key per kind of object (see content/kinds.py).
-    list_filter = ("scope", "active", *KINDS)
-    search_fields = ("title", "content", *(f"{key}__slug" for key in KINDS))
+    list_filter = ("scope", "active")
+    # Words of the title and text, through the search index (get_search_results).
+    search_fields = ("title", "content")
+    search_help_text = "Words of the title or the text (each a prefix), or #id."
+    # A segment's object: one foreign key per kind (see content/kinds.py); thousands of
+    # each, so picked by searching.
+    autocomplete_fields = tuple(KINDS)
     list_select_related = tuple(KINDS)
     readonly_fields = ("token_count", "token_encoding", "revision", "created_at", "updated_at")
     fields = (
@@ -384,6 +392,14 @@ class SegmentAdmin(SuperuserOnly, StaleSaveMixin, ServiceDeleteMixin, SimpleHist
     @admin.display(description="belongs to")
     def ref_label(self, obj: Segment) -> str:
         return obj.ref_slug or "—"
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Segment], search_term: str
+    ) -> tuple[QuerySet[Segment], bool]:
+        term = search_term.strip()
+        if term.startswith("#") and term[1:].isascii() and term[1:].isdigit() and len(term) < 19:
+            return queryset.filter(pk=int(term[1:])), False
+        return (segment_search(queryset, term) if term else queryset), False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Deprecated rows are read-only here: the deprecated-content review handles them.

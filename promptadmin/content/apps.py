@@ -22,6 +22,11 @@ class ContentConfig(AppConfig):
         from promptadmin.content import tasks  # noqa: F401  (registers the import task)
         from promptadmin.content.keys import api_key_changed
         from promptadmin.content.models import ApiKey
+        from promptadmin.content.services.health import health_changed
+        from promptadmin.core.cache import on_content_change
 
         post_save.connect(api_key_changed, sender=ApiKey, dispatch_uid="api-key-saved")
         post_delete.connect(api_key_changed, sender=ApiKey, dispatch_uid="api-key-deleted")
+        # Every committed content change brings the entries' findings up to date, in the
+        # background.
+        on_content_change(health_changed)

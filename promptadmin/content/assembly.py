@@ -7,14 +7,15 @@ assembler's dataclasses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Q
 
 import assembler
+from assembler.request import AssembleParams
 from promptadmin.content.models import (
     NPC,
     SEGMENT_SCOPES,
@@ -35,30 +36,6 @@ class AssemblyInputError(Exception):
     def __init__(self, errors: Mapping[str, str]) -> None:
         self.errors = dict(errors)
         super().__init__("; ".join(f"{name}: {message}" for name, message in self.errors.items()))
-
-
-@dataclass(frozen=True)
-class AssembleParams:
-    """An assembly request as API consumers and the studio express it (slugs, not ids)."""
-
-    entry: str
-    world: str | None = None
-    first_turn: bool = False
-    token_budget: int = assembler.DEFAULT_TOKEN_BUDGET
-    npc_budget: int = assembler.DEFAULT_NPC_BUDGET
-    npcs: Sequence[tuple[str, int]] = ()
-    state: Mapping[str, Any] = field(default_factory=dict)
-    floors: Mapping[str, float] | None = None
-    block_format: str = "delimited"
-    strict: bool = False
-    conversation: str | None = None
-    history_budget: int | None = None
-    # A release, a label or "working"; resolved by the caller into a ``Loader`` (this
-    # module never looks at it: releases read content, not the other way round).
-    release: str | None = None
-    # How lore enters the prompt (scan depth, budget, recursion, on or off); the lore
-    # itself comes from the ``LoreLoader`` the caller passes.
-    lore: assembler.LoreOptions = field(default_factory=assembler.LoreOptions)
 
 
 @dataclass(frozen=True)
@@ -89,9 +66,24 @@ class Preview:
     segments: list[dict[str, Any]]
 
 
-def _segment(row: Segment) -> assembler.Segment:
+class StoredSegment(Protocol):
+    """A segment as stored: the working copy's row, or a release's (``releases.snapshot``)."""
+
+    id: int
+    scope: str
+    content: str
+    sort_order: int
+    tier: int
+    token_count: int | None
+    token_encoding: str
+    title: str
+
+
+def segment_for_assembly(row: StoredSegment) -> assembler.Segment:
+    """The one adapter from a stored segment to the assembler's: the working copy's rows
+    and a release's bundles both go through it, so both assemble alike."""
     return assembler.Segment(
-        id=row.pk,
+        id=row.id,
         scope=row.scope,
         content=row.content,
         sort_order=row.sort_order,
@@ -159,7 +151,7 @@ def _by_owner(rows: Any) -> dict[tuple[str, int | None], list[assembler.Segment]
     by_owner: dict[tuple[str, int | None], list[assembler.Segment]] = {}
     for row in rows:
         owner = row.ruleset_id or row.world_id or row.entry_id or row.npc_id
-        by_owner.setdefault((row.scope, owner), []).append(_segment(row))
+        by_owner.setdefault((row.scope, owner), []).append(segment_for_assembly(row))
     return by_owner
 
 
@@ -194,24 +186,38 @@ class CastEntry:
     npcs: dict[str, NpcBundle]
 
 
-def all_entries() -> list[CastEntry]:
-    """Every entry (by name) with its static content and cast, in five queries whatever
-    the count.
+def all_entries(entry_ids: Collection[int] | None = None) -> list[CastEntry]:
+    """Every entry (by name), or those of ``entry_ids``, with its static content and
+    cast, in five queries whatever the count (reading only the content those entries
+    use).
 
     For pages that look at every entry at once (the dashboard's findings), where loading
     entry by entry would cost queries per entry.
     """
-    entries = list(Entry.objects.select_related("world").order_by("name", "slug"))
+    entries_query = Entry.objects.select_related("world").order_by("name", "slug")
+    links_query = EntryRuleset.objects.select_related("ruleset").order_by("entry_id", "position")
+    casts_query = EntryNpc.objects.select_related("npc").order_by("entry_id", "position")
+    if entry_ids is not None:
+        entries_query = entries_query.filter(pk__in=entry_ids)
+        links_query = links_query.filter(entry_id__in=entry_ids)
+        casts_query = casts_query.filter(entry_id__in=entry_ids)
+    entries = list(entries_query)
     links: dict[int, list[EntryRuleset]] = {}
-    for link in EntryRuleset.objects.select_related("ruleset").order_by("entry_id", "position"):
+    for link in links_query:
         links.setdefault(link.entry_id, []).append(link)
     casts: dict[int, list[EntryNpc]] = {}
-    for member in EntryNpc.objects.select_related("npc").order_by("entry_id", "position"):
+    for member in casts_query:
         casts.setdefault(member.entry_id, []).append(member)
     static = [scope for scope in SEGMENT_SCOPES if scope != Scope.NPC]
-    by_owner = _by_owner(
-        Segment.objects.filter(active=True, scope__in=static).only(*_SEGMENT_COLUMNS)
-    )
+    static_segments = Segment.objects.filter(active=True, scope__in=static)
+    if entry_ids is not None:
+        static_segments = static_segments.filter(
+            Q(scope=Scope.CORE)
+            | Q(world_id__in={entry.world_id for entry in entries})
+            | Q(ruleset_id__in={link.ruleset_id for row in links.values() for link in row})
+            | Q(entry_id__in=[entry.pk for entry in entries])
+        )
+    by_owner = _by_owner(static_segments.only(*_SEGMENT_COLUMNS))
     cast_npcs = {member.npc.pk: member.npc for cast in casts.values() for member in cast}
     npc_segments = _by_owner(
         Segment.objects.filter(active=True, scope=Scope.NPC, npc_id__in=list(cast_npcs)).only(
@@ -319,7 +325,7 @@ def request_for(
             first_turn=params.first_turn,
             token_budget=params.token_budget,
             npc_budget=params.npc_budget,
-            policy=assembler.Policy(floors=params.floors, block_format=params.block_format),  # type: ignore[arg-type]
+            policy=assembler.Policy(floors=params.floors, block_format=params.block_format),
             strict=params.strict,
             history=history,
             lore=params.lore,
@@ -364,7 +370,7 @@ def preview_prompt(
                     "id": row.pk,
                     "scope": row.scope,
                     "npc": npc_slugs.get(row.npc_id) if row.npc_id else None,
-                    "title": _segment(row).label,
+                    "title": segment_for_assembly(row).label,
                     "tokens": token_count(row),
                     "fate": "inactive",
                 }

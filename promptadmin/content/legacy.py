@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
-from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
-from promptadmin.core.storedjson import (
+from assembler.storable import (
     MAX_TEXT,
     StoredJsonError,
     check_stored_json,
     has_lone_surrogate,
     printable,
 )
+from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
 
 COLUMNS = (
     "id",

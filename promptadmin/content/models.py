@@ -21,10 +21,8 @@ from django.utils import timezone
 from rest_framework_api_key.models import AbstractAPIKey
 from simple_history.models import HistoricalRecords
 
+from assembler.request import MAX_SLUG
 from promptadmin.core.storedjson import validate_stored_json
-
-# Tiers are stored in small integer columns.
-MAX_TIER = 32767
 
 SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
 slug_validator = RegexValidator(
@@ -110,7 +108,7 @@ class KeptOnInsertDateTimeField(models.DateTimeField):
 
 
 class TimestampedContent(models.Model):
-    slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
+    slug = models.SlugField(max_length=MAX_SLUG, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     # Bumped on every saved change (an entry's world, rulesets and cast included): the
@@ -132,12 +130,18 @@ class TimestampedContent(models.Model):
             models.CheckConstraint(condition=Q(slug=Lower("slug")), name=f"{prefix}_slug_lowercase")
         ]
 
+    @classmethod
+    def list_indexes(cls, prefix: str) -> list[models.Index]:
+        """The studio's lists go by name (then slug): read in order from an index."""
+        return [models.Index(fields=("name", "slug"), name=f"{prefix}_by_name")]
+
 
 class World(TimestampedContent):
     history = HistoricalRecords()
 
     class Meta(TimestampedContent.Meta):
         constraints = TimestampedContent.slug_constraints("world")
+        indexes = TimestampedContent.list_indexes("world")
 
 
 class Ruleset(TimestampedContent):
@@ -145,6 +149,7 @@ class Ruleset(TimestampedContent):
 
     class Meta(TimestampedContent.Meta):
         constraints = TimestampedContent.slug_constraints("ruleset")
+        indexes = TimestampedContent.list_indexes("ruleset")
 
 
 class NPC(TimestampedContent):
@@ -154,6 +159,7 @@ class NPC(TimestampedContent):
         verbose_name = "NPC"
         verbose_name_plural = "NPCs"
         constraints = TimestampedContent.slug_constraints("npc")
+        indexes = TimestampedContent.list_indexes("npc")
 
 
 class Entry(TimestampedContent):
@@ -166,6 +172,7 @@ class Entry(TimestampedContent):
     class Meta(TimestampedContent.Meta):
         verbose_name_plural = "entries"
         constraints = TimestampedContent.slug_constraints("entry")
+        indexes = TimestampedContent.list_indexes("entry")
 
     def ordered_rulesets(self) -> list[Ruleset]:
         return [link.ruleset for link in self.ruleset_links.select_related("ruleset")]
@@ -329,6 +336,13 @@ class Segment(models.Model):
                 name="segment_active_npc",
             ),
             models.Index(fields=("scope", "active"), name="segment_scope_active"),
+            # The segment list's sorts (either direction): read in order from an index.
+            models.Index(fields=("updated_at", "id"), name="segment_by_update"),
+            models.Index(fields=("token_count", "id"), name="segment_by_tokens"),
+            models.Index(fields=("scope", "sort_order", "id"), name="segment_by_scope"),
+            # On PostgreSQL, a stored ``search`` column (a tsvector of the title and text)
+            # and its GIN index are added by migration 0011, outside the model: see
+            # content.search.
         ]
 
     def __str__(self) -> str:
@@ -477,3 +491,67 @@ class ImportChunk(models.Model):
 
     def __str__(self) -> str:
         return f"import #{self.job_id}, piece {self.seq}"
+
+
+class EntryHealth(models.Model):
+    """What an entry's prompt loses, and its lint findings, at the default budgets (a
+    first turn and a later turn, with its cast): worked out in the background after
+    content changes (``content.services.health``), read by the dashboard.
+
+    ``fingerprint`` names what it was worked out from (a hash of the entry's content, its
+    cast's and the tokenizer's), so an entry whose content did not change is not checked
+    again.
+    """
+
+    entry = models.OneToOneField(
+        Entry, on_delete=models.CASCADE, primary_key=True, related_name="health"
+    )
+    fingerprint = models.CharField(max_length=64)
+    errors = models.JSONField(default=list)
+    warnings = models.JSONField(default=list)
+    # [{"turn": "First turn", "lost": [...], "cause": "..."}]: what each turn leaves out.
+    losses = models.JSONField(default=list)
+    error_count = models.PositiveIntegerField(default=0)
+    warning_count = models.PositiveIntegerField(default=0)
+    loss_count = models.PositiveIntegerField(default=0)
+    checked_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "entry health"
+        indexes = [
+            # The dashboard's worst entries first: losses, then errors, then warnings.
+            models.Index(
+                fields=["-loss_count", "-error_count", "-warning_count", "entry"],
+                name="entryhealth_worst_first",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"health of entry #{self.entry_id}"
+
+
+class ContentCheck(models.Model):
+    """The one row saying how far the background check of content has come.
+
+    Every committed content change adds one to ``requested``; a check that started at
+    ``requested`` = N stores ``checked`` = N when done, so the findings are up to date
+    when ``checked >= requested``. ``running_since`` is the claim of the worker doing it
+    (a claim older than any task may run belongs to a worker that died). The check also
+    keeps the segment counts per scope and the active segments without text.
+    """
+
+    requested = models.PositiveBigIntegerField(default=0)
+    checked = models.PositiveBigIntegerField(default=0)
+    running_since = models.DateTimeField(null=True, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    # {"scope": [active, inactive]}
+    scope_counts = models.JSONField(default=dict)
+    # [[id, scope], ...]: active segments with no text (saved before the services refused them)
+    blank_segments = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"content check {self.checked}/{self.requested}"
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.checked_at is not None and self.checked >= self.requested

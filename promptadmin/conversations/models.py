@@ -17,17 +17,17 @@ from django.db import models
 from django.db.models import Q
 
 from assembler.history import ROLES
-from assembler.request import MAX_BUDGET
+from assembler.request import (
+    CONVERSATION_KEY_HELP,
+    CONVERSATION_KEY_PATTERN,
+    MAX_BUDGET,
+    MAX_CONVERSATION_KEY,
+)
 from promptadmin.core.storedjson import validate_stored_json
 
-KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}\Z"
-KEY_MAX_LENGTH = 200
-key_validator = RegexValidator(
-    KEY_PATTERN,
-    "Use 1 to 200 letters, digits and . _ : @ - (starting with a letter or digit).",
-    code="invalid_key",
-)
-_KEY = re.compile(KEY_PATTERN)
+KEY_MAX_LENGTH = MAX_CONVERSATION_KEY
+key_validator = RegexValidator(CONVERSATION_KEY_PATTERN, CONVERSATION_KEY_HELP, code="invalid_key")
+_KEY = re.compile(CONVERSATION_KEY_PATTERN)
 
 
 def could_be_key(value: str) -> bool:
@@ -95,6 +95,8 @@ class Conversation(models.Model):
                 name="conversation_history_budget_range",
             )
         ]
+        # The studio's list: the most recently active first, read in order.
+        indexes = [models.Index(fields=["updated_at", "id"], name="conversation_by_update")]
 
     def __str__(self) -> str:
         return self.key

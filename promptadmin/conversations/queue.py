@@ -52,6 +52,7 @@ from promptadmin.conversations.models import (
     SummaryStatus,
     could_be_key,
 )
+from promptadmin.core.actors import Attribution
 from promptadmin.core.tokens import tokenizer
 
 logger = logging.getLogger(__name__)
@@ -113,17 +114,20 @@ def locked(key: str, *, resent_too: bool = False) -> tuple[Conversation, int | N
 
 
 def get_or_create_locked(
-    key: str, history_budget: int | None, attribution: dict[str, Any]
+    key: str, history_budget: int | None, who: Attribution
 ) -> tuple[Conversation, int | None]:
     """As :func:`locked`, creating the conversation (with ``history_budget``, or the
-    default, and ``attribution``: who created it) when there is none."""
+    default, and ``who`` created it) when there is none."""
     located = locked(key)
     if located is not None:
         return located
     try:
         with transaction.atomic():
             conversation = Conversation.objects.create(
-                key=key, history_budget=history_budget or DEFAULT_HISTORY_BUDGET, **attribution
+                key=key,
+                history_budget=history_budget or DEFAULT_HISTORY_BUDGET,
+                created_by=who.user,
+                created_via=who.via,
             )
         return conversation, None
     except IntegrityError:

@@ -30,7 +30,7 @@ from promptadmin.conversations.models import (
     key_validator,
 )
 from promptadmin.conversations.summarizer import plan_next
-from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
+from promptadmin.core.actors import Actor, attribution
 from promptadmin.core.errors import ConflictError
 from promptadmin.core.roles import Role as ActorRole
 from promptadmin.core.roles import require
@@ -92,14 +92,6 @@ def _validate_messages(messages: Sequence[Mapping[str, Any]]) -> None:
         raise ValidationError(errors)
 
 
-def _attribution(actor: Actor) -> dict[str, Any]:
-    """The fields that record ``actor``: a person, or a key by its label (then no user)."""
-    return {
-        "created_by": user_or_none(actor),
-        "created_via": key_label(actor)[:100] if is_key(actor) else "",
-    }
-
-
 def _send_after_commit(summary_id: int) -> None:
     transaction.on_commit(lambda: tasks.enqueue_summary(summary_id))
 
@@ -143,7 +135,7 @@ def conversation_append(
     if history_budget is not None:
         validate_history_budget(history_budget)
     _validate_messages(messages)
-    who = _attribution(actor)
+    who = attribution(actor)
     conversation, stuck_summary_id = queue.get_or_create_locked(key, history_budget, who)
     tok = tokenizer()
     rows = []
@@ -159,7 +151,8 @@ def conversation_append(
                 content=message["content"],
                 token_count=count,
                 token_encoding=tok.name,
-                **who,
+                created_by=who.user,
+                created_via=who.via,
             )
         )
     Message.objects.bulk_create(rows)
@@ -230,10 +223,8 @@ def summary_request(*, actor: Actor, key: str) -> int | None:
         raise NothingToSummarize
     # Sent even when it already was: the task is idempotent, and should the broker have
     # lost it, asking again is how it gets made.
-    who = _attribution(actor)
-    asked = queue.ask(
-        conversation, requested_by=who["created_by"], requested_via=who["created_via"]
-    )
+    who = attribution(actor)
+    asked = queue.ask(conversation, requested_by=who.user, requested_via=who.via)
     summary_id = asked.summary_id if asked is not None else None
     if summary_id is not None:
         _send_after_commit(summary_id)

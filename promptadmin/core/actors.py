@@ -7,7 +7,7 @@ needs no import of the app that stores them.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeGuard, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeGuard, runtime_checkable
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import models
@@ -42,6 +42,21 @@ def user_or_none(actor: Actor) -> AbstractBaseUser | None:
 def key_label(key: KeyActor) -> str:
     """How a change made with ``key`` is attributed: ``API key 'name' (prefix)``."""
     return f"API key '{key.name}' ({key.prefix})"
+
+
+class Attribution(NamedTuple):
+    """Who a change is recorded as made by: the person (None for a key, a script or the
+    seed), and the label of the key it was made with ("" for people and scripts)."""
+
+    user: AbstractBaseUser | None
+    via: str
+
+
+def attribution(actor: Actor, *, max_length: int = _REASON_LENGTH) -> Attribution:
+    """How a row records ``actor``: a person as its user, a key by its label (cut to the
+    column's ``max_length``), in the columns a model names for them."""
+    via = key_label(actor)[:max_length] if is_key(actor) else ""
+    return Attribution(user_or_none(actor), via)
 
 
 def record_actor(obj: models.Model, actor: Actor) -> None:

@@ -8,13 +8,22 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from promptadmin.core.models import StoredJsonRepair
+from promptadmin.core.pagination import ADMIN_PAGE_SIZE, CappedPaginator
+
+
+class ListsAtScale:
+    """Change lists that cost the same at any size: pages of ``ADMIN_PAGE_SIZE`` and a
+    count that stops at ``ADMIN_COUNT_CAP`` (no count of the whole table beside it)."""
+
+    list_per_page = ADMIN_PAGE_SIZE
+    show_full_result_count = False
+    paginator = CappedPaginator
 
 
 @admin.register(StoredJsonRepair)
-class StoredJsonRepairAdmin(admin.ModelAdmin):
+class StoredJsonRepairAdmin(ListsAtScale, admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("model", "row_id", "field", "path", "original", "repaired_at")
     list_filter = ("model", "field")
-    show_full_result_count = False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -212,9 +212,38 @@ def _bump(generation_key: str = GENERATION_KEY) -> None:
         _bump_pending.add(generation_key)
 
 
+# Called once a content change has committed (content registers its background checks
+# here: core imports no domain).
+_change_listeners: list[Callable[[], None]] = []
+
+
+def on_content_change(listener: Callable[[], None]) -> None:
+    """Call ``listener`` after every committed content change (once per transaction)."""
+    if listener not in _change_listeners:
+        _change_listeners.append(listener)
+
+
+def _content_committed() -> None:
+    _bump()
+    # The listeners hear of a transaction's changes once (one call per change is queued:
+    # the first one to run tells them; the count is the connection's, i.e. this thread's).
+    connection = transaction.get_connection()
+    if not getattr(connection, "content_notices", 0):
+        return
+    connection.content_notices = 0  # type: ignore[attr-defined]
+    for listener in _change_listeners:
+        try:
+            listener()
+        except Exception:  # a background check never fails the change that asked for it
+            logger.exception("content change listener %r failed", listener)
+
+
 def content_changed() -> None:
-    """Invalidate every cached bundle once the current transaction commits."""
-    transaction.on_commit(_bump)
+    """Invalidate every cached bundle once the current transaction commits (and tell the
+    listeners: see :func:`on_content_change`)."""
+    connection = transaction.get_connection()
+    connection.content_notices = getattr(connection, "content_notices", 0) + 1  # type: ignore[attr-defined]
+    transaction.on_commit(_content_committed)
 
 
 def generation_changed(generation_key: str) -> None:

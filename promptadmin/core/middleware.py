@@ -18,10 +18,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.shortcuts import render
 from django.utils.cache import patch_cache_control
 
+from assembler.storable import printable
 from promptadmin.core.logs import HEADER as REQUEST_ID_HEADER
 from promptadmin.core.logs import current_request_id, request_id_from
 from promptadmin.core.metrics import observe_request
-from promptadmin.core.storedjson import printable
 from promptadmin.db import lost
 
 logger = logging.getLogger(__name__)

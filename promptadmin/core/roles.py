@@ -24,6 +24,11 @@ class Role(IntEnum):
     def label(self) -> str:
         return self.name.lower()
 
+    @property
+    def article(self) -> str:
+        """The article before the role's name: "a viewer", "an author", "an admin"."""
+        return "an" if self.label[0] in "aeiou" else "a"
+
 
 ROLE_GROUPS = {role.label: role for role in Role}
 

@@ -20,12 +20,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from assembler.lore import LoreError
+from assembler.storable import StoredJsonError, check_stored_json, has_lone_surrogate
 from promptadmin.content.models import World
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import generation_changed
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json, has_lone_surrogate
+from promptadmin.core.text import normalize_newlines
 from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.lore import worldinfo
 from promptadmin.lore.models import LoreEntry
@@ -61,15 +62,6 @@ class _Unset(enum.Enum):
 UNSET = _Unset.UNSET
 
 
-def newlines(text: str) -> str:
-    """Text as stored: ``\\n`` line endings, whatever the author's system wrote.
-
-    >>> newlines("a\\r\\nb\\rc")
-    'a\\nb\\nc'
-    """
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def _check_text(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ValidationError({name: "Expected text."})
@@ -79,7 +71,7 @@ def _check_text(name: str, value: Any) -> str:
         raise ValidationError(
             {name: "Text may not contain lone surrogates (U+D800 to U+DFFF): they are not UTF-8."}
         )
-    return newlines(value)
+    return normalize_newlines(value)
 
 
 def _normalized(values: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +84,7 @@ def _normalized(values: dict[str, Any]) -> dict[str, Any]:
         keys = values["keys"]
         if not isinstance(keys, list | tuple) or not all(isinstance(k, str) for k in keys):
             raise ValidationError({"keys": "Expected a list of words or phrases."})
-        values["keys"] = [newlines(key) for key in keys]
+        values["keys"] = [normalize_newlines(key) for key in keys]
     if "metadata" in values:
         metadata = {} if values["metadata"] is None else values["metadata"]
         if not isinstance(metadata, dict):
@@ -472,6 +464,5 @@ __all__ = [
     "lore_entry_restore",
     "lore_entry_update",
     "lorebook_import",
-    "newlines",
     "validate_entry",
 ]

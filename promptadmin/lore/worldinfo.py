@@ -39,7 +39,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from assembler.lore import MAX_LORE_PRIORITY, MIN_LORE_PRIORITY
-from promptadmin.core.storedjson import UnencodableKeyError, loads, refuse_unencodable_keys
+from assembler.storable import UnencodableKeyError, loads, refuse_unencodable_keys
 
 MAX_FILE_ENTRIES = 20_000
 """The most entries one imported file may hold."""

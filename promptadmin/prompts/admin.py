@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from promptadmin.core.admin import ListsAtScale
 from promptadmin.prompts.models import (
     AdapterInstruction,
     Interface,
@@ -22,7 +23,7 @@ from promptadmin.prompts.models import (
 )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ReadOnlyAdmin(ListsAtScale, admin.ModelAdmin):  # type: ignore[type-arg]
     def has_module_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.is_active and request.user.is_superuser)
 

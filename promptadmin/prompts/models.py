@@ -59,7 +59,8 @@ DEFAULT_LABEL = "production"
 TEMPLATE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 RESERVED_TEMPLATE_NAMES = frozenset({"system"})
 #: The user template rendered when the caller names none.
-DEFAULT_TEMPLATE = "default"
+# How a key that made a change is named (``API key 'name' (prefix)``), at most.
+LABEL_COLUMN = 150
 MAX_USER_TEMPLATES = 50
 MAX_VARIABLES = 200
 MAX_TEMPLATE_TEXT = 200_000
@@ -142,7 +143,7 @@ class PromptVersion(models.Model):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    author_label = models.CharField(max_length=150, blank=True, default="")
+    author_label = models.CharField(max_length=LABEL_COLUMN, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     content_hash = models.CharField(max_length=64)
 
@@ -200,7 +201,7 @@ class LabelEvent(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_label = models.CharField(max_length=150, blank=True, default="")
+    actor_label = models.CharField(max_length=LABEL_COLUMN, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -20,11 +20,14 @@ from typing import Any, Literal
 
 from django.db.models import Max, Prefetch, QuerySet
 
-from assembler.format_lint import FormatFinding, lint_prompt
+from assembler.format_lint import FormatFinding, lint_prompt, rendered_findings
+from assembler.request import DEFAULT_TEMPLATE
 from assembler.templates import (
+    DEFAULT_SYNTAX,
     MissingVariablesError,
     TemplateError,
     TemplateValueError,
+    render,
     render_many,
 )
 from assembler.tokens import get_tokenizer
@@ -35,6 +38,7 @@ from assembler.trisection import (
     Interface as InterfaceRule,
 )
 from assembler.trisection import (
+    adapter_findings,
     assemble_trisection,
     message_tokens,
 )
@@ -43,7 +47,6 @@ from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
     DEFAULT_LABEL,
-    DEFAULT_TEMPLATE,
     LATEST,
     AdapterInstruction,
     Interface,
@@ -55,9 +58,6 @@ from promptadmin.prompts.models import (
 # Readers outside the prompts domain (the summarizer) address a prompt by its name.
 from promptadmin.prompts.models import parse_langfuse_name as parse_langfuse_name
 from promptadmin.prompts.services import PROMPTS_GENERATION_KEY
-
-RenderFormat = Literal["messages", "text"]
-RENDER_FORMATS: tuple[RenderFormat, ...] = ("messages", "text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +253,40 @@ def lint_stored(
     return resolved, findings
 
 
+def adapter_context_findings(task: str) -> list[FormatFinding]:
+    """Info findings for the version editor: what the active adapter instructions of
+    ``task`` (every interface's) render empty when a caller sends no instruction context,
+    by interface name and order."""
+    if not task:
+        return []
+    findings: list[FormatFinding] = []
+    adapters = (
+        AdapterInstruction.objects.filter(task=task, active=True)
+        .select_related("interface")
+        .order_by("interface__name", "order", "id")
+    )
+    for adapter in adapters:
+        additions: tuple[tuple[Literal["system", "user"], str], ...] = (
+            ("system", adapter.system_addition),
+            ("user", adapter.user_addition),
+        )
+        for role, template in additions:
+            try:
+                rendered = render(template, DEFAULT_SYNTAX, {}, lenient=True)
+            except TemplateError:  # checked when saved; an old row is no reason to fail
+                continue
+            findings += adapter_findings(
+                adapter.interface.name,
+                role,
+                template,
+                DEFAULT_SYNTAX,
+                rendered,
+                level="info",
+                without_context=True,
+            )
+    return findings
+
+
 def adapters_for(
     interface_name: str, task: str, generation: str | None = None
 ) -> tuple[InterfaceRule, tuple[AdapterRule, ...]]:
@@ -303,6 +337,8 @@ class Rendered:
     messages: tuple[dict[str, Any], ...]
     tokens: dict[str, int]
     unused_variables: tuple[str, ...]
+    # Warnings about the render: a value empty where a template's text expects one.
+    findings: tuple[FormatFinding, ...] = ()
 
 
 def fetch_and_render(
@@ -384,12 +420,9 @@ def _render(
                 ]
             }
         )
+    sources = {"system": resolved.system, template: user_template}
     try:
-        rendered = render_many(
-            {"system": resolved.system, template: user_template},
-            resolved.syntax,
-            variables or {},
-        )
+        rendered = render_many(sources, resolved.syntax, variables or {})
     except MissingVariablesError as error:
         raise RenderInputError(
             {"variables": [f"Missing variables: {', '.join(error.names)}."]}
@@ -424,7 +457,10 @@ def _render(
         {"role": m.role, "content": m.content, "tokens": n}
         for m, n in zip(result.messages, counts, strict=True)
     )
-    return Rendered(resolved, result.system, result.user, messages, tokens, rendered.unused)
+    findings = (*rendered_findings(sources, resolved.syntax, rendered), *result.findings)
+    return Rendered(
+        resolved, result.system, result.user, messages, tokens, rendered.unused, findings
+    )
 
 
 # System texts up to this many characters have their counts remembered (memory bounded).

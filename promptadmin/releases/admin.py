@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from promptadmin.core.admin import ListsAtScale
 from promptadmin.releases.models import (
     Release,
     ReleaseAlias,
@@ -22,7 +23,7 @@ from promptadmin.releases.models import (
 )
 
 
-class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
+class ReadOnly(ListsAtScale, admin.ModelAdmin):  # type: ignore[type-arg]
     def has_module_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.is_active and request.user.is_superuser)
 
@@ -43,7 +44,11 @@ class ReadOnly(admin.ModelAdmin):  # type: ignore[type-arg]
 class ReleaseAdmin(ReadOnly):
     list_display = ("name", "created_at", "created_by", "created_via", "segment_count")
     search_fields = ("name", "aliases__name", "notes")
-    exclude = ("catalog",)
+    exclude = ("catalog", "manifest")
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # A catalog and a manifest take a megabyte or two at a large game's size.
+        return super().get_queryset(request).defer("catalog", "manifest")
 
 
 @admin.register(ReleaseLabel)

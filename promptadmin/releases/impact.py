@@ -1,14 +1,17 @@
 """The impact of a change: what differs between two versions of the content, and what
 that does to every scenario's prompt (tokens, cuts, expectations).
 
-Pure comparison over :class:`~promptadmin.releases.snapshot.ContentSet`; the rules about
+Comparisons start from the manifests (:mod:`promptadmin.releases.bundles`): only the
+bundles that differ are read to list the segments changed, and only the scenarios whose
+bundles differ (the entry's own, its world's, its rulesets', its NPCs', or the core) are
+assembled again; the others are reported unchanged without assembling. The rules about
 cuts and expectations are the assembler's (:mod:`assembler.impact`).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,39 +19,81 @@ import assembler
 from assembler.impact import cuts, failure
 from promptadmin.content.assembly import AssemblyInputError, build_request
 from promptadmin.core.tokens import tokenizer
+from promptadmin.releases.bundles import Version, manifest_hashes
 from promptadmin.releases.scenarios import ScenarioSpec
-from promptadmin.releases.snapshot import SEGMENT_FIELDS, Bundles, ContentSet, SnapSegment
+from promptadmin.releases.snapshot import (
+    CATALOG_KEYS,
+    SEGMENT_FIELDS,
+    SnapSegment,
+    catalog_objects,
+)
+
+# Scenarios assembled per read of the bundles they need: bounds what a comparison of a
+# change to the core (every scenario) holds in memory at once.
+CHUNK = 200
+
+Progress = Callable[[int, int], None]
+"""Told ``(done, total)`` as a comparison assembles the scenarios whose bundles differ."""
+
+# What a version may lack of a scenario's content, by catalog key (see ScenarioRun.missing).
+ENTRIES, NPCS = CATALOG_KEYS["entry"], CATALOG_KEYS["npc"]
+_KIND_WORDS = {ENTRIES: "entry", NPCS: "NPC"}
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """One scenario assembled from one version of the content."""
+class ScenarioRun:
+    """One scenario assembled from one version of the content.
+
+    ``outcome`` is the prompt's ``meta.outcome`` (None when it was not assembled);
+    ``missing`` what this version lacks of the scenario's content, as (catalog key, slug):
+    then nothing is assembled, and that is no error (the entry is new, or gone).
+    """
 
     tokens: int | None = None
     prompt: str = ""
     cuts: dict[str, str] = field(default_factory=dict)
+    outcome: dict[str, list[dict[str, Any]]] | None = None
     failures: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    missing: tuple[tuple[str, str], ...] = ()
 
 
-def evaluate(spec: ScenarioSpec, bundles: Bundles) -> Outcome:
-    """Assemble ``spec`` from ``bundles``; an entry or NPC missing there is an error,
-    except an NPC of an implicit scenario's cast (the cast is the working copy's)."""
+def evaluate(spec: ScenarioSpec, version: Version) -> ScenarioRun:
+    """Assemble ``spec`` from ``version``. An entry or NPC missing there is reported as
+    missing, except an NPC of an implicit scenario's cast (the cast is the working copy's:
+    one a version lacks is left out)."""
+    npcs = version.npc_hashes
     if spec.cast_npcs:
-        spec = replace(spec, npcs=tuple(npc for npc in spec.npcs if npc[0] in bundles.npcs))
+        spec = replace(spec, npcs=tuple(npc for npc in spec.npcs if npc[0] in npcs))
+    missing = [(ENTRIES, spec.entry)] if version.entry_hashes(spec.entry) is None else []
+    missing += [(NPCS, slug) for slug, _tier in spec.npcs if slug not in npcs]
+    if missing:
+        return ScenarioRun(missing=tuple(missing))
     try:
-        request = build_request(spec.params(), load=bundles.load)
+        request = build_request(spec.params(), load=version.load)
         result = assembler.assemble(request, tokenizer())
     except AssemblyInputError as exc:
-        return Outcome(error="; ".join(exc.errors.values()))
+        return ScenarioRun(error="; ".join(exc.errors.values()))
     failures: dict[str, str] = {}
     for expectation in spec.expectations:
         why = failure(expectation, result)
         if why is not None:
             failures[expectation.description] = why
-    return Outcome(
-        tokens=result.meta.tokens, prompt=result.prompt, cuts=cuts(result), failures=failures
+    return ScenarioRun(
+        tokens=result.meta.tokens,
+        prompt=result.prompt,
+        cuts=cuts(result),
+        outcome=result.meta.outcome.to_dict(),
+        failures=failures,
     )
+
+
+def missing_words(
+    missing: Sequence[tuple[str, str]], names: Mapping[tuple[str, str], str]
+) -> list[str]:
+    """What a version lacks, as authors know it: ``entry 'The cinder gate'``, by its name
+    in ``names`` ((catalog key, slug) → name) or else its slug."""
+    return [f"{_KIND_WORDS[key]} '{names.get((key, slug), slug)}'" for key, slug in missing]
 
 
 def _segment_summary(row: SnapSegment) -> dict[str, Any]:
@@ -69,18 +114,48 @@ def text_diff(before: str, after: str) -> str:
     return "\n".join(lines)
 
 
-def segment_changes(before: ContentSet, after: ContentSet) -> dict[str, list[dict[str, Any]]]:
-    added = [
-        _segment_summary(after.segments[pk])
-        for pk in sorted(after.segments.keys() - before.segments.keys())
-    ]
-    removed = [
-        _segment_summary(before.segments[pk])
-        for pk in sorted(before.segments.keys() - after.segments.keys())
-    ]
+def scenario_key(spec: ScenarioSpec, version: Version) -> tuple[Any, ...]:
+    """What ``spec``'s prompt in ``version`` depends on: the bundles its entry assembles
+    from (None: no such entry) and each of its NPCs' (None: no such NPC). Two versions
+    giving one key give one prompt."""
+    listed = version.entry_hashes(spec.entry)
+    npcs = tuple(version.npc_hashes.get(slug) for slug, _tier in spec.npcs)
+    return (None if listed is None else tuple(listed), npcs)
+
+
+def _needed(version: Version, specs: Iterable[ScenarioSpec]) -> set[str]:
+    """The bundles assembling ``specs`` from ``version`` reads."""
+    found: set[str] = set()
+    for spec in specs:
+        found.update(version.entry_hashes(spec.entry) or ())
+        found.update(h for slug, _tier in spec.npcs if (h := version.npc_hashes.get(slug)))
+    return found
+
+
+def _changed_rows(before: Version, after: Version) -> tuple[dict[int, SnapSegment], ...]:
+    """The segments of the bundles one version names and the other does not, by id, on
+    each side. Every other segment is in a bundle both name, so it is the same on both."""
+    old, new = manifest_hashes(before.manifest), manifest_hashes(after.manifest)
+    return tuple(
+        {row.id: row for part in version.parts(hashes - other).values() for row in part.rows}
+        for version, hashes, other in ((before, old, new), (after, new, old))
+    )
+
+
+def segment_changes(before: Version, after: Version) -> dict[str, list[dict[str, Any]]]:
+    """The segments added, changed and removed (read from the bundles that differ)."""
+    return segment_diff(*_changed_rows(before, after))
+
+
+def segment_diff(
+    old_rows: Mapping[int, SnapSegment], new_rows: Mapping[int, SnapSegment]
+) -> dict[str, list[dict[str, Any]]]:
+    """The segments added, changed and removed between two sets of segments by id."""
+    added = [_segment_summary(new_rows[pk]) for pk in sorted(new_rows.keys() - old_rows.keys())]
+    removed = [_segment_summary(old_rows[pk]) for pk in sorted(old_rows.keys() - new_rows.keys())]
     changed = []
-    for pk in sorted(before.segments.keys() & after.segments.keys()):
-        old, new = before.segments[pk], after.segments[pk]
+    for pk in sorted(old_rows.keys() & new_rows.keys()):
+        old, new = old_rows[pk], new_rows[pk]
         fields = [name for name in SEGMENT_FIELDS if getattr(old, name) != getattr(new, name)]
         if fields:
             changed.append(
@@ -110,8 +185,8 @@ def _changes(
     ]
 
 
-def object_changes(before: ContentSet, after: ContentSet) -> dict[str, list[dict[str, Any]]]:
-    old, new = before.objects(), after.objects()
+def object_changes(before: Version, after: Version) -> dict[str, list[dict[str, Any]]]:
+    old, new = catalog_objects(before.catalog), catalog_objects(after.catalog)
 
     def summary(key: tuple[str, str], row: dict[str, Any]) -> dict[str, Any]:
         return {"kind": key[0], "slug": key[1], "name": row.get("name", "")}
@@ -141,12 +216,27 @@ def object_changes(before: ContentSet, after: ContentSet) -> dict[str, list[dict
     }
 
 
-def scenario_changes(spec: ScenarioSpec, before: Outcome, after: Outcome) -> dict[str, Any]:
+def _scenario(spec: ScenarioSpec) -> dict[str, Any]:
     return {
         "scenario": spec.name,
         "saved": spec.scenario_id is not None,
         "entry": spec.entry,
         "first_turn": spec.first_turn,
+    }
+
+
+def scenario_changes(
+    spec: ScenarioSpec,
+    before: ScenarioRun,
+    after: ScenarioRun,
+    names: Mapping[tuple[str, str], str] | None = None,
+) -> dict[str, Any]:
+    """How one scenario's prompt changes. ``new``: its content did not exist before
+    (``missing_before`` says what), and it assembles now: its ``outcome_after`` says what it
+    loses. ``names`` names the objects, as in :func:`missing_words`."""
+    names = names or {}
+    return {
+        **_scenario(spec),
         "tokens_before": before.tokens,
         "tokens_after": after.tokens,
         "cuts_added": [after.cuts[key] for key in after.cuts if key not in before.cuts],
@@ -168,37 +258,113 @@ def scenario_changes(spec: ScenarioSpec, before: Outcome, after: Outcome) -> dic
         ],
         "error_before": before.error,
         "error_after": after.error,
-        "changed": before.prompt != after.prompt or before.error != after.error,
+        "new": bool(before.missing) and not after.missing and after.error is None,
+        "missing_before": missing_words(before.missing, names),
+        "missing_after": missing_words(after.missing, names),
+        "outcome_before": before.outcome,
+        "outcome_after": after.outcome,
+        "changed": (before.prompt, before.error, before.missing)
+        != (after.prompt, after.error, after.missing),
+        "assembled": True,
         "preview_query": spec.preview_query(),
     }
 
 
-def compare(
-    before: ContentSet, after: ContentSet, scenarios: Sequence[ScenarioSpec]
-) -> dict[str, Any]:
-    """The impact report of going from ``before`` to ``after``."""
-    old, new = before.bundles(), after.bundles()
+def scenario_unchanged(spec: ScenarioSpec) -> dict[str, Any]:
+    """A scenario whose bundles are the same on both sides: its prompt is too, so it is
+    not assembled (nothing about its tokens or expectations is known here)."""
     return {
-        "segments": segment_changes(before, after),
-        "objects": object_changes(before, after),
-        "scenarios": [
-            scenario_changes(spec, evaluate(spec, old), evaluate(spec, new)) for spec in scenarios
-        ],
+        **_scenario(spec),
+        "tokens_before": None,
+        "tokens_after": None,
+        "cuts_added": [],
+        "cuts_removed": [],
+        "expectations_failing": [],
+        "expectations_fixed": [],
+        "expectations_still_failing": [],
+        "error_before": None,
+        "error_after": None,
+        "new": False,
+        "missing_before": [],
+        "missing_after": [],
+        "outcome_before": None,
+        "outcome_after": None,
+        "changed": False,
+        "assembled": False,
+        "preview_query": spec.preview_query(),
     }
 
 
-def failing(content: ContentSet, scenarios: Sequence[ScenarioSpec]) -> list[dict[str, str]]:
-    """Every expectation ``content`` fails, as ``{"scenario", "expectation", "reason"}``."""
-    bundles = content.bundles()
+def to_assemble(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -> list[int]:
+    """The positions of the scenarios whose bundles differ between the two versions."""
+    return [
+        index
+        for index, spec in enumerate(scenarios)
+        if scenario_key(spec, before) != scenario_key(spec, after)
+    ]
+
+
+def scenario_impact(
+    before: Version,
+    after: Version,
+    scenarios: Sequence[ScenarioSpec],
+    *,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Each scenario's row of the report, assembling only those whose bundles differ."""
+    rows = [scenario_unchanged(spec) for spec in scenarios]
+    todo = to_assemble(before, after, scenarios)
+    names: Mapping[tuple[str, str], str] | None = None  # read once, if anything is missing
+    for start in range(0, len(todo), CHUNK):
+        chunk = [scenarios[index] for index in todo[start : start + CHUNK]]
+        old = before.pinned(_needed(before, chunk))
+        new = after.pinned(_needed(after, chunk))
+        for done, (index, spec) in enumerate(zip(todo[start:], chunk, strict=False), start + 1):
+            run_before, run_after = evaluate(spec, old), evaluate(spec, new)
+            if names is None and (run_before.missing or run_after.missing):
+                names = object_names(before, after)
+            rows[index] = scenario_changes(spec, run_before, run_after, names)
+            if progress is not None:
+                progress(done, len(todo))
+    return rows
+
+
+def object_names(before: Version, after: Version) -> dict[tuple[str, str], str]:
+    """Every object's name by (catalog key, slug), the newer version's where both have it."""
+    names = {key: row.get("name", "") for key, row in catalog_objects(before.catalog).items()}
+    names.update((key, row.get("name", "")) for key, row in catalog_objects(after.catalog).items())
+    return names
+
+
+def compare(
+    before: Version,
+    after: Version,
+    scenarios: Sequence[ScenarioSpec],
+    *,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The impact report of going from ``before`` to ``after``."""
+    return {
+        "segments": segment_changes(before, after),
+        "objects": object_changes(before, after),
+        "scenarios": scenario_impact(before, after, scenarios, progress=progress),
+    }
+
+
+def failing(version: Version, scenarios: Sequence[ScenarioSpec]) -> list[dict[str, str]]:
+    """Every expectation ``version`` fails, as ``{"scenario", "expectation", "reason"}``."""
+    checked = [spec for spec in scenarios if spec.expectations]
+    pinned = version.pinned(_needed(version, checked))
     found = []
-    for spec in scenarios:
-        if not spec.expectations:
-            continue
-        outcome = evaluate(spec, bundles)
-        if outcome.error is not None:
-            found.append(
-                {"scenario": spec.name, "expectation": "assembles", "reason": outcome.error}
-            )
-        for name, why in outcome.failures.items():
+    for spec in checked:
+        run = evaluate(spec, pinned)
+        if run.missing:
+            # What is missing has no name in this version: its slug says which.
+            lacks = ", ".join(missing_words(run.missing, {}))
+            reason = f"this version has no {lacks}"
+            found.append({"scenario": spec.name, "expectation": "assembles", "reason": reason})
+        if run.error is not None:
+            found.append({"scenario": spec.name, "expectation": "assembles", "reason": run.error})
+        for name, why in run.failures.items():
             found.append({"scenario": spec.name, "expectation": name, "reason": why})
     return found

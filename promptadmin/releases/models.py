@@ -1,8 +1,11 @@
 """Releases, their labels and the scenarios that show a change's impact.
 
 A release is written once, by ``release_create``, and never changed: ``save()`` refuses
-to update one, and its segments point at deduplicated texts, so a text unchanged across a
-thousand releases is stored once.
+to update one (and PostgreSQL triggers refuse whatever the code path). It is a small
+manifest naming, for the core and each world, ruleset, entry and NPC, the bundle of what
+that object contributes to assembly (``releases.bundles``); a bundle is named by the hash
+of its content and stored once, so an object unchanged across a thousand releases is
+stored once, and making a release writes only the bundles that changed.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
 import assembler
+from assembler.request import MAX_SLUG
 from promptadmin.core.storedjson import validate_stored_json
 
 WORKING = "working"
@@ -58,14 +62,17 @@ class Immutable(models.Model):
         raise ValidationError(f"A {self._meta.verbose_name} is never deleted.")
 
 
-class ReleaseText(models.Model):
-    """A segment text, stored once whatever the number of releases holding it."""
+class ReleaseBundle(Immutable):
+    """What one object (the core, a world, a ruleset, an entry, an NPC) contributes to
+    assembly, as canonical JSON (``releases.bundles.encode``), named by its SHA-256:
+    stored once, shared by every release whose manifest names it."""
 
     sha256 = models.CharField(max_length=64, primary_key=True)
+    kind = models.CharField(max_length=16)
     content = models.TextField()
 
     def __str__(self) -> str:
-        return self.sha256[:12]
+        return f"{self.kind} {self.sha256[:12]}"
 
 
 class Release(Immutable):
@@ -73,7 +80,8 @@ class Release(Immutable):
 
     ``catalog`` holds the objects (few, small): ``{"worlds": [...], "rulesets": [...],
     "npcs": [...], "entries": [...]}``, each ``{"id", "slug", "name", "description"}``,
-    entries also ``"world"`` (slug) and ``"rulesets"`` (slugs, in order).
+    entries also ``"world"`` (slug) and ``"rulesets"`` (slugs, in order). ``manifest``
+    names the bundle of every object (see ``releases.bundles.Manifest``).
     """
 
     name = models.CharField(max_length=64, unique=True, validators=[release_name_validator])
@@ -86,6 +94,7 @@ class Release(Immutable):
     content_hash = models.CharField(max_length=64)
     segment_count = models.PositiveIntegerField()
     catalog = models.JSONField()
+    manifest = models.JSONField()
 
     class Meta:
         ordering = ("-created_at", "-id")
@@ -101,34 +110,6 @@ class Release(Immutable):
         if self.created_by is not None:
             return self.created_by.get_username()
         return self.created_via or "system"
-
-
-class ReleaseSegment(Immutable):
-    """One active segment as it was when its release was made."""
-
-    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="segments")
-    segment_id = models.BigIntegerField(help_text="The working copy's segment id.")
-    scope = models.CharField(max_length=20)
-    owner = models.CharField(max_length=64, blank=True, help_text="Slug; empty for core.")
-    title = models.TextField(blank=True)
-    text = models.ForeignKey(ReleaseText, on_delete=models.PROTECT, related_name="+")
-    metadata = models.JSONField(default=dict)
-    version = models.CharField(max_length=32)
-    tier = models.PositiveSmallIntegerField(default=0)
-    sort_order = models.IntegerField(default=0)
-    token_count = models.PositiveIntegerField()
-    token_encoding = models.CharField(max_length=64)
-
-    class Meta:
-        ordering = ("release", "scope", "sort_order", "segment_id")
-        constraints = [
-            models.UniqueConstraint(
-                fields=("release", "segment_id"), name="releasesegment_unique_segment"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.release_id}: {self.scope} #{self.segment_id}"
 
 
 class ReleaseLabel(models.Model):
@@ -205,11 +186,14 @@ class ReleaseAlias(Immutable):
         return f"{self.name} -> {self.release_id}"
 
 
+MAX_SCENARIO_NAME = 100
+
+
 class Scenario(models.Model):
     """A saved preview configuration, with expectations of its prompt."""
 
-    name = models.CharField(max_length=100, unique=True)
-    entry = models.CharField(max_length=64, help_text="Entry slug.")
+    name = models.CharField(max_length=MAX_SCENARIO_NAME, unique=True)
+    entry = models.CharField(max_length=MAX_SLUG, help_text="Entry slug.")
     first_turn = models.BooleanField(default=False)
     # What people type: checked like every stored JSON value (the services check it too).
     npcs = models.JSONField(
@@ -221,7 +205,13 @@ class Scenario(models.Model):
     state = models.JSONField(default=dict, blank=True, validators=[validate_stored_json])
     token_budget = models.PositiveIntegerField(default=assembler.DEFAULT_TOKEN_BUDGET)
     npc_budget = models.PositiveIntegerField(default=assembler.DEFAULT_NPC_BUDGET)
+    # Prompt expectations (assembler.impact) and reply expectations (assembler.replies).
     expectations = models.JSONField(default=list, blank=True, validators=[validate_stored_json])
+    # How a playtest asks the model (promptadmin.playtests): limits in assembler.replies.
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=300)
+    seed = models.BigIntegerField(null=True, blank=True)
+    samples = models.PositiveSmallIntegerField(default=1)
     revision = models.PositiveIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

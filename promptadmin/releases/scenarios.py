@@ -14,8 +14,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 import assembler
-from assembler.impact import Expectation, parse_expectation
-from promptadmin.content.assembly import AssembleParams
+from assembler.impact import Expectation, failure, parse_expectation
+from assembler.replies import is_reply_expectation
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import (
+    AssemblyInputError,
+    Loader,
+    assemble_prompt,
+)
 from promptadmin.content.models import EntryNpc
 from promptadmin.releases.models import Scenario
 
@@ -46,6 +52,22 @@ class ScenarioSpec:
             state=dict(self.state),
         )
 
+    def identity(self) -> list[Any]:
+        """Everything that makes this scenario's row of a report, as JSON values (the
+        report cache's key holds it)."""
+        return [
+            self.name,
+            self.entry,
+            self.first_turn,
+            [list(npc) for npc in self.npcs],
+            dict(self.state),
+            self.token_budget,
+            self.npc_budget,
+            [expectation.to_dict() for expectation in self.expectations],
+            self.scenario_id,
+            self.cast_npcs,
+        ]
+
     def preview_query(self) -> str:
         """The studio preview's query string for this scenario (release not included)."""
         query: list[tuple[str, Any]] = [
@@ -73,7 +95,11 @@ def from_model(scenario: Scenario) -> ScenarioSpec:
         state=scenario.state,
         token_budget=scenario.token_budget,
         npc_budget=scenario.npc_budget,
-        expectations=tuple(parse_expectation(item) for item in scenario.expectations),
+        expectations=tuple(
+            parse_expectation(item)
+            for item in scenario.expectations
+            if not is_reply_expectation(item)  # a playtest checks those, on replies
+        ),
         scenario_id=scenario.pk,
     )
 
@@ -123,3 +149,51 @@ def scenarios_for(entries: Iterable[str]) -> list[ScenarioSpec]:
     cast = casts(entries)
     implicit = [spec for slug in sorted(cast) for spec in implicit_scenarios(slug, cast[slug])]
     return saved + implicit
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expectation of a scenario, run: ``reason`` says why it fails (None: it holds)."""
+
+    expectation: str
+    reason: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.reason is None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A scenario assembled from one version of the content, every expectation checked.
+
+    ``error``: the scenario could not be assembled there (an entry or NPC it names is
+    missing), so no expectation holds.
+    """
+
+    tokens: int | None = None
+    checks: tuple[Check, ...] = ()
+    error: str | None = None
+
+    @property
+    def passed(self) -> int:
+        return sum(check.passed for check in self.checks)
+
+    @property
+    def failed(self) -> int:
+        return len(self.checks) - self.passed
+
+
+def run(spec: ScenarioSpec, load: Loader) -> Run:
+    """Assemble ``spec`` from the content ``load`` reads (see ``serving.resolve``) and
+    check each of its expectations, those that hold included."""
+    try:
+        result = assemble_prompt(spec.params(), load=load)
+    except AssemblyInputError as exc:
+        return Run(error="; ".join(exc.errors.values()))
+    except assembler.OverBudgetError as exc:
+        return Run(error=str(exc))
+    return Run(
+        tokens=result.meta.tokens,
+        checks=tuple(Check(e.description, failure(e, result)) for e in spec.expectations),
+    )

@@ -8,7 +8,9 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Q, QuerySet
 
 from promptadmin.core import cache as content_cache
-from promptadmin.releases.impact import compare, object_changes, segment_changes
+from promptadmin.releases import reports
+from promptadmin.releases.bundles import ENTRIES, Version, content_version, release_version
+from promptadmin.releases.impact import object_changes, segment_changes
 from promptadmin.releases.models import (
     PRODUCTION,
     WORKING,
@@ -16,18 +18,19 @@ from promptadmin.releases.models import (
     ReleaseLabel,
     ReleaseLabelMove,
 )
-from promptadmin.releases.scenarios import scenarios_for
-from promptadmin.releases.snapshot import (
-    CATALOG_KEYS,
-    ContentSet,
-    release_content,
-    working_content,
-)
+from promptadmin.releases.scenarios import ScenarioSpec, scenarios_for
+from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet
+from promptadmin.releases.working import working_version
 
 
 def releases() -> QuerySet[Release]:
-    """Releases, newest first, with their labels, aliases and authors (four queries in all)."""
-    return Release.objects.select_related("created_by").prefetch_related("labels", "aliases")
+    """Releases, newest first, with their labels, aliases and authors (four queries in all);
+    their catalogs and manifests (large: read when a release is opened) left out."""
+    return (
+        Release.objects.select_related("created_by")
+        .prefetch_related("labels", "aliases")
+        .defer("catalog", "manifest")
+    )
 
 
 def release_called(name: str) -> Release | None:
@@ -53,29 +56,53 @@ def _named(name: str) -> tuple[Release, str | None]:
 NOTHING = ContentSet(catalog={plural: [] for plural in CATALOG_KEYS.values()}, segments={})
 
 
-def side(name: str | None) -> tuple[ContentSet, dict[str, Any]]:
+def side(name: str | None) -> tuple[Version, dict[str, Any]]:
     """One side of a comparison: ``working``, a label, a release name, or None (nothing
     published yet: every object and segment is new). Its ``content_hash`` is what a
     publish of the working copy compared may expect (``expected_hash``)."""
     if name is None:
-        return NOTHING, {"name": "nothing", "label": None, "content_hash": None}
+        described = {"name": "nothing", "label": None, "content_hash": None}
+        return content_version(NOTHING), described
     if name == WORKING:
-        content = working_content()
-        return content, {"name": WORKING, "label": None, "content_hash": content.content_hash()}
+        version = working_version()
+        return version, {"name": WORKING, "label": None, "content_hash": version.content_hash}
     release, label = _named(name)
     described = {"name": release.name, "label": label, "content_hash": release.content_hash}
-    return release_content(release), described
+    return release_version(release), described
+
+
+def _scenarios(old: Version, new: Version) -> list[ScenarioSpec]:
+    """The scenarios a comparison judges: the saved ones, then the implicit ones of every
+    entry either side holds."""
+    return scenarios_for([*old.manifest[ENTRIES], *new.manifest[ENTRIES]])
 
 
 def compare_report(before: str | None, after: str) -> dict[str, Any]:
     """The impact report of going from ``before`` to ``after`` (each a side's name)."""
     old, old_side = side(before)
     new, new_side = side(after)
-    entries = [
-        row["slug"] for content in (old, new) for row in content.catalog[CATALOG_KEYS["entry"]]
-    ]
-    report = compare(old, new, scenarios_for(entries))
+    report = reports.report(old, new, _scenarios(old, new))
     return {"before": old_side, "after": new_side, **report}
+
+
+def compare_started(before: str | None, after: str) -> dict[str, Any]:
+    """:func:`compare_report`, but when many scenarios must be assembled again (a change
+    to the core), the report without them (``scenarios`` empty) and ``pending``: the key
+    the background task fills in, and how far it is (see ``reports.progress``)."""
+    old, old_side = side(before)
+    new, new_side = side(after)
+    report = reports.started(old, new, _scenarios(old, new), before_name=before, after_name=after)
+    return {"before": old_side, "after": new_side, **report}
+
+
+def compare_fill(before: str | None, after: str, key: str) -> str:
+    """Make the report :func:`compare_started` left pending under ``key`` (the task)."""
+    try:
+        old, _ = side(before)
+        new, _ = side(after)
+    except ObjectDoesNotExist:  # a label removed meanwhile: the page, polling, says so
+        return reports.stale(key)
+    return reports.fill(old, new, _scenarios(old, new), key)
 
 
 def unpublished() -> dict[str, Any] | None:
@@ -83,6 +110,7 @@ def unpublished() -> dict[str, Any] | None:
 
     Worked out once per content change and production release (reading the whole working
     copy takes about 0.3 s at 10,000 segments); the label itself is read every time.
+    Only the bundles that differ are read from the release.
     """
     label = ReleaseLabel.objects.select_related("release").filter(name=PRODUCTION).first()
     if label is None:
@@ -90,7 +118,7 @@ def unpublished() -> dict[str, Any] | None:
     key = content_cache.key(content_cache.generation(), "unpublished", label.release.name)
     found: dict[str, Any] | None = content_cache.get_many([key]).get(key)
     if found is None:
-        old, new = release_content(label.release), working_content()
+        old, new = release_version(label.release), working_version()
         found = {
             "release": label.release.name,
             "segments": segment_changes(old, new),
@@ -111,5 +139,6 @@ def choices() -> list[tuple[str, str]]:
     ]
 
 
-def label_moves(limit: int = 20) -> list[ReleaseLabelMove]:
-    return list(ReleaseLabelMove.objects.select_related("from_release", "to_release", "by")[:limit])
+def label_moves() -> QuerySet[ReleaseLabelMove]:
+    """Every move of a label, newest first, with its releases and who moved it."""
+    return ReleaseLabelMove.objects.select_related("from_release", "to_release", "by")

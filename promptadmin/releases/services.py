@@ -7,7 +7,6 @@ admins and admin keys; scripts acting as nobody may do both).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -18,38 +17,38 @@ from django.utils import timezone
 
 import assembler
 from assembler.impact import MAX_EXPECTATIONS, ExpectationError, parse_expectation
-from promptadmin.content.models import NPC, Entry, slug_validator
-from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
+from assembler.replies import (
+    REPLY_PARAMS,
+    is_reply_expectation,
+    parse_reply_expectation,
+    reply_params_problems,
+)
+from assembler.request import AssembleParams, RequestError, parse_assemble_params
+from assembler.storable import StoredJsonError, check_stored_json, printable
+from promptadmin.content.models import NPC, Entry, is_slug
+from promptadmin.core.actors import Actor, attribution, record_actor, user_or_none
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.releases import serving
+from promptadmin.releases.bundles import Version, release_version, store
 from promptadmin.releases.impact import failing
 from promptadmin.releases.models import (
+    MAX_SCENARIO_NAME,
     RESERVED_NAMES,
     WORKING,
     Release,
     ReleaseAlias,
     ReleaseLabel,
     ReleaseLabelMove,
-    ReleaseSegment,
-    ReleaseText,
     Scenario,
     label_validator,
     release_name_validator,
 )
 from promptadmin.releases.scenarios import scenarios_for
-from promptadmin.releases.snapshot import (
-    ContentSet,
-    SnapSegment,
-    release_content,
-    working_content,
-)
+from promptadmin.releases.working import working_version
 
-BATCH = 2000
 MAX_NOTES = 10_000
-MAX_NPCS = 50  # as many as one assembly takes
-MAX_TIER = 32767  # what a segment's tier column holds
 MOVING_A_LABEL = "Moving a release label"
 #: In a label move's ``expected`` states: the label exists (If-Match: *).
 ANY_RELEASE = "*"
@@ -80,10 +79,6 @@ class WorkingCopyChanged(Exception):
             f"The working copy changed since it was reviewed (content hash {reviewed[:12]}…, "
             f"now {current[:12]}…): compare again, then publish what you reviewed."
         )
-
-
-def _attribution(actor: Actor) -> dict[str, Any]:
-    return {"user": user_or_none(actor), "via": key_label(actor)[:100] if is_key(actor) else ""}
 
 
 # A PostgreSQL advisory lock: taken while a release name or a new label is checked and
@@ -160,7 +155,11 @@ def _holders(name: str) -> set[str]:
     """What holds ``name`` (one query): ``release``, ``alias``, ``label``, ``former label``
     (a label once, moved or removed since)."""
     kinds = [
-        model.objects.filter(**{field: name}).annotate(kind=Value(kind)).values_list("kind")
+        # No ordering: SQLite takes none in the parts of a UNION (the models have one).
+        model.objects.filter(**{field: name})
+        .order_by()
+        .annotate(kind=Value(kind))
+        .values_list("kind")
         for model, field, kind in (
             (Release, "name", "release"),
             (ReleaseAlias, "name", "alias"),
@@ -180,116 +179,21 @@ def _check_notes(notes: str, field: str = "notes") -> None:
         raise ValidationError({field: exc.message}) from None
 
 
-_SEGMENT_COLUMNS = (
-    "release_id",
-    "segment_id",
-    "scope",
-    "owner",
-    "title",
-    "text_id",
-    "metadata",
-    "version",
-    "tier",
-    "sort_order",
-    "token_count",
-    "token_encoding",
-)
-
-
-def _copy_rows(
-    release: Release, rows: list[SnapSegment], hashes: list[str], texts: dict[str, str]
-) -> None:
-    """PostgreSQL: stream the rows with COPY (the ORM's bulk insert costs ten times more
-    CPU at 10,000 segments). New texts go through a temporary table, so a text another
-    release stored meanwhile is skipped rather than failing the release."""
-    text_table = ReleaseText._meta.db_table
-    segment_table = ReleaseSegment._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT sha256 FROM {text_table} WHERE sha256 = ANY(%s)", [list(texts)])
-        known = {sha for (sha,) in cursor.fetchall()}
-        new = [(sha, text) for sha, text in texts.items() if sha not in known]
-        raw = cursor.cursor  # psycopg's own cursor, for COPY
-        if new:
-            cursor.execute(
-                "CREATE TEMPORARY TABLE release_new_text (sha256 text, content text) ON COMMIT DROP"
-            )
-            with raw.copy("COPY release_new_text (sha256, content) FROM STDIN") as copy:
-                for item in new:
-                    copy.write_row(item)
-            cursor.execute(
-                f"INSERT INTO {text_table} (sha256, content) "
-                "SELECT sha256, content FROM release_new_text ON CONFLICT DO NOTHING"
-            )
-            cursor.execute("DROP TABLE release_new_text")
-        columns = ", ".join(_SEGMENT_COLUMNS)
-        with raw.copy(f"COPY {segment_table} ({columns}) FROM STDIN") as copy:
-            for row, sha in zip(rows, hashes, strict=True):
-                copy.write_row(
-                    (
-                        release.pk,
-                        row.id,
-                        row.scope,
-                        row.owner,
-                        row.title,
-                        sha,
-                        json.dumps(row.metadata, ensure_ascii=False),
-                        row.version,
-                        row.tier,
-                        row.sort_order,
-                        row.token_count,
-                        row.token_encoding,
-                    )
-                )
-
-
-def _store(content: ContentSet, *, name: str, notes: str, actor: Actor) -> Release:
-    """Write ``content`` as a release: constant queries whatever its size."""
-    who = _attribution(actor)
+def _store(version: Version, *, name: str, notes: str, actor: Actor) -> Release:
+    """Write ``version`` as a release: its manifest, and the bundles no release stored
+    before (after a small change, the few that changed)."""
+    who = attribution(actor)
     release = Release.objects.create(
         name=name,
         notes=notes,
-        created_by=who["user"],
-        created_via=who["via"],
-        content_hash=content.content_hash(),
-        segment_count=len(content.segments),
-        catalog=dict(content.catalog),
+        created_by=who.user,
+        created_via=who.via,
+        content_hash=version.content_hash,
+        segment_count=version.segment_count,
+        catalog=dict(version.catalog),
+        manifest=version.manifest,
     )
-    rows = list(content.segments.values())
-    hashes = [row.sha256 for row in rows]
-    texts = dict(zip(hashes, (row.content for row in rows), strict=True))
-    if connection.vendor == "postgresql":
-        _copy_rows(release, rows, hashes, texts)
-        return release
-    known: set[str] = set()
-    distinct = list(texts)
-    for start in range(0, len(distinct), BATCH):
-        chunk = distinct[start : start + BATCH]
-        known.update(ReleaseText.objects.filter(sha256__in=chunk).values_list("sha256", flat=True))
-    ReleaseText.objects.bulk_create(
-        [ReleaseText(sha256=sha, content=text) for sha, text in texts.items() if sha not in known],
-        batch_size=BATCH,
-        ignore_conflicts=True,  # another release made at the same time stored it first
-    )
-    ReleaseSegment.objects.bulk_create(
-        [
-            ReleaseSegment(
-                release=release,
-                segment_id=row.id,
-                scope=row.scope,
-                owner=row.owner,
-                title=row.title,
-                text_id=sha,
-                metadata=row.metadata,
-                version=row.version,
-                tier=row.tier,
-                sort_order=row.sort_order,
-                token_count=row.token_count,
-                token_encoding=row.token_encoding,
-            )
-            for row, sha in zip(rows, hashes, strict=True)
-        ],
-        batch_size=BATCH,
-    )
+    store(version)
     return release
 
 
@@ -319,15 +223,16 @@ def release_create(
     if labels:
         require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_names(name or None, labels, actor=actor)
+    notes = normalize_newlines(notes)
     _check_notes(notes)
     # Content writes are not locked out: the snapshot is read in one REPEATABLE READ
     # transaction of its own (see working_content). The release is written in another,
     # at the default READ COMMITTED, where a text another release stored meanwhile is
     # skipped and a label another publish moved meanwhile is waited for; REPEATABLE READ
     # would fail this release with a serialization error instead.
-    content = working_content()
-    if expected_hash is not None and content.content_hash() != expected_hash:
-        raise WorkingCopyChanged(reviewed=expected_hash, current=content.content_hash())
+    content = working_version()
+    if expected_hash is not None and content.content_hash != expected_hash:
+        raise WorkingCopyChanged(reviewed=expected_hash, current=content.content_hash)
     with transaction.atomic():
         # The names checked above (before the costly read, to fail fast) again, under the
         # lock: one made meanwhile by another transaction is seen now.
@@ -408,7 +313,7 @@ def _move(
     actor: Actor,
     note: str,
     confirmed: bool,
-    content: ContentSet | None = None,
+    content: Version | None = None,
 ) -> ReleaseLabelMove | None:
     current = ReleaseLabel.objects.select_for_update().filter(name=label).first()
     if current is None and release is not None:
@@ -422,7 +327,7 @@ def _move(
         return None
     failures: list[dict[str, str]] = []
     if release is not None and confirmed:
-        failures = failing(content or release_content(release), scenarios_for(()))
+        failures = failing(content or release_version(release), scenarios_for(()))
     if release is None:
         assert current is not None
         current.delete()
@@ -432,13 +337,13 @@ def _move(
         current.release = release
         current.moved_at = timezone.now()
         current.save(update_fields=["release", "moved_at"])
-    who = _attribution(actor)
+    who = attribution(actor)
     move = ReleaseLabelMove.objects.create(
         label=label,
         from_release=before,
         to_release=release,
-        by=who["user"],
-        via=who["via"],
+        by=who.user,
+        via=who.via,
         note=note,
         confirmed_failures=failures,
     )
@@ -468,10 +373,11 @@ def release_label_set(
     """
     require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
     _check_label(label)
+    note = normalize_newlines(note)
     _check_notes(note, "note")
     current = _locked_label(label, expected)
     if not confirm and (current is None or current.release_id != release.pk):
-        failures = failing(release_content(release), scenarios_for(()))
+        failures = failing(release_version(release), scenarios_for(()))
         if failures:
             raise ExpectationsFailing(failures)
     return _move(label, release, actor=actor, note=note, confirmed=confirm)
@@ -488,6 +394,7 @@ def release_label_remove(
     """Remove ``label``; callers that named it get an error, default serving the working
     copy. ``expected`` as for release_label_set."""
     require(actor, role=Role.ADMIN, action=MOVING_A_LABEL)
+    note = normalize_newlines(note)
     _check_notes(note, "note")
     if _locked_label(label, expected) is None:
         raise ValidationError({"label": f"There is no label '{label}'."})
@@ -505,122 +412,140 @@ SCENARIO_FIELDS = (
     "token_budget",
     "npc_budget",
     "expectations",
+    *REPLY_PARAMS,
 )
+#: A scenario's fields that make its assembly request, read by the one request parser.
+SCENARIO_REQUEST_FIELDS = ("entry", "first_turn", "npcs", "state", "token_budget", "npc_budget")
+SCENARIO_DEFAULTS: dict[str, Any] = {
+    "first_turn": False,
+    "npcs": [],
+    "state": {},
+    "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
+    "npc_budget": assembler.DEFAULT_NPC_BUDGET,
+    "expectations": [],
+    **REPLY_PARAMS,
+}
+
+Errors = dict[str, list[str]]
 
 
-def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
-    """Check a scenario's fields, naming the first bad one; returns them normalised."""
-    errors: dict[str, str] = {}
-    name = values.get("name")
-    if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        errors["name"] = "Expected a name of 1 to 100 characters."
-    else:
-        try:
-            check_stored_json(name)
-        except StoredJsonError as exc:
-            errors["name"] = exc.message
-    entry = values.get("entry")
+def _scenario_name(name: Any, errors: Errors) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_SCENARIO_NAME:
+        errors["name"] = [f"Expected a name of 1 to {MAX_SCENARIO_NAME} characters."]
+        return ""
     try:
-        slug_validator(entry)
-        if not Entry.objects.filter(slug=entry).exists():
-            errors["entry"] = f"No entry with slug '{entry}'."
-    except (ValidationError, TypeError):
-        errors["entry"] = "Expected an entry slug."
-    if not isinstance(values.get("first_turn"), bool):
-        errors["first_turn"] = "Expected true or false."
-    requested = values.get("npcs") or []
-    if not isinstance(requested, list) or len(requested) > MAX_NPCS:
-        errors["npcs"] = f'Expected a list of at most {MAX_NPCS} NPC slugs or {{"npc", "tier"}}.'
-        requested = []
-    npcs: list[dict[str, Any]] = []
-    for index, item in enumerate(requested):
-        if isinstance(item, str):
-            item = {"npc": item}
-        slug = item.get("npc") if isinstance(item, dict) else None
-        tier = item.get("tier", 0) if isinstance(item, dict) else 0
-        if not isinstance(slug, str) or not 0 < len(slug) <= 64:
-            errors[f"npcs.{index}.npc"] = "Expected an NPC slug."
-            continue
+        check_stored_json(name)
+    except StoredJsonError as exc:
+        errors["name"] = [exc.message]
+    return name.strip()
+
+
+def _scenario_request(values: dict[str, Any], errors: Errors) -> AssembleParams | None:
+    """The scenario's assembly request, read as /assemble and the preview read theirs;
+    its state is stored, so it must also be storable JSON (no NUL in a text)."""
+    request = {name: values[name] for name in SCENARIO_REQUEST_FIELDS if name in values}
+    try:
+        params = parse_assemble_params(request)
+    except RequestError as error:
+        for field, messages in error.errors.items():
+            errors.setdefault(field, []).extend(messages)
+        return None
+    try:
+        check_stored_json(dict(params.state))
+    except StoredJsonError as exc:
+        errors[f"state.{exc.path}".rstrip(".")] = [exc.message]
+        return None
+    return params
+
+
+def _scenario_expectations(items: Any, errors: Errors) -> list[dict[str, Any]]:
+    if not isinstance(items, list) or len(items) > MAX_EXPECTATIONS:
+        errors["expectations"] = [f"Expected a list of at most {MAX_EXPECTATIONS} expectations."]
+        return []
+    parsed = []
+    for index, item in enumerate(items):
+        # Reply expectations (playtests) sit beside the prompt ones; the assembler parses both.
+        parse = parse_reply_expectation if is_reply_expectation(item) else parse_expectation
         try:
-            check_stored_json(slug)  # looked up, then stored: no NUL, no lone surrogate
+            parsed.append(parse(normalize_values(item)).to_dict())
+            check_stored_json(parsed[-1])
+        except ExpectationError as exc:
+            errors[f"expectations.{index}.{exc.field}"] = [str(exc)]
         except StoredJsonError as exc:
-            errors[f"npcs.{index}.npc"] = exc.message
-            continue
-        if isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= MAX_TIER:
-            errors[f"npcs.{index}.tier"] = f"Expected a whole number from 0 to {MAX_TIER}."
-            continue
-        npcs.append({"npc": slug, "tier": tier})
-    slugs = [item["npc"] for item in npcs]
+            errors[f"expectations.{index}.{exc.path}"] = [exc.message]
+    return parsed
+
+
+def _scenario_fields(
+    values: dict[str, Any], errors: Errors
+) -> tuple[dict[str, Any], AssembleParams | None]:
+    """A scenario's fields checked for what they are, whatever they refer to (each bad one
+    named in ``errors``), and normalised (when none is bad); with its assembly request, if
+    it is one."""
+    unknown = sorted(set(values) - set(SCENARIO_FIELDS))
+    for name in unknown:
+        errors[printable(name)] = [f"Unknown field; the fields are: {', '.join(SCENARIO_FIELDS)}."]
+    name = _scenario_name(normalize_newlines(values.get("name")), errors)
+    params = _scenario_request(values, errors)
+    expectations = _scenario_expectations(values.get("expectations", []), errors)
+    for field, problem in reply_params_problems(values).items():
+        errors[field] = [problem]
+    if errors or params is None:  # nothing to normalise: the caller names the errors
+        return {}, params
+    replies = {param: values.get(param, default) for param, default in REPLY_PARAMS.items()}
+    return {
+        "name": name,
+        "entry": params.entry,
+        "first_turn": params.first_turn,
+        "npcs": [{"npc": slug, "tier": tier} for slug, tier in params.npcs],
+        "state": normalize_values(dict(params.state)),
+        "token_budget": params.token_budget,
+        "npc_budget": params.npc_budget,
+        "expectations": expectations,
+        **replies,
+        "temperature": float(replies["temperature"]),
+    }, params
+
+
+def _scenario_references(params: AssembleParams, errors: Errors) -> None:
+    """Name in ``errors`` the scenario's entry or NPCs that do not exist (in the working
+    copy)."""
+    if not (is_slug(params.entry) and Entry.objects.filter(slug=params.entry).exists()):
+        errors["entry"] = [f"No entry with slug '{params.entry}'."]
+    slugs = [slug for slug, _tier in params.npcs]
     known = set(NPC.objects.filter(slug__in=slugs).values_list("slug", flat=True))
     unknown = [slug for slug in slugs if slug not in known]
     if unknown:
-        errors["npcs"] = f"Unknown NPC slugs: {', '.join(unknown)}."
-    elif len(set(slugs)) != len(slugs):
-        errors["npcs"] = "Each NPC may be listed once."
-    for budget in ("token_budget", "npc_budget"):
-        value = values.get(budget)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not 0 <= value <= assembler.MAX_BUDGET
-        ):
-            errors[budget] = f"Expected a whole number from 0 to {assembler.MAX_BUDGET}."
-    expectations = values.get("expectations") or []
-    if not isinstance(expectations, list) or len(expectations) > MAX_EXPECTATIONS:
-        errors["expectations"] = f"Expected a list of at most {MAX_EXPECTATIONS} expectations."
-        expectations = []
-    parsed = []
-    for index, item in enumerate(expectations):
-        try:
-            parsed.append(parse_expectation(item).to_dict())
-            check_stored_json(parsed[-1])
-        except ExpectationError as exc:
-            errors[f"expectations.{index}.{exc.field}"] = str(exc)
-        except StoredJsonError as exc:
-            errors[f"expectations.{index}.{exc.path}"] = exc.message
-    state = values.get("state") or {}
-    if not isinstance(state, dict):
-        errors["state"] = "Expected a JSON object."
-    else:
-        for key, value in state.items():
-            if key not in assembler.DYNAMIC_SCOPES:
-                errors[f"state.{key}"] = (
-                    f"Unknown layer; the layers are: {', '.join(assembler.DYNAMIC_SCOPES)}."
-                )
-            elif value is not None and not isinstance(value, str | dict):
-                errors[f"state.{key}"] = "Expected text, a JSON object or null."
-    try:
-        check_stored_json(state)
-    except StoredJsonError as exc:
-        errors[f"state.{exc.path}".rstrip(".")] = exc.message
+        errors["npcs"] = [f"Unknown NPC slugs: {', '.join(unknown)}."]
+
+
+def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:
+    """A scenario's fields checked (ValidationError naming each bad one) and normalised."""
+    errors: Errors = {}
+    cleaned, params = _scenario_fields(values, errors)
+    if params is not None:
+        _scenario_references(params, errors)
     if errors:
         raise ValidationError(errors)
-    return {
-        **values,
-        "name": name.strip(),  # type: ignore[union-attr]
-        "npcs": npcs,
-        "state": state,
-        "expectations": parsed,
-    }
+    return cleaned
+
+
+def scenario_fields_check(values: dict[str, Any], *, scenario: Scenario) -> None:
+    """Refuse changes to ``scenario`` that are malformed whatever they refer to
+    (ValidationError naming each bad field); what the names refer to is checked when
+    saved, and nothing is saved here."""
+    base = {name: getattr(scenario, name) for name in SCENARIO_FIELDS}
+    errors: Errors = {}
+    _scenario_fields({**base, **values}, errors)
+    if errors:
+        raise ValidationError(errors)
 
 
 @transaction.atomic
 def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
     """Save a preview configuration as a named scenario."""
     require(actor, role=Role.AUTHOR, action=CHANGING_SCENARIOS)
-    values = {
-        "first_turn": False,
-        "npcs": [],
-        "state": {},
-        "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
-        "npc_budget": assembler.DEFAULT_NPC_BUDGET,
-        "expectations": [],
-        **values,
-    }
-    unknown = set(values) - set(SCENARIO_FIELDS)
-    if unknown:
-        raise ValidationError({sorted(unknown)[0]: "Unknown field."})
-    values = _clean_scenario(values)
+    values = _clean_scenario({**SCENARIO_DEFAULTS, **values})
     if Scenario.objects.filter(name=values["name"]).exists():
         raise ValidationError({"name": f"There is already a scenario named '{values['name']}'."})
     scenario = Scenario(updated_by=user_or_none(actor), **values)
@@ -630,11 +555,8 @@ def scenario_create(*, actor: Actor, **values: Any) -> Scenario:
 
 
 def scenario_check(*, scenario: Scenario, **changes: Any) -> dict[str, Any]:
-    """The scenario's fields with ``changes`` applied, checked (ValidationError names the
-    first bad field); nothing is saved."""
-    unknown = set(changes) - set(SCENARIO_FIELDS)
-    if unknown:
-        raise ValidationError({sorted(unknown)[0]: "Unknown field."})
+    """The scenario's fields with ``changes`` applied, checked (ValidationError names each
+    bad field); nothing is saved."""
     return _clean_scenario({name: getattr(scenario, name) for name in SCENARIO_FIELDS} | changes)
 
 

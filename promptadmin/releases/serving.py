@@ -1,12 +1,15 @@
 """Which content an assembly is served from: a release, a label's release or the working copy.
 
-A release never changes, so its bundles are kept in process memory: assembling a release
-named explicitly costs no query and no cache round trip. Not for as long as the process
-lives, though: memory bounds it to the LOADED_RELEASES releases served most recently (the
-next one pushes out the least recently used, which is loaded again, in one query, the
-next time it is served). Labels move, so they are read through the shared cache (one
-round trip, the label map), refreshed the moment a move commits. A name is a label before
-it is a release's (an admin may set a label a release is named after, see
+A release never changes. A process keeps the LOADED_RELEASES releases served most
+recently: on PostgreSQL, of each, only what of its manifest the requests served needed
+(an entry's list of bundles, an NPC's bundle: one small query when an entry is first
+served), never the manifest of the whole game; and the bundles those name, in the bundle
+memory every release shares (``releases.bundles``). A release's first request reads only
+the bundles it needs that no release served before had loaded, so a new release one edit
+away from the last costs a few small queries, and memory grows with the bundles served,
+not with the releases. Labels move, so they are read through the shared
+cache (one round trip, the label map), refreshed the moment a move commits. A name is a
+label before it is a release's (an admin may set a label a release is named after, see
 releases.services.release_label_set), so a release named in a request is served from
 process memory without asking only for NAME_TRUSTED_SECONDS after the label map last
 said no label has that name.
@@ -14,18 +17,37 @@ said no label has that name.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
 from django.db.models import Q
+from django.db.models.fields.json import KeyTextTransform
 
-from promptadmin.content.assembly import AssemblyInputError, Loader, LoreLoader, load_content
+from promptadmin.content.assembly import (
+    AssemblyInputError,
+    EntryBundle,
+    Loader,
+    LoreLoader,
+    NpcBundle,
+    load_content,
+)
 from promptadmin.core.cache import shared, shared_changed
 from promptadmin.lore.selectors import lore_book
+from promptadmin.releases.bundles import (
+    ENTRIES,
+    SECTIONS,
+    Version,
+    compose,
+    memory,
+    release_version,
+    stored_parts,
+)
 from promptadmin.releases.models import (
     PRODUCTION,
     WORKING,
@@ -33,21 +55,18 @@ from promptadmin.releases.models import (
     ReleaseLabel,
     ReleaseLabelMove,
 )
-from promptadmin.releases.snapshot import Bundles, release_content
 
 # The shape of the cached map is in its key: a process running other code never reads a map
 # of another shape.
 LABELS_KEY = "releases:labels:v2"
-# Releases whose bundles a process keeps: a release of 10,000 segments of 30 to 120 words
-# takes about 9 MB, so 8 take about 75 MB in each process. Serving is production's, maybe
-# staging's, and a few named ones; a bound of 32 would let a burst of old releases named
-# in previews hold some 300 MB.
-LOADED_RELEASES = 8
+# Releases a process keeps (what of their manifests it read; their bundles are in the shared
+# bundle memory): a few hundred bytes per entry served.
+LOADED_RELEASES = 16
 # How long a process serves a release named in a request from its memory before reading
 # the label map again: how long, at most, a new label of that name goes unseen there.
 NAME_TRUSTED_SECONDS = 2.0
 
-_loaded: OrderedDict[str, Bundles] = OrderedDict()
+_loaded: OrderedDict[str, ServedRelease | Version] = OrderedDict()
 # Names of _loaded that were no label's, and when the label map said so (time.monotonic()).
 _not_labels: dict[str, float] = {}
 _lock = threading.Lock()
@@ -110,37 +129,107 @@ def labels_changed() -> None:
     shared_changed(LABELS_KEY, labels_from_database, label_map_version)
 
 
-def _remembered(name: str) -> Bundles | None:
+class ServedRelease:
+    """A release as game servers are served it (PostgreSQL): what of its manifest a
+    request needs (an entry's list, some NPCs' hashes) is read when first needed, in one
+    small query, and kept; never the manifest of the whole game. Its bundles go to the
+    bundle memory every release shares."""
+
+    def __init__(self, pk: int, core: str) -> None:
+        self.pk = pk
+        self.core = core
+        # Only what exists: a name asked for that the release lacks is asked again (an
+        # error anyway), so that made-up names never fill this memory.
+        self._entries: dict[str, list[str]] = {}
+        self._npcs: dict[str, str] = {}
+
+    def _read(self, entry: str, npcs: Sequence[str]) -> None:
+        """The manifest's list of ``entry`` (unless known) and the hashes of ``npcs``."""
+        wanted = [] if entry in self._entries else [(ENTRIES, entry)]
+        wanted += [
+            (SECTIONS["npc"], slug) for slug in dict.fromkeys(npcs) if slug not in self._npcs
+        ]
+        if not wanted:
+            return
+        table = connection.ops.quote_name(Release._meta.db_table)
+        picks = ", ".join("manifest -> %s -> %s" for _ in wanted)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT jsonb_build_array({picks}) FROM {table} WHERE id = %s",
+                [*(name for pair in wanted for name in pair), self.pk],
+            )
+            found = cursor.fetchone()[0]
+        values = json.loads(found) if isinstance(found, str) else found
+        for (section, slug), value in zip(wanted, values, strict=True):
+            if value is not None:
+                (self._entries if section == ENTRIES else self._npcs)[slug] = value
+
+    def load(
+        self, entry_slug: str, npc_slugs: Sequence[str]
+    ) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
+        """A ``promptadmin.content.assembly.Loader``: the bundles it needs, and no other."""
+        self._read(entry_slug, npc_slugs)
+        listed = self._entries.get(entry_slug)
+        npc_hashes = {slug: self._npcs[slug] for slug in npc_slugs if slug in self._npcs}
+        return compose(
+            None if listed is None else [self.core, *listed],
+            npc_hashes,
+            lambda hashes: stored_parts(hashes, keep=True),
+        )
+
+
+Loaded = ServedRelease | Version
+
+
+def _remembered(name: str) -> Loaded | None:
     with _lock:
-        bundles = _loaded.get(name)
-        if bundles is not None:
+        version = _loaded.get(name)
+        if version is not None:
             _loaded.move_to_end(name)
-        return bundles
+        return version
 
 
-def release_bundles(name: str) -> Bundles | None:
-    """The bundles of the release named ``name``, from process memory or loaded once."""
-    bundles = _remembered(name)
-    if bundles is not None:
-        return bundles
-    release = Release.objects.filter(Q(name=name) | Q(aliases__name=name)).first()
-    if release is None:
-        return None
-    bundles = release_content(release).bundles()
+def loaded_release(name: str) -> Loaded | None:
+    """The release named ``name``, from process memory or read once: on PostgreSQL, what
+    of its manifest requests need as they come (see :class:`ServedRelease`); elsewhere its
+    whole manifest. Its bundles are read when a request needs them, and kept."""
+    version = _remembered(name)
+    if version is not None:
+        return version
+    releases = Release.objects.filter(Q(name=name) | Q(aliases__name=name))
+    loaded: Loaded
+    if connection.vendor == "postgresql":
+        found = releases.values_list("id", KeyTextTransform("core", "manifest")).first()
+        if found is None:
+            return None
+        loaded = ServedRelease(*found)
+    else:
+        release = releases.only("id", "manifest", "content_hash", "segment_count").first()
+        if release is None:
+            return None
+        loaded = release_version(release, keep=True)
     with _lock:
-        _loaded[name] = bundles
+        _loaded[name] = loaded
         while len(_loaded) > LOADED_RELEASES:
             _not_labels.pop(_loaded.popitem(last=False)[0], None)
-    return bundles
+    return loaded
 
 
-def _named_release(name: str) -> Bundles | None:
+def _named_release(name: str) -> Loaded | None:
     """The release called ``name`` from process memory, while ``name`` is known to be no
     label's (see NAME_TRUSTED_SECONDS)."""
     seen = _not_labels.get(name)
     if seen is None or time.monotonic() - seen >= NAME_TRUSTED_SECONDS:
         return None
     return _remembered(name)
+
+
+def forget() -> None:
+    """Forget every release and bundle loaded, as a fresh process starts (tests, scripts)."""
+    with _lock:
+        _loaded.clear()
+        _not_labels.clear()
+    memory.clear()
 
 
 WORKING_COPY = Served(WORKING, None, load_content, lore_book)
@@ -156,23 +245,23 @@ def resolve(requested: str | None) -> Served:
     if requested == WORKING:
         return WORKING_COPY
     if requested is not None:
-        bundles = _named_release(requested)
-        if bundles is not None:
-            return Served(requested, None, bundles.load)
+        version = _named_release(requested)
+        if version is not None:
+            return Served(requested, None, version.load)
     label = requested or PRODUCTION
     name = labels().get(label)
     if name is not None:
-        bundles = release_bundles(name)
-        if bundles is not None:
-            return Served(name, label, bundles.load)
+        version = loaded_release(name)
+        if version is not None:
+            return Served(name, label, version.load)
     if requested is None:
         return WORKING_COPY
-    bundles = release_bundles(requested)
-    if bundles is None:
+    version = loaded_release(requested)
+    if version is None:
         raise AssemblyInputError(
             {"release": f"No release or label named '{requested}' (or use 'working')."}
         )
     with _lock:
         if requested in _loaded:
             _not_labels[requested] = time.monotonic()
-    return Served(requested, None, bundles.load)
+    return Served(requested, None, version.load)

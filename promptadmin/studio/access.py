@@ -17,6 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from promptadmin.content.kinds import KINDS
+from promptadmin.core.pagination import Page, paginate
 from promptadmin.core.roles import Role, role_of
 from promptadmin.releases.models import PRODUCTION
 from promptadmin.releases.serving import labels
@@ -116,3 +117,18 @@ def fragment_or_page(request: HtmxHttpRequest, template: str, partial: str) -> s
     if htmx and not htmx.history_restore_request and not htmx.boosted:
         return f"{template}#{partial}"
     return template
+
+
+def page_of(
+    request: HttpRequest,
+    rows: Any,
+    *,
+    param: str = "page",
+    capped_order: tuple[str, ...] | None = None,
+) -> Page[Any]:
+    """The page of ``rows`` the request asks for (``?page=``, or ``param`` where a page
+    lists two things), with links keeping the request's other parameters (see
+    :func:`~promptadmin.core.pagination.paginate` for ``capped_order``)."""
+    return paginate(
+        rows, request.GET.get(param), query=request.GET, param=param, capped_order=capped_order
+    )

@@ -193,3 +193,9 @@ def three_way(
             values[name] = ours
             conflicts.append(name)
     return Merge(values, conflicts, theirs_only, mine_only)
+
+
+def word_diff(old: str, new: str) -> tuple[SafeString, SafeString]:
+    """Two texts marked up word by word: what ``old`` lost (``<del>``), what ``new`` has
+    that it lacked (``<ins>``)."""
+    return _words(old, new)

@@ -10,7 +10,12 @@ from typing import Any
 
 from django.urls import reverse
 
-from assembler.explain import explain_result, layer_status_words
+from assembler.explain import (
+    CHANGE_KIND_WORDS,
+    explain_result,
+    layer_status_words,
+    outcome_counts,
+)
 from assembler.render import LAYER_TITLES, render_state
 from promptadmin.content.assembly import Preview
 
@@ -57,6 +62,22 @@ class Step:
 
 
 @dataclass
+class Lost:
+    """One thing the prompt lost in the end (an item of ``meta.outcome``), for the page."""
+
+    kind: str
+    key: str
+    scope: str
+    explanation: str
+    segment_url: str | None
+    npc_url: str | None
+
+    @property
+    def kind_words(self) -> str:
+        return CHANGE_KIND_WORDS[self.kind]  # type: ignore[index]
+
+
+@dataclass
 class PreviewPage:
     prompt: str
     tokens: int
@@ -73,6 +94,9 @@ class PreviewPage:
     lints: list[dict[str, str]]
     segments: list[dict[str, Any]]
     summary: str
+    # What was lost in the end, and its counts: both from meta.outcome, so they agree.
+    outcome: list[Lost] = field(default_factory=list)
+    outcome_counts: str = "nothing cut"
     # Every lore entry triggered, what became of it, and its trigger in the turn's text.
     lore: list[dict[str, Any]] = field(default_factory=list)
 
@@ -87,6 +111,7 @@ class PreviewPage:
 
     @property
     def cuts(self) -> list[Step]:
+        """The trace's steps that took something out (put-backs apart)."""
         return [step for step in self.steps if step.action != "restored"]
 
     @property
@@ -213,6 +238,18 @@ def present(
         lints=[lint.to_dict() for lint in meta.lints],
         segments=segments,
         summary=explain_result(meta),
+        outcome=[
+            Lost(
+                kind=change.kind,
+                key=change.key,
+                scope=change.scope,
+                explanation=change.explanation,
+                segment_url=segment_url(change.segment_id) if change.segment_id else None,
+                npc_url=reverse("studio:npc_edit", args=[change.npc]) if change.npc else None,
+            )
+            for change in meta.outcome.changes()
+        ],
+        outcome_counts=outcome_counts(meta.outcome),
         lore=lore_rows(meta.lore, state),
     )
 

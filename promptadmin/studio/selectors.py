@@ -6,12 +6,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Model, Prefetch, Q, QuerySet
+from django.db.models import Case, Count, Model, Prefetch, Q, QuerySet, When
 from django.urls import reverse
 
-import assembler
-from assembler.explain import segment_name
-from promptadmin.content.assembly import AssembleParams, all_entries, request_for
+from assembler.explain import layer_title
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import (
     DEPRECATED_SCOPES,
@@ -24,8 +22,8 @@ from promptadmin.content.models import (
     World,
     segment_title,
 )
-from promptadmin.core import cache as content_cache
-from promptadmin.core.tokens import tokenizer
+from promptadmin.content.search import search_words, segment_search
+from promptadmin.core.templatetags.bidi import isolate
 
 
 def object_url(obj: Model | None) -> str | None:
@@ -33,6 +31,19 @@ def object_url(obj: Model | None) -> str | None:
     if obj is None:
         return None
     return reverse(f"studio:{kind_of(obj).key}_edit", args=[obj.slug])  # type: ignore[attr-defined]
+
+
+def segment_words(segment: Segment) -> str:
+    """A segment in a writer's words, for messages: its layer, title and owner, never a
+    scope key (``entry_start``).
+
+    ``the entry start segment 'Open on the pier' of The Drowned Bell``
+    """
+    kind = layer_title(segment.scope, capital=False)
+    title = f" '{segment.title}'" if segment.title else ""
+    ref = segment.ref
+    owner = f" of {ref.name}" if ref is not None else ""
+    return f"the {kind} segment{title}{owner}"
 
 
 def segment_list(
@@ -43,7 +54,9 @@ def segment_list(
     q: str = "",
     order_by: tuple[str, ...] = ("-updated_at", "-id"),
 ) -> QuerySet[Segment]:
-    """Segments matching the list's filters. Every word of ``q`` must match somewhere."""
+    """Segments matching the list's filters. Every word of ``q`` must match the title or
+    the text (as a prefix, through the search index: see content.search); ``#12`` is the
+    segment with id 12. Sorting by ``rank`` puts the best matches first."""
     segments = Segment.objects.select_related(*KINDS, "updated_by")
     if scope:
         segments = segments.filter(scope=scope)
@@ -51,13 +64,15 @@ def segment_list(
         segments = segments.filter(**{kind_of(obj).key: obj})
     if active is not None:
         segments = segments.filter(active=active)
-    for word in q.split():
-        matches = Q(content__icontains=word) | Q(title__icontains=word)
-        for kind in KINDS:
-            matches |= Q(**{f"{kind}__name__icontains": word})
-        if word.startswith("#") and word[1:].isdigit():
-            matches = Q(pk=int(word[1:]))
-        segments = segments.filter(matches)
+    q = q.strip()
+    if q.startswith("#") and q[1:].isascii() and q[1:].isdigit() and len(q) < 19:
+        segments = segments.filter(pk=int(q[1:]))
+        q = ""
+    if search_words(q):
+        segments = segment_search(segments, q)
+    else:
+        # Nothing to rank: the order falls to the next columns (read from their index).
+        order_by = tuple(name for name in order_by if name.lstrip("-") != "rank")
     return segments.order_by(*order_by)
 
 
@@ -74,15 +89,12 @@ class ScopeCount:
         return self.active + self.inactive
 
 
-def scope_counts() -> list[ScopeCount]:
-    """Active and inactive segments per scope (deprecated scopes only when present)."""
-    counts: dict[tuple[str, bool], int] = {
-        (row["scope"], row["active"]): row["n"]
-        for row in Segment.objects.order_by().values("scope", "active").annotate(n=Count("id"))
-    }
+def scope_counts(stored: dict[str, list[int]]) -> list[ScopeCount]:
+    """Active and inactive segments per scope, as the background check counted them
+    (deprecated scopes only when present)."""
     rows = []
     for scope in (*SEGMENT_SCOPES, *DEPRECATED_SCOPES):
-        active, inactive = counts.get((scope, True), 0), counts.get((scope, False), 0)
+        active, inactive = (stored.get(scope) or [0, 0])[:2]
         deprecated = scope in DEPRECATED_SCOPES
         if deprecated and not active + inactive:
             continue
@@ -91,97 +103,15 @@ def scope_counts() -> list[ScopeCount]:
 
 
 @dataclass(frozen=True)
-class EntryRef:
-    slug: str
-    name: str
+class BlankSegment:
+    pk: int
+    scope_label: str
 
 
-@dataclass(frozen=True)
-class TurnLoss:
-    """What one turn of an entry loses at the default budgets, and the likely cause."""
-
-    turn: str  # "First turn" or "Later turn"
-    lost: list[str]  # in plain words: segments left out, NPCs dropped or lowered
-    cause: str  # the largest segment considered, named as authors know it
-
-
-@dataclass(frozen=True)
-class EntryLints:
-    entry: EntryRef
-    errors: list[str]
-    warnings: list[str]
-    losses: list[TurnLoss] = field(default_factory=list)
-
-
-def _turn_loss(
-    turn: str, result: assembler.AssemblyResult, npc_names: dict[str, str]
-) -> TurnLoss | None:
-    lost = [
-        segment_name(fate.scope, fate.id, fate.title)
-        for fate in result.segments
-        if fate.fate == "dropped"
-    ]
-    for npc in result.meta.npcs:
-        name = npc_names.get(npc.npc, npc.npc)
-        if npc.status == "dropped":
-            lost.append(f"NPC {name} (dropped)")
-        elif npc.status == "lowered":
-            lost.append(f"NPC {name} (tier {npc.requested_tier} lowered to {npc.tier})")
-    if not lost:
-        return None
-    largest = max(result.segments, key=lambda fate: fate.tokens)
-    cause = (
-        f"{segment_name(largest.scope, largest.id, largest.title)} "
-        f"({largest.tokens} tokens) is the largest"
-    )
-    return TurnLoss(turn, lost, cause)
-
-
-def _lint_every_entry() -> list[EntryLints]:
-    """Each entry at the default budgets: a first turn and a later turn, with its cast."""
-    tokenizer_ = tokenizer()
-    found = []
-    for item in all_entries():
-        entry = item.entry
-        npc_names = {slug: bundle.name for slug, bundle in item.npcs.items()}
-        losses = []
-        lints: list[assembler.Lint] = []
-        for turn, first_turn in (("First turn", True), ("Later turn", False)):
-            params = AssembleParams(entry=entry.slug, first_turn=first_turn, npcs=item.cast)
-            result = assembler.assemble(request_for(item.bundle, item.npcs, params), tokenizer_)
-            lints += [lint for lint in result.meta.lints if lint not in lints]
-            loss = _turn_loss(turn, result, npc_names)
-            if loss is not None:
-                losses.append(loss)
-        found.append(
-            EntryLints(
-                EntryRef(entry.slug, entry.name),
-                [lint.message for lint in lints if lint.level == "error"],
-                [lint.message for lint in lints if lint.level == "warning"],
-                losses,
-            )
-        )
-    return found
-
-
-def blank_active_segments() -> list[Segment]:
-    """Active segments with no text (saved before the services refused them): one query."""
-    return list(Segment.objects.filter(active=True, content__regex=r"^\s*$").order_by("id")[:50])
-
-
-def entry_lints() -> list[EntryLints]:
-    """The lint findings and losses of every entry at the default budgets (first turn and
-    a later turn, with its cast).
-
-    Worked out once per content change (the content cache's generation), in a constant
-    number of queries however many entries there are.
-    """
-    key = content_cache.key(content_cache.generation(), "dashboard", "entry-health")
-    found: list[EntryLints] | None = content_cache.get_many([key]).get(key)
-    if found is None:
-        found = _lint_every_entry()
-        content_cache.set_many({key: found})
-    return found
+def blank_segments(stored: list[list[Any]]) -> list[BlankSegment]:
+    """The active segments without text the background check found."""
+    labels = dict(Scope.choices)
+    return [BlankSegment(int(pk), str(labels.get(scope, scope))) for pk, scope in stored]
 
 
 @dataclass(frozen=True)
@@ -237,14 +167,45 @@ def recent_changes(limit: int = 12) -> list[Change]:
 
 
 def catalog_list(kind: str) -> QuerySet[Any]:
-    """Worlds, rulesets or NPCs with how much content uses each."""
-    model = KINDS[kind].model
-    objects = model.objects.annotate(segment_count=Count("segments", distinct=True))
+    """Worlds, rulesets or NPCs by name (read in order from their index); count a page
+    of them with :func:`with_use_counts`."""
+    return KINDS[kind].model._default_manager.order_by("name", "slug")
+
+
+def with_use_counts(objects: list[Any]) -> list[Any]:
+    """``objects`` (one page of worlds, rulesets, NPCs or entries) with how many segments
+    (``segment_count``) and entries (``entry_count``: worlds and rulesets) use each: one
+    grouped query per count over the page's rows, never over the whole table."""
+    if not objects:
+        return objects
+    model = type(objects[0])
+    key = kind_of(objects[0]).key
+    ids = [obj.pk for obj in objects]
+    segments = dict(
+        Segment.objects.filter(**{f"{key}_id__in": ids})
+        .order_by()
+        .values_list(f"{key}_id")
+        .annotate(n=Count("id"))
+    )
+    entries: dict[int, int] = {}
     if model is World:
-        objects = objects.annotate(entry_count=Count("entries", distinct=True))
+        entries = dict(
+            Entry.objects.filter(world_id__in=ids)
+            .order_by()
+            .values_list("world_id")
+            .annotate(n=Count("id"))
+        )
     elif model is Ruleset:
-        objects = objects.annotate(entry_count=Count("entry_links", distinct=True))
-    return objects.order_by("name", "slug")
+        entries = dict(
+            EntryRuleset.objects.filter(ruleset_id__in=ids)
+            .order_by()
+            .values_list("ruleset_id")
+            .annotate(n=Count("id"))
+        )
+    for obj in objects:
+        obj.segment_count = segments.get(obj.pk, 0)
+        obj.entry_count = entries.get(obj.pk, 0)
+    return objects
 
 
 def ordered_links() -> Prefetch:
@@ -256,10 +217,11 @@ def ordered_links() -> Prefetch:
 
 
 def entry_list() -> QuerySet[Entry]:
+    """Entries by name (read in order from their index), with their world and rulesets;
+    count a page of them with :func:`with_use_counts`."""
     return (
         Entry.objects.select_related("world")
         .prefetch_related(ordered_links())
-        .annotate(segment_count=Count("segments", distinct=True))
         .order_by("name", "slug")
     )
 
@@ -318,3 +280,45 @@ def revision_record(obj: Model, revision: int) -> Any | None:
     at ``revision``: the base of a three-way merge. None when history does not have it."""
     history = obj.history  # type: ignore[attr-defined]
     return history.filter(revision=revision).order_by("-history_id").first()
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One option of an object picker."""
+
+    value: str  # kind:slug
+    label: str  # Name (slug)
+    name: str
+    slug: str
+    kind: str  # as people read it: "NPC"
+
+
+PICKS_SHOWN = 12
+
+
+def pick_objects(kinds: tuple[str, ...], text: str, limit: int = PICKS_SHOWN) -> list[Pick]:
+    """The objects of ``kinds`` whose name or slug contains ``text``, those that start
+    with it first, then by name: at most ``limit``, one query per kind (small tables:
+    thousands of rows at most, so no index is needed to search them)."""
+    text = text.strip()[:200].replace("\x00", "")
+    found: list[tuple[bool, str, Pick]] = []
+    for key in kinds:
+        spec = KINDS[key]
+        objects = spec.model._default_manager.all()
+        if text:
+            objects = objects.filter(Q(name__icontains=text) | Q(slug__icontains=text.lower()))
+            objects = objects.annotate(
+                starts=Case(
+                    When(Q(name__istartswith=text) | Q(slug__startswith=text.lower()), then=0),
+                    default=1,
+                )
+            ).order_by("starts", "name", "slug")
+        else:
+            objects = objects.order_by("name", "slug")
+        for obj in objects[:limit]:
+            starts = not text or getattr(obj, "starts", 1) == 0
+            label = f"{isolate(obj.name)} ({obj.slug})"  # as forms.common.object_label
+            pick = Pick(f"{key}:{obj.slug}", label, obj.name, obj.slug, spec.label)
+            found.append((not starts, obj.name.lower(), pick))
+    found.sort(key=lambda item: item[:2])
+    return [pick for _later, _name, pick in found[:limit]]

@@ -15,14 +15,18 @@ from promptadmin.studio.views import (
     entries,
     history,
     lore,
+    pickers,
+    playtests,
     preview,
     prompts,
     releases,
+    scenarios,
     segments,
 )
 
 studio_patterns: list[URLPattern | URLResolver] = [
     path("", dashboard.dashboard, name="dashboard"),
+    path("health/", dashboard.entry_health, name="entry_health"),
     path("segments/", segments.segment_list, name="segment_list"),
     path("segments/new/", segments.segment_create, name="segment_create"),
     path("segments/check/", segments.segment_check, name="segment_check"),
@@ -40,6 +44,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
         {"kind": "entry"},
         name="entry_delete",
     ),
+    path("pick/", pickers.object_picker, name="object_picker"),
     path("lore/", lore.lore_list, name="lore_list"),
     path("lore/new/", lore.lore_create, name="lore_create"),
     path("lore/test/", lore.lore_test, name="lore_test"),
@@ -87,9 +92,14 @@ studio_patterns: list[URLPattern | URLResolver] = [
     ),
     path("releases/", releases.release_list, name="release_list"),
     path("releases/publish/", releases.release_publish, name="release_publish"),
+    path("playtests/", playtests.playtest_list, name="playtest_list"),
+    path("playtests/<int:pk>/", playtests.playtest_detail, name="playtest_detail"),
     path("releases/labels/move/", releases.release_label_move, name="release_label_move"),
     path("releases/compare/", releases.release_compare, name="release_compare"),
     path("releases/prompts/", releases.release_prompts, name="release_prompts"),
+    path("scenarios/", scenarios.scenario_list, name="scenario_list"),
+    path("scenarios/<int:pk>/", scenarios.scenario_edit, name="scenario_edit"),
+    path("scenarios/<int:pk>/delete/", scenarios.scenario_delete, name="scenario_delete"),
 ]
 for kind in CATALOG_KINDS:
     prefix = KINDS[kind].section

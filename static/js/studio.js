@@ -385,3 +385,203 @@ function focusableScrollers() {
 document.addEventListener("DOMContentLoaded", focusableScrollers);
 document.addEventListener("htmx:afterSettle", focusableScrollers);
 window.addEventListener("resize", focusableScrollers);
+
+// A label picker's "New label…" choice shows the field that names the new label; any
+// other choice hides it (without JavaScript both show, and the name is used with that
+// choice). On the publish page, another existing label reloads the impact report against
+// what that label points at.
+const NEW_LABEL = "+new";
+function syncNewLabel(select) {
+  const boxes = document.querySelectorAll(`[data-new-label-of="${CSS.escape(select.id)}"]`);
+  for (const box of boxes) box.hidden = select.value !== NEW_LABEL;
+  return boxes;
+}
+document.addEventListener("change", (event) => {
+  const select = event.target.closest && event.target.closest("select[data-new-label]");
+  if (!select) return;
+  const boxes = syncNewLabel(select);
+  if (select.value === NEW_LABEL) {
+    const input = boxes.length && boxes[0].querySelector("input");
+    if (input) input.focus();
+  } else if ("reloadReport" in select.dataset) {
+    const url = new URL(window.location.href);
+    url.searchParams.set("label", select.value);
+    window.location.assign(url);
+  }
+});
+document.addEventListener("DOMContentLoaded", () => {
+  for (const select of document.querySelectorAll("select[data-new-label]")) syncNewLabel(select);
+});
+
+// A new object's slug is suggested from its name as the author types it (accents dropped,
+// anything else between words becomes "-"), until the author edits the slug itself.
+function slugFrom(name) {
+  return name.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 64).replace(/-+$/, "");
+}
+document.addEventListener("input", (event) => {
+  const target = event.target;
+  if (!target.id) return;
+  const slugs = document.querySelectorAll(`input[data-slug-from="${CSS.escape(target.id)}"]`);
+  for (const slug of slugs) {
+    if (slug.value && slug.value !== slug.dataset.suggested) continue;
+    slug.value = slugFrom(target.value);
+    slug.dataset.suggested = slug.value;
+  }
+});
+
+// The top bar is one row: when the sections and the account do not fit beside the brand
+// (a phone, a laptop, more sections for an admin), they go behind "Menu" and open below
+// it. Decided by measuring, so it holds whatever the role and the number of sections;
+// without this script everything stays listed.
+const SAME_ROW = 8; // px between the vertical centres of items on one row
+function topbarWraps(bar, toggle) {
+  const items = [...bar.children, ...bar.querySelectorAll(".mainnav li")].filter(
+    (el) => el !== toggle && !el.matches(".mainnav") && el.getClientRects().length,
+  );
+  const centres = items.map((el) => {
+    const box = el.getBoundingClientRect();
+    return box.top + box.height / 2;
+  });
+  return Math.max(...centres) - Math.min(...centres) > SAME_ROW;
+}
+document.addEventListener("DOMContentLoaded", () => {
+  const toggle = document.querySelector(".nav-toggle");
+  if (!toggle) return;
+  const bar = toggle.closest(".topbar");
+  toggle.hidden = false; // shown by studio.css only while the bar is collapsed
+  const fit = () => {
+    if (bar.classList.contains("nav-open")) return;
+    bar.classList.remove("nav-collapsed");
+    bar.classList.toggle("nav-collapsed", topbarWraps(bar, toggle));
+  };
+  const close = () => {
+    bar.classList.remove("nav-open");
+    toggle.setAttribute("aria-expanded", "false");
+    fit();
+  };
+  fit();
+  window.addEventListener("resize", fit);
+  toggle.addEventListener("click", () => {
+    if (bar.classList.contains("nav-open")) {
+      close();
+      return;
+    }
+    bar.classList.add("nav-open");
+    toggle.setAttribute("aria-expanded", "true");
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || !bar.classList.contains("nav-open")) return;
+    close();
+    toggle.focus();
+  });
+});
+
+// Object pickers (forms.common.ObjectPicker): the text box lists matches as you type
+// (htmx fills the listbox); ArrowDown/ArrowUp move through them, Enter or a click picks
+// one, Escape closes the list. Picking fills the hidden input with "kind:slug" and sends
+// an input event from it, so a filter form refreshes; typing undoes the pick (the server
+// then reads what was typed, as it does without JavaScript).
+function pickerParts(element) {
+  const picker = element && element.closest && element.closest("[data-picker]");
+  if (!picker) return null;
+  return {
+    picker,
+    input: picker.querySelector('[role="combobox"]'),
+    hidden: picker.querySelector("[data-picker-value]"),
+    listbox: picker.querySelector('[role="listbox"]'),
+  };
+}
+
+function pickerOptions(parts) {
+  return [...parts.listbox.querySelectorAll('[role="option"]:not([aria-disabled="true"])')];
+}
+
+function pickerClose(parts) {
+  parts.listbox.replaceChildren();
+  parts.input.setAttribute("aria-expanded", "false");
+  parts.input.removeAttribute("aria-activedescendant");
+}
+
+function pickerActivate(parts, option) {
+  for (const other of pickerOptions(parts)) {
+    const active = other === option;
+    other.setAttribute("aria-selected", active ? "true" : "false");
+    other.classList.toggle("active", active);
+  }
+  parts.input.setAttribute("aria-activedescendant", option.id);
+  option.scrollIntoView({ block: "nearest" });
+}
+
+function pickerChoose(parts, option) {
+  parts.hidden.value = option.dataset.value;
+  parts.input.value = option.dataset.label;
+  pickerClose(parts);
+  parts.hidden.dispatchEvent(new Event("input", { bubbles: true }));
+  parts.hidden.dispatchEvent(new Event("change", { bubbles: true }));
+}
+
+document.addEventListener("htmx:afterSwap", (event) => {
+  const parts = pickerParts(event.detail.target);
+  if (!parts || event.detail.target !== parts.listbox) return;
+  // The text may have changed since this answer was asked for: a focused box only.
+  if (document.activeElement !== parts.input) {
+    pickerClose(parts);
+    return;
+  }
+  pickerOptions(parts).forEach((option, index) => {
+    option.id = `${parts.listbox.id}_${index}`;
+  });
+  parts.input.setAttribute("aria-expanded", parts.listbox.children.length ? "true" : "false");
+  parts.input.removeAttribute("aria-activedescendant");
+});
+
+document.addEventListener("keydown", (event) => {
+  const parts = pickerParts(event.target);
+  if (!parts || event.target !== parts.input) return;
+  const options = pickerOptions(parts);
+  const current = options.findIndex((option) => option.getAttribute("aria-selected") === "true");
+  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    if (!options.length) return;
+    event.preventDefault();
+    const step = event.key === "ArrowDown" ? 1 : -1;
+    const next = current < 0 ? (step > 0 ? 0 : options.length - 1)
+      : (current + step + options.length) % options.length;
+    pickerActivate(parts, options[next]);
+  } else if (event.key === "Enter" && current >= 0) {
+    event.preventDefault();
+    pickerChoose(parts, options[current]);
+  } else if (event.key === "Escape" && parts.listbox.children.length) {
+    event.preventDefault();
+    pickerClose(parts);
+  }
+});
+
+// Typing in the box is the picker's business only (a filter form waits for a pick, so the
+// event stops at the picker), and it undoes the pick.
+function initPickers(root) {
+  const pickers = root.matches && root.matches("[data-picker]") ? [root] : [];
+  pickers.push(...(root.querySelectorAll ? root.querySelectorAll("[data-picker]") : []));
+  for (const picker of pickers) {
+    if (picker.dataset.pickerReady) continue;
+    picker.dataset.pickerReady = "1";
+    picker.addEventListener("input", (event) => {
+      if (event.target.getAttribute("role") !== "combobox") return;
+      picker.querySelector("[data-picker-value]").value = "";
+      event.stopPropagation();
+    });
+  }
+}
+if (window.htmx) window.htmx.onLoad(initPickers);
+
+document.addEventListener("mousedown", (event) => {
+  const option = event.target.closest && event.target.closest('[data-picker] [role="option"]');
+  if (!option || option.getAttribute("aria-disabled") === "true") return;
+  event.preventDefault(); // the box keeps the focus
+  pickerChoose(pickerParts(option), option);
+});
+
+document.addEventListener("focusout", (event) => {
+  const parts = pickerParts(event.target);
+  if (parts && !parts.picker.contains(event.relatedTarget)) pickerClose(parts);
+});

@@ -126,3 +126,87 @@ def full_request(**overrides: Any) -> AssemblyRequest:
     }
     fields.update(overrides)
     return request(**fields)
+
+
+# Issue 21's scene at the cinder gate: with a budget of 700, an NPC budget of 60, Oren at
+# tier 2 and Lysa at tier 1, the net result is three facts: the long war (larger than the
+# whole budget) left out, Lysa left out, Oren at tier 1 instead of 2. The texts are kept
+# here so that the database tests build the same scene through the services.
+CINDER_GATE: dict[str, Any] = {
+    "core": ("Narrator", "You narrate a dark fantasy game. " * 5),
+    "ruleset": ("Dice", "Rolls use a d20. " * 10),
+    "world": [
+        ("Ash plains", "The ash plains are grey. " * 20),
+        ("The long war", "The old war. " * 300),
+    ],
+    "entry": ("Gate", "The cinder gate is shut at night. " * 10),
+    "npcs": {
+        "oren-flint": (
+            "Oren Flint",
+            [
+                (0, "Oren basics", "Oren Flint keeps the cinder gate."),
+                (1, "Oren past", "He limps from an old burn and hates the smell of smoke."),
+                (
+                    2,
+                    "Oren secret",
+                    "He owes the smugglers a debt he can never repay, and they know it well; "
+                    "they visit him every seventh night to remind him, and he pays in secrets "
+                    "about the gate.",
+                ),
+            ],
+        ),
+        "lysa-quill": (
+            "Lysa Quill",
+            [
+                (
+                    0,
+                    "Lysa basics",
+                    "Lysa Quill sells maps at the gate, shouting prices over the crowd of "
+                    "pilgrims and traders, and she remembers every face that ever cheated her "
+                    "at the gate.",
+                ),
+                (1, "Lysa maps", "Her maps are always a little wrong, on purpose."),
+            ],
+        ),
+    },
+    "cast": [("oren-flint", 2), ("lysa-quill", 1)],
+    "input": "I knock on the gate. " * 20,
+    "token_budget": 700,
+    "npc_budget": 60,
+}
+
+
+def cinder_gate(**overrides: Any) -> AssemblyRequest:
+    """Issue 21's scene (:data:`CINDER_GATE`) as a request; the long war is segment #44."""
+    scene = CINDER_GATE
+    npcs_by_slug = {
+        slug: Npc(
+            slug,
+            name,
+            dict(scene["cast"])[slug],
+            [
+                Segment(100 * number + index, "npc", text, title=title, tier=tier)
+                for index, (tier, title, text) in enumerate(rows)
+            ],
+        )
+        for number, (slug, (name, rows)) in enumerate(scene["npcs"].items(), start=1)
+    }
+    values: dict[str, Any] = {
+        "core": [Segment(1, "core", scene["core"][1], title=scene["core"][0])],
+        "rulesets": [
+            Ruleset("d20", "D20 rules", [Segment(2, "ruleset", scene["ruleset"][1], title="Dice")])
+        ],
+        "world": [
+            Segment(43, "world", scene["world"][0][1], title=scene["world"][0][0], sort_order=1),
+            Segment(44, "world", scene["world"][1][1], title=scene["world"][1][0], sort_order=2),
+        ],
+        "entry": [Segment(5, "entry", scene["entry"][1], title=scene["entry"][0])],
+        "entry_start": [],
+        "npcs": [npcs_by_slug[slug] for slug, _tier in scene["cast"]],
+        "state": {"input": scene["input"]},
+        "first_turn": False,
+        "token_budget": scene["token_budget"],
+        "npc_budget": scene["npc_budget"],
+    }
+    values.update(overrides)
+    return AssemblyRequest(**values)

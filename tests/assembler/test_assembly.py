@@ -474,6 +474,7 @@ def test_meta_has_exactly_the_documented_keys_and_is_json_safe(tokenizer: Tokeni
         "encoding",
         "over_budget",
         "truncated",
+        "outcome",
         "layers",
         "npcs",
         "lints",

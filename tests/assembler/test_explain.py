@@ -151,7 +151,9 @@ def test_a_result_is_summed_up_in_one_line(tokenizer: Tokenizer) -> None:
     ]
     fits = assemble(request(world=[world[1]]), tokenizer).meta.tokens
     meta = assemble(request(world=world, token_budget=fits), tokenizer).meta
-    assert explain_result(meta) == f"{fits} of {fits} tokens, 2 cuts, 1 put back"
+    # Two steps left segments out and one put one back: one is lost in the end.
+    assert [step.action for step in meta.truncated] == ["dropped", "dropped", "restored"]
+    assert explain_result(meta) == f"{fits} of {fits} tokens, 1 left out"
     core = [seg(1, "core", PROSE)]
     over = assemble(request(core=core, token_budget=10), tokenizer).meta
     assert explain_result(over) == (

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assembler import Tokenizer
-from assembler.templates import TemplateSyntaxError
+from assembler.format_lint import EMPTY_VALUE, rendered_findings
+from assembler.templates import TemplateSyntaxError, render_many
 from assembler.trisection import (
     AdapterInstruction,
     Interface,
@@ -232,3 +233,74 @@ def test_assembly_is_deterministic_and_keeps_every_non_blank_part_in_order(
         assert part.strip() in content
     assert result.messages[-1].role == "user"
     assert len(result.messages) == (2 if supports_system and result.system.strip() else 1)
+
+
+# Empty context (issue 21, item 6): with interface openai_endpoint and no instruction
+# context, the system message ended "…validates against this JSON schema:" and nothing after.
+JSON_FORMAT = AdapterInstruction(
+    1,
+    "Respond with one JSON object that validates against this JSON schema:\n{{ json_schema }}",
+    "{{ format_instructions }}",
+)
+OPENAI_ENDPOINT = Interface("openai_endpoint")
+
+
+def test_an_adapter_addition_rendered_with_an_empty_value_warns() -> None:
+    result = assemble_trisection(
+        system_text="You parse.",
+        user_text="Text: hi",
+        interface=OPENAI_ENDPOINT,
+        adapter_instructions=[JSON_FORMAT],
+        instruction_context={},
+    )
+    assert result.system.endswith("validates against this JSON schema:")
+    [finding] = result.findings
+    assert (finding.code, finding.level) == (EMPTY_VALUE, "warning")
+    assert finding.template == "adapter:openai_endpoint:system"
+    assert finding.position is not None and finding.position.line == 2
+    assert finding.message == (
+        "The openai_endpoint adapter's system addition renders 'json_schema' empty: "
+        '"…that validates against this JSON schema:" is followed by nothing. '
+        "Pass 'json_schema' in the instruction context."
+    )
+
+
+@pytest.mark.parametrize("blank", ["", "   \n", None])
+def test_a_blank_value_is_as_empty_as_a_missing_one(blank: object) -> None:
+    result = assemble_trisection(
+        system_text="You parse.",
+        user_text="Text: hi",
+        interface=OPENAI_ENDPOINT,
+        adapter_instructions=[JSON_FORMAT],
+        instruction_context={"json_schema": blank, "format_instructions": "Only JSON."},
+    )
+    assert [finding.template for finding in result.findings] == ["adapter:openai_endpoint:system"]
+
+
+def test_an_addition_that_renders_blank_as_a_whole_or_full_does_not_warn() -> None:
+    # The user addition is only a placeholder: without it the addition is left out, which
+    # is what an adapter without context means to do.
+    full = assemble_trisection(
+        system_text="You parse.",
+        user_text="Text: hi",
+        interface=OPENAI_ENDPOINT,
+        adapter_instructions=[JSON_FORMAT],
+        instruction_context={"json_schema": {"type": "object"}},
+    )
+    assert full.findings == ()
+    assert full.user == "Text: hi"
+
+
+def test_a_prompt_template_rendered_with_an_empty_value_warns() -> None:
+    templates = {"system": "You grade {{ subject }}.", "default": "Question: {{ q }}"}
+    rendered = render_many(templates, "curly", {"subject": "essays", "q": " "})
+    [finding] = rendered_findings(templates, "curly", rendered)
+    assert (finding.code, finding.template) == (EMPTY_VALUE, "default")
+    assert finding.message == (
+        "The user template 'default' renders 'q' empty: \"Question:\" is followed by nothing. "
+        "Give 'q' a value."
+    )
+    middle = {"system": "You grade {{ subject }} carefully.", "default": "Hi"}
+    [finding] = rendered_findings(middle, "curly", render_many(middle, "curly", {"subject": ""}))
+    assert 'nothing comes between "You grade" and "carefully."' in finding.message
+    assert rendered_findings(middle, "curly", render_many(middle, "curly", {"subject": "x"})) == []

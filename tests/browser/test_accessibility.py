@@ -17,7 +17,7 @@ from promptadmin.content.services.segments import segment_update
 from promptadmin.conversations.services import conversation_append
 from promptadmin.prompts.models import Prompt
 from promptadmin.releases import serving
-from promptadmin.releases.services import release_create
+from promptadmin.releases.services import release_create, scenario_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("demo")]
 
@@ -53,6 +53,7 @@ PAGES = [
     ("conversation", "/conversations/tavern-1/"),
     ("releases", "/releases/"),
     ("publish", "/releases/publish/"),
+    ("scenarios", "/scenarios/?release=working"),
     ("release-compare", "/releases/compare/?before=production&after=working"),
     (
         "release-prompts",
@@ -104,9 +105,16 @@ def test_main_pages_pass_axe_and_fit_the_screen(
     )
     if name.startswith("release-"):
         # Something to compare: production, then a change in the working copy.
-        serving._loaded.clear()
+        serving.forget()
         release_create(actor=None, name="r-one", labels=["production"])
         segment_update(actor=None, segment=segment, content="Forty years ago the sea won.")
+    if name == "scenarios":
+        scenario_create(
+            actor=None,
+            name="Bell at night",
+            entry="drowned-bell",
+            expectations=[{"kind": "fits"}, {"kind": "contains", "text": "dragons"}],
+        )
     context = browser.new_context(base_url=live_server.url, viewport=WIDTHS[width])
     try:
         page = context.new_page()

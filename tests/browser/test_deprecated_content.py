@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +36,13 @@ def test_an_admin_imports_reviews_and_copies_into_a_world_segment(
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Deprecated").click()
     page.get_by_role("link", name="Import a legacy export").first.click()
     page.get_by_label("Export file").set_input_files(str(export))
-    # A dry run first (ticked by default): the job's page, then its report, nothing written.
-    page.get_by_role("button", name="Import").click()
+    # A dry run first (the first button): the job's page, then its report, nothing written.
+    page.get_by_role("button", name="Run dry run").click()
     expect(page.locator("#job-title")).to_have_text("Dry run: nothing was written")
     assert not Segment.objects.exists()
     page.get_by_role("link", name="Import another file").click()
     page.get_by_label("Export file").set_input_files(str(export))
-    page.get_by_label("Dry run: report only, write nothing").uncheck()
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("#job-title")).to_have_text("Imported")
     screenshot(page, "20-legacy-import-report")
     assert Segment.objects.filter(legacy_id__in=["11", "12", "13"]).count() == 3
@@ -56,15 +56,17 @@ def test_an_admin_imports_reviews_and_copies_into_a_world_segment(
     expect(page.locator("article.deprecated-item")).to_have_count(1)
 
     item.get_by_label("Scope").select_option("world")
-    item.get_by_label("Belongs to").select_option("world:iron-coast")
+    item.get_by_label("Belongs to").press_sequentially("iron")
+    item.get_by_role("option", name=re.compile("The Iron Coast")).click()
     item.get_by_label("Content").fill("The tide decides when the coast is walkable.")
     item.get_by_label("Active (assembled from now on)").check()
     screenshot(page, "21-deprecated-review")
     item.get_by_role("button", name=f"Copy #{source.pk}").click()
 
     expect(page.locator(".msg-success")).to_contain_text(
-        f"Copied #{source.pk} to a new active world"
+        f"Copied #{source.pk} to the world segment"
     )
+    expect(page.locator(".msg-success")).to_contain_text("a new active segment.")
     copy = Segment.objects.get(metadata__copied_from=source.pk)
     assert (copy.scope, copy.world, copy.active, copy.content) == (
         "world",

@@ -21,6 +21,10 @@ def test_editing_a_segment_beside_the_preview_re_renders_it_in_place(
 ) -> None:
     make_user("ada", "author")
     segment = Segment.objects.get(import_key="w-iron-tone")
+    # What the browser refuses (the Content-Security-Policy allows no inline style) is
+    # only said in its console.
+    console: list[str] = []
+    page.on("console", lambda message: console.append(message.text))
     sign_in(page, "ada", URL)
     page.evaluate("window.loadedOnce = true")
     page.locator(f'.chip[href="/segments/{segment.pk}/"]').click()
@@ -43,6 +47,9 @@ def test_editing_a_segment_beside_the_preview_re_renders_it_in_place(
     screenshot(page, "24-edit-from-preview")
     segment.refresh_from_db()
     assert (segment.content, segment.revision) == ("The Iron Coast: lighthouses and salt.", 2)
+    panel.get_by_role("button", name="Close", exact=True).click()
+    expect(panel).to_be_empty()
+    assert [text for text in console if "Content Security Policy" in text] == []
 
 
 def test_a_stale_save_beside_the_preview_shows_the_conflict_there(

@@ -85,11 +85,15 @@ def test_two_versions_are_diffed_in_place(
     screenshot(page, "21-prompt-diff")
 
 
-def test_a_label_is_moved_with_one_click_and_the_history_records_it(
+def test_moving_production_asks_first_and_the_history_records_it(
     page: Any, make_user: Any, sign_in: Any, screenshot: Any, rubric: Prompt
 ) -> None:
     make_user("ada", "admin")  # production is a protected label: admins move it
     sign_in(page, "ada", f"/prompts/{rubric.pk}/")
+    page.get_by_role("button", name="Move production to version 2").click()
+    # What services fetch by default changes: the studio asks first, saying so.
+    expect(page.locator("main")).to_contain_text("get version 2 on their next request")
+    assert Label.objects.get(prompt=rubric, name="production").version.number == 1
     page.get_by_role("button", name="Move production to version 2").click()
     expect(page.locator(".msg-success")).to_have_text("Label “production” now points at version 2.")
     expect(page.locator("tr[data-label=production]")).to_contain_text("version 2")

@@ -78,7 +78,11 @@ def test_publish_a_change_see_its_impact_and_roll_back(
     # Roll back: production moves back to the launch release, and the history says so.
     launch = page.locator("tr", has_text="Launch content")
     launch.get_by_label("Note").fill("too grey")
+    expect(launch.get_by_label("Label to move to r-launch")).to_have_value("production")
     launch.get_by_role("button", name="Move here").click()
+    # What is live asks first, saying what game servers will get.
+    expect(page.get_by_text("Move the production label from r-grey to r-launch?")).to_be_visible()
+    page.get_by_role("button", name="Move production to r-launch").click()
     expect(page.get_by_text("'production' now points at r-launch.")).to_be_visible()
     history = page.locator("section", has_text="Label history").locator("tbody tr").first
     expect(history).to_contain_text("r-grey")

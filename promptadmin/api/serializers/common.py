@@ -8,16 +8,9 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
 
+from assembler.request import MAX_SLUG
+from assembler.storable import StoredJsonError, check_stored_json, has_lone_surrogate, printable
 from promptadmin.api import fields as f
-from promptadmin.core.storedjson import (
-    StoredJsonError,
-    check_stored_json,
-    has_lone_surrogate,
-    printable,
-)
-
-MAX_TEXT = 200_000
-INT32 = 2**31 - 1
 
 
 class StrictSerializer(serializers.Serializer):
@@ -64,10 +57,4 @@ def storable_json(value: Any) -> None:
 
 
 def slug_field(**kwargs: Any) -> serializers.CharField:
-    return f.Text(max_length=64, **kwargs)
-
-
-# What ``release`` may be on /assemble and /preview: a release name, a label or "working"
-# (the union of both patterns in promptadmin.releases.models; unknown names are refused
-# when resolved, naming the field).
-RELEASE_PATTERN = r"[a-z0-9_.-]{1,64}"
+    return f.Text(max_length=MAX_SLUG, **kwargs)

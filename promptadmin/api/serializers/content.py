@@ -7,16 +7,11 @@ from typing import Any, ClassVar
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from assembler.request import INT32, MAX_TEXT, MAX_TIER
 from promptadmin.api import fields as f
-from promptadmin.api.serializers.common import (
-    INT32,
-    MAX_TEXT,
-    StrictSerializer,
-    slug_field,
-    storable_json,
-)
+from promptadmin.api.serializers.common import StrictSerializer, slug_field, storable_json
 from promptadmin.content.kinds import KINDS, Kind
-from promptadmin.content.models import MAX_TIER, SEGMENT_SCOPES, Scope, slug_validator
+from promptadmin.content.models import SEGMENT_SCOPES, Scope, slug_validator
 from promptadmin.content.services.catalog import MAX_CAST
 from promptadmin.core.tokens import token_count
 

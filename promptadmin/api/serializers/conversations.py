@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from assembler.history import HistoryMode
 from assembler.request import MAX_BUDGET
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.common import StrictSerializer
@@ -63,7 +64,7 @@ class SummaryRefSerializer(serializers.Serializer):
 
 
 class HistoryOutputSerializer(serializers.Serializer):
-    mode = serializers.ChoiceField(choices=["full", "summary_and_recent", "recent_only"])
+    mode = serializers.ChoiceField(choices=get_args(HistoryMode))
     text = serializers.CharField()
     tokens = serializers.IntegerField()
     summary = SummaryRefSerializer(allow_null=True)

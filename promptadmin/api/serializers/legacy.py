@@ -6,8 +6,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from assembler.request import MAX_TEXT
 from promptadmin.api import fields as f
-from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, slug_field
+from promptadmin.api.serializers.common import StrictSerializer, slug_field
 from promptadmin.api.serializers.content import ScopeField
 from promptadmin.content.legacy import FORMATS, MAX_UPLOAD_BYTES, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob

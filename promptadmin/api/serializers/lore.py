@@ -24,6 +24,7 @@ from assembler.lore import (
     MIN_LORE_PRIORITY,
     ActivationStatus,
 )
+from assembler.request import INT32
 from assembler.result import LoreStatus
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.common import (
@@ -185,7 +186,7 @@ class LoreFilterSerializer(serializers.Serializer):
 
 
 class LoreRestoreSerializer(StrictSerializer):
-    revision = f.Integer(min_value=1, max_value=2**31 - 1)
+    revision = f.Integer(min_value=1, max_value=INT32)
 
 
 class LoreRevisionSerializer(LoreFieldsSerializer):

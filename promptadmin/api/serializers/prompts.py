@@ -11,11 +11,11 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
+from assembler.request import DEFAULT_TEMPLATE, INT32, MAX_NAME, MAX_TEXT, RENDER_FORMATS
+from assembler.storable import StoredJsonError, check_stored_json
 from assembler.templates import SYNTAXES
 from promptadmin.api import fields as f
-from promptadmin.api.fastpath import well_formed_render
-from promptadmin.api.serializers.common import MAX_TEXT, StrictSerializer, storable_json
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.api.serializers.common import StrictSerializer
 from promptadmin.prompts.models import (
     LABEL_HELP,
     LABEL_RE,
@@ -25,7 +25,6 @@ from promptadmin.prompts.models import (
     LabelEvent,
     Prompt,
 )
-from promptadmin.prompts.selectors import RENDER_FORMATS
 
 NAME = {"max_length": 64}
 
@@ -74,49 +73,27 @@ class VersionCreateSerializer(StrictSerializer):
 
 class LabelSetSerializer(StrictSerializer):
     task_type = f.Text(**NAME, allow_null=True, allow_blank=True, default=None)
-    version = f.Integer(min_value=1, max_value=2**31 - 1)
+    version = f.Integer(min_value=1, max_value=INT32)
 
 
+# For the OpenAPI schema only: requests are read by assembler.request.parse_render_params,
+# whose limits and choices these are.
 class RenderSerializer(StrictSerializer):
-    task_type = f.Text(**NAME, allow_null=True, allow_blank=True, default=None)
-    label = f.Text(max_length=64, required=False)
-    version = f.Integer(min_value=1, max_value=2**31 - 1, required=False)
-    template = f.Text(max_length=64, default="default")
-    # stored_json also refuses NUL and lone surrogates.
-    variables = serializers.DictField(default=dict, validators=[stored_json])
-    interface = f.Text(max_length=64, required=False, allow_null=True, default=None)
+    task_type = f.Text(max_length=MAX_NAME, allow_null=True, allow_blank=True, default=None)
+    label = f.Text(max_length=MAX_NAME, required=False)
+    version = f.Integer(min_value=1, max_value=INT32, required=False)
+    template = f.Text(max_length=MAX_NAME, default=DEFAULT_TEMPLATE)
+    variables = serializers.DictField(default=dict)
+    interface = f.Text(max_length=MAX_NAME, required=False, allow_null=True, default=None)
     user_instructions = f.Text(
         allow_blank=True,
         allow_null=True,
         default=None,
         trim_whitespace=False,
         max_length=MAX_TEXT,
-        validators=[storable_json],
     )
-    instruction_context = serializers.DictField(default=dict, validators=[stored_json])
+    instruction_context = serializers.DictField(default=dict)
     format = serializers.ChoiceField(choices=list(RENDER_FORMATS), default="messages")
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if "label" in attrs and "version" in attrs:
-            raise ValidationError(
-                {"version": ["Give a label or a version, not both."]}, code="label_and_version"
-            )
-        return attrs
-
-    @classmethod
-    def parse(cls, data: Any) -> dict[str, Any]:
-        """The validated request, or a ValidationError naming every bad field.
-
-        Pipelines render on every call, and a well-formed request takes a fast path that
-        accepts only what full validation accepts, with the same result (property tests
-        hold it to that); anything else goes through the serializer, which words errors.
-        """
-        fast = well_formed_render(data)
-        if fast is not None:
-            return fast
-        serializer = cls(data=data)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
 
 
 #: What names a stored version to lint, and what lints posted content instead.
@@ -152,7 +129,7 @@ class LintSerializer(StrictSerializer):
         help_text="Falls back to the default prompt of (component, agent), as a fetch does.",
     )
     label = f.Text(max_length=64, required=False, help_text="Default: production.")
-    version = f.Integer(min_value=1, max_value=2**31 - 1, required=False)
+    version = f.Integer(min_value=1, max_value=INT32, required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         given = set(self.initial_data) if isinstance(self.initial_data, dict) else set()
@@ -196,7 +173,7 @@ class InterfaceOutputSerializer(serializers.Serializer):
 class AdapterInstructionSerializer(StrictSerializer):
     interface = f.Text(**NAME)
     task = f.Text(**NAME)
-    order = f.Integer(min_value=-(2**31 - 1), max_value=2**31 - 1, default=0)
+    order = f.Integer(min_value=-INT32, max_value=INT32, default=0)
     system_addition = f.Text(allow_blank=True, default="", trim_whitespace=False, max_length=50_000)
     user_addition = f.Text(allow_blank=True, default="", trim_whitespace=False, max_length=50_000)
     active = f.Flag(default=True)
@@ -313,6 +290,11 @@ class RenderedSerializer(serializers.Serializer):
     user = f.Text(required=False)
     tokens = serializers.DictField(child=f.Integer(), required=False)
     unused_variables = serializers.ListField(child=f.Text())
+    findings = FindingSerializer(
+        many=True,
+        help_text="Warnings about this render (code empty_value): a template or adapter "
+        "instruction that rendered a value empty where its text expects one.",
+    )
 
 
 class LintResultSerializer(serializers.Serializer):

@@ -8,11 +8,30 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 import assembler
-from assembler.impact import EXPECTATION_KINDS
+from assembler.impact import EXPECTATION_KINDS, MAX_EXPECTATION_TEXT, MAX_EXPECTATIONS
+from assembler.replies import (
+    MAX_PATTERN,
+    MAX_REPLY_TOKENS,
+    MAX_RUBRIC,
+    MAX_SAMPLES,
+    MAX_TEMPERATURE,
+    REPLY_KINDS,
+)
+from assembler.request import MAX_NPCS, MAX_SLUG
 from promptadmin.api import fields as f
-from promptadmin.api.serializers.assembly import NpcRequestField, StateSerializer
+from promptadmin.api.serializers.assembly import (
+    NpcRequestField,
+    OutcomeSerializer,
+    StateSerializer,
+)
 from promptadmin.api.serializers.common import StrictSerializer, utf8_text
-from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
+from promptadmin.releases.models import (
+    MAX_SCENARIO_NAME,
+    Release,
+    ReleaseLabel,
+    ReleaseLabelMove,
+    Scenario,
+)
 
 HEX_SHA256 = RegexValidator(r"^[0-9a-f]{64}\Z", "Expected a SHA-256 in lowercase hex.")
 
@@ -136,54 +155,84 @@ class LabelMoveSerializer(serializers.Serializer):
 
 
 class ExpectationSerializer(StrictSerializer):
-    kind = serializers.ChoiceField(choices=EXPECTATION_KINDS)
+    """A prompt expectation (fits, keeps_segment, contains, max_tokens) or a reply one
+    (reply_*, judge: checked by playtests on the model's replies)."""
+
+    kind = serializers.ChoiceField(choices=(*EXPECTATION_KINDS, *REPLY_KINDS))
     segment = f.Integer(required=False, min_value=1, help_text="keeps_segment: the segment's id.")
-    text = f.Text(required=False, max_length=2000, help_text="contains: the text to find.")
+    text = f.Text(
+        required=False, max_length=MAX_EXPECTATION_TEXT, help_text="contains: the text to find."
+    )
     tokens = f.Integer(
         required=False,
         min_value=1,
         max_value=assembler.MAX_BUDGET,
-        help_text="max_tokens: the most tokens allowed.",
+        help_text="max_tokens, reply_max_tokens: the most tokens allowed.",
+    )
+    pattern = f.Text(
+        required=False,
+        max_length=MAX_PATTERN,
+        help_text="reply_matches: a regular expression (RE2 syntax) the reply must match.",
+    )
+    schema = serializers.JSONField(
+        required=False, help_text="reply_json: the JSON Schema the reply must validate against."
+    )
+    rubric = f.Text(
+        required=False,
+        max_length=MAX_RUBRIC,
+        help_text="judge: what the model grading the reply checks it for.",
     )
 
 
+# For the OpenAPI schema only: the scenario services check a write, its request fields
+# with the one request parser (assembler.request), as /assemble reads them.
 class ScenarioInputSerializer(StrictSerializer):
     """The shape of a scenario write; what the names refer to (the entry, the NPCs) is
     checked by the scenario services, after the If-Match precondition."""
 
-    name = f.Text(max_length=100)
-    entry = f.Text(max_length=64, help_text="Entry slug.")
+    name = f.Text(max_length=MAX_SCENARIO_NAME)
+    entry = f.Text(max_length=MAX_SLUG, help_text="Entry slug.")
     first_turn = f.Flag(required=False)
     npcs = serializers.ListField(
-        child=NpcRequestField(), required=False, max_length=50, help_text="Most important first."
+        child=NpcRequestField(),
+        required=False,
+        max_length=MAX_NPCS,
+        help_text="Most important first.",
     )
     state = StateSerializer(required=False)
     token_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
     npc_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
     expectations = serializers.ListField(
-        child=ExpectationSerializer(), required=False, max_length=50
+        child=ExpectationSerializer(), required=False, max_length=MAX_EXPECTATIONS
     )
-
-    def validated(self) -> dict[str, Any]:
-        """The fields sent, in the services' terms (NPCs as ``{"npc", "tier"}``)."""
-        values = {name: self.initial_data[name] for name in self.validated_data}
-        if "npcs" in self.validated_data:
-            values["npcs"] = [{"npc": n, "tier": t} for n, t in self.validated_data["npcs"]]
-        return values
+    temperature = f.Number(
+        required=False, min_value=0, max_value=MAX_TEMPERATURE, help_text="Playtests: 0 default."
+    )
+    max_tokens = f.Integer(
+        required=False, min_value=1, max_value=MAX_REPLY_TOKENS, help_text="Playtests: 300 default."
+    )
+    seed = f.Integer(required=False, allow_null=True, help_text="Playtests: sent when set.")
+    samples = f.Integer(
+        required=False, min_value=1, max_value=MAX_SAMPLES, help_text="Playtests: replies per side."
+    )
 
 
 class ScenarioSerializer(serializers.Serializer):
     """A saved scenario, as read."""
 
     id = f.Integer(read_only=True)
-    name = f.Text(max_length=100)
-    entry = f.Text(max_length=64, help_text="Entry slug.")
+    name = f.Text(max_length=MAX_SCENARIO_NAME)
+    entry = f.Text(max_length=MAX_SLUG, help_text="Entry slug.")
     first_turn = f.Flag(required=False)
     npcs = serializers.ListField(child=serializers.DictField(), required=False)
     state = serializers.DictField(required=False)
     token_budget = f.Integer(required=False, default=assembler.DEFAULT_TOKEN_BUDGET)
     npc_budget = f.Integer(required=False, default=assembler.DEFAULT_NPC_BUDGET)
     expectations = ExpectationSerializer(many=True, required=False)
+    temperature = f.Number(required=False, default=0.0)
+    max_tokens = f.Integer(required=False, default=300)
+    seed = f.Integer(required=False, allow_null=True)
+    samples = f.Integer(required=False, default=1)
     revision = f.Integer(read_only=True)
 
     @staticmethod
@@ -198,6 +247,10 @@ class ScenarioSerializer(serializers.Serializer):
             "token_budget": scenario.token_budget,
             "npc_budget": scenario.npc_budget,
             "expectations": scenario.expectations,
+            "temperature": scenario.temperature,
+            "max_tokens": scenario.max_tokens,
+            "seed": scenario.seed,
+            "samples": scenario.samples,
             "revision": scenario.revision,
         }
 
@@ -270,7 +323,25 @@ class ScenarioImpactSerializer(serializers.Serializer):
     expectations_still_failing = ExpectationResultSerializer(many=True)
     error_before = f.Text(allow_null=True)
     error_after = f.Text(allow_null=True)
+    new = f.Flag(
+        help_text="Its entry (or an NPC it names) did not exist before, and it assembles now: "
+        "outcome_after says what it loses."
+    )
+    missing_before = serializers.ListField(
+        child=f.Text(), help_text="What the before side lacks, e.g. \"entry 'The cinder gate'\"."
+    )
+    missing_after = serializers.ListField(child=f.Text(), help_text="What the after side lacks.")
+    outcome_before = OutcomeSerializer(
+        allow_null=True, help_text="meta.outcome before (null: not assembled)."
+    )
+    outcome_after = OutcomeSerializer(
+        allow_null=True, help_text="meta.outcome after (null: not assembled)."
+    )
     changed = f.Flag(help_text="Whether the prompt differs.")
+    assembled = f.Flag(
+        help_text="Whether it was assembled from both sides: false when nothing it is made of "
+        "differs (its prompt is the same; its tokens and expectations are then null and empty)."
+    )
     preview_query = f.Text(help_text="The studio preview's query string for this scenario.")
 
 

@@ -16,12 +16,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from promptadmin.content.models import MAX_TIER, NPC, Entry, EntryNpc, EntryRuleset, Ruleset, World
+from assembler.request import MAX_TIER
+from promptadmin.content.models import NPC, Entry, EntryNpc, EntryRuleset, Ruleset, World
 from promptadmin.content.services.segments import CHANGING_CONTENT
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import content_changed
 from promptadmin.core.errors import InUseError, StaleRevisionError
 from promptadmin.core.roles import Role, require
+from promptadmin.core.text import normalize_newlines
 
 CatalogObject = TypeVar("CatalogObject", World, Ruleset, NPC, Entry)
 CATALOG_FIELDS = ("slug", "name", "description")
@@ -69,7 +71,9 @@ def catalog_create(
     require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
     if model is Entry:
         raise TypeError("Use entry_create() for entries.")
-    obj = model(slug=slug, name=name, description=description)
+    obj = model(
+        slug=slug, name=normalize_newlines(name), description=normalize_newlines(description)
+    )
     _save(obj, actor)
     return obj
 
@@ -78,7 +82,11 @@ def _apply(
     obj: CatalogObject, slug: str | None, name: str | None, description: str | None
 ) -> list[str]:
     """Set the fields given (not None) that differ; their names."""
-    changes = {"slug": slug, "name": name, "description": description}
+    changes = {
+        "slug": slug,
+        "name": normalize_newlines(name),
+        "description": normalize_newlines(description),
+    }
     changed = [
         field
         for field, value in changes.items()
@@ -202,7 +210,12 @@ def entry_create(
 ) -> Entry:
     """Create an entry in ``world`` with ``rulesets`` (and its ``cast``) in the given order."""
     require(actor, role=Role.AUTHOR, action=CHANGING_CONTENT)
-    entry = Entry(slug=slug, name=name, description=description, world=world)
+    entry = Entry(
+        slug=slug,
+        name=normalize_newlines(name),
+        description=normalize_newlines(description),
+        world=world,
+    )
     _save(entry, actor)
     _set_rulesets(entry, rulesets, actor)
     _set_cast(entry, cast, actor)

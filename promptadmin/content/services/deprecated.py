@@ -25,6 +25,7 @@ from simple_history.utils import bulk_create_with_history, bulk_update_with_hist
 
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import DEPRECATED_SCOPES, REF_FIELDS, Segment
+from promptadmin.content.search import search_words, segment_search
 from promptadmin.content.services import segments
 from promptadmin.content.services.legacy_import import (
     MIGRATING,
@@ -34,6 +35,7 @@ from promptadmin.content.services.legacy_import import (
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.roles import Role, require
+from promptadmin.core.text import normalize_newlines
 
 
 class Status(models.TextChoices):
@@ -88,14 +90,15 @@ def status_q(status: str) -> Q:
 def deprecated_segments(
     *, scope: str | None = None, status: str | None = None, search: str | None = None
 ) -> QuerySet[Segment]:
-    """Every deprecated-scope segment, filtered; oldest first."""
+    """Every deprecated-scope segment, filtered (``search``: words of the title or text,
+    through the search index); oldest first."""
     queryset = Segment.objects.filter(scope__in=DEPRECATED_SCOPES)
     if scope:
         queryset = queryset.filter(scope=scope)
     if status:
         queryset = queryset.filter(status_q(status))
-    for word in (search or "").split():
-        queryset = queryset.filter(content__icontains=word)
+    if search_words(search or ""):
+        queryset = segment_search(queryset, search or "")
     return queryset.order_by("id")
 
 
@@ -164,7 +167,7 @@ def _refuse_unless_applicable(action: str, source: Segment) -> None:
 
 
 def _clean_reason(reason: str) -> str:
-    reason = reason.strip()
+    reason = normalize_newlines(reason).strip()
     if not reason:
         raise ValidationError({"reason": "Say why this segment is dismissed."})
     if len(reason) > MAX_REASON or "\x00" in reason:

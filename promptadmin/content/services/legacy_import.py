@@ -26,6 +26,7 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
+from assembler.request import MAX_TIER
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.legacy import (
     ExportError,
@@ -34,10 +35,11 @@ from promptadmin.content.legacy import (
     check_refs,
     read_export,
 )
-from promptadmin.content.models import SCOPE_REF_FIELD, Segment
+from promptadmin.content.models import SCOPE_REF_FIELD, Scope, Segment
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.roles import Role, require
+from promptadmin.core.text import normalize_newlines
 from promptadmin.core.tokens import tokenizer
 
 BATCH_SIZE = 2000
@@ -131,7 +133,12 @@ class ImportReport:
     def lines(self) -> Iterator[str]:
         """The report for people, as the command prints it."""
         verb = "would create" if self.dry_run or self.refused else "created"
-        if self.refused:
+        if self.refused and self.dry_run:
+            yield (
+                f"DRY RUN: {len(self.errors)} invalid row(s); an import of this file would be "
+                "refused (fix them, or pass --skip-invalid to import the valid rows)."
+            )
+        elif self.refused:
             yield (
                 f"REFUSED: {len(self.errors)} invalid row(s); nothing was imported "
                 "(fix them, or pass --skip-invalid to import the valid rows)."
@@ -236,15 +243,27 @@ def title_from_metadata(metadata: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return title.strip(), {key: value for key, value in metadata.items() if key != "title"}
 
 
-def _existing(ids: list[str]) -> dict[str, str]:
-    """Legacy id -> stored fingerprint, for the ids already imported (a query per 5,000)."""
-    found: dict[str, str] = {}
-    for start in range(0, len(ids), 5000):
-        chunk = ids[start : start + 5000]
-        found.update(
-            Segment.objects.filter(legacy_id__in=chunk).values_list("legacy_id", "legacy_hash")
-        )
-    return found
+def tier_from_metadata(scope: str, metadata: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """An NPC segment's tier and the rest of its metadata, from metadata that may hold one.
+
+    Legacy exports kept an NPC row's tier in its metadata; the segment has a column for
+    it, which assembly reads. A whole number the column holds moves there; anything else
+    (and any other scope's ``"tier"``) stays in the metadata, so no word is lost.
+
+    >>> tier_from_metadata("npc", {"tier": 1, "mood": "wary"})
+    (1, {'mood': 'wary'})
+    >>> tier_from_metadata("npc", {"tier": "high"}), tier_from_metadata("world", {"tier": 2})
+    ((0, {'tier': 'high'}), (0, {'tier': 2}))
+    """
+    tier = metadata.get("tier")
+    if (
+        scope != Scope.NPC
+        or isinstance(tier, bool)
+        or not isinstance(tier, int)
+        or not 0 <= tier <= MAX_TIER
+    ):
+        return 0, metadata
+    return tier, {key: value for key, value in metadata.items() if key != "tier"}
 
 
 def set_aside_reserved(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -266,6 +285,7 @@ def set_aside_reserved(metadata: dict[str, Any]) -> dict[str, Any]:
 def _values(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], who: _Who) -> dict[str, Any]:
     """The column values (by attname) of the segment an import makes of ``row``."""
     title, metadata = title_from_metadata(dict(row.metadata))
+    tier, metadata = tier_from_metadata(row.scope, metadata)
     if row.deprecated:
         metadata = set_aside_reserved(metadata)
         original_ref = refs.get(row.ref_id, row.ref_id) or None
@@ -283,10 +303,11 @@ def _values(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], who: _Who
     return {
         **fks,
         "scope": row.scope,
-        "title": title,
-        "content": row.content,
+        "title": normalize_newlines(title),
+        "content": normalize_newlines(row.content),
         "metadata": metadata,
         "version": row.version,
+        "tier": tier,
         "active": row.active and not row.deprecated,
         "created_at": created,
         "updated_at": row.updated_at or created,

@@ -24,6 +24,7 @@ from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role, require
+from promptadmin.core.text import normalize_newlines
 from promptadmin.core.tokens import cached_count, tokenizer
 
 Ref = World | Ruleset | Entry | NPC | None
@@ -122,8 +123,8 @@ def segment_create(
     check_scope(scope)
     segment = Segment(
         scope=scope,
-        title=title,
-        content=content,
+        title=normalize_newlines(title),
+        content=normalize_newlines(content),
         import_key=import_key,
         metadata={} if metadata is None else metadata,
         version=version,
@@ -158,7 +159,7 @@ def segment_import_legacy(
         raise ValidationError({"scope": f"'{scope}' is not a deprecated scope."})
     segment = Segment(
         scope=scope,
-        content=content,
+        content=normalize_newlines(content),
         metadata={} if metadata is None else metadata,
         import_key=import_key,
         active=False,
@@ -220,8 +221,8 @@ def segment_update(
     changes = {
         name: value
         for name, value in (
-            ("title", title),
-            ("content", content),
+            ("title", normalize_newlines(title)),
+            ("content", normalize_newlines(content)),
             ("metadata", metadata),
             ("version", version),
             ("active", active),

@@ -3,8 +3,10 @@
 A name can hold right-to-left characters or direction overrides (U+202E): left alone,
 they reorder the words around it ("Delete <name> now" could read as something else).
 ``bdi`` wraps a value in ``<bdi>`` for element content; ``isolate`` wraps it in the
-Unicode isolates FSI ... PDI for places markup cannot go (attributes, ``<option>``,
-``<title>``). Both escape the value like any variable.
+Unicode isolates FSI ... PDI for places markup cannot go (attributes, ``<title>``). Both
+escape the value like any variable. An ``<option>`` gets neither: it takes
+``dir="auto"``, which isolates it (see ``studio.forms.common.AutoDirSelect``), since an
+invisible first character would stop typing a letter to pick it.
 
 >>> print(bdi("Marta\u202e"))
 <bdi>Marta\u202e</bdi>

@@ -9,18 +9,21 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from assembler.request import INT32
+from assembler.storable import StoredJsonError, check_stored_json
 from assembler.templates import TemplateSyntaxError, parse
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.errors import InUseError, StaleStateError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.core.text import normalize_newlines
 from promptadmin.prompts.models import NAME_HELP, NAME_RE, AdapterInstruction, Interface
 from promptadmin.prompts.services import CHANGING_PROMPTS, prompts_changed
 
 INTERFACE_FIELDS = ("name", "supports_system_prompt", "supports_structured_output")
 ADAPTER_FIELDS = ("interface", "task", "order", "system_addition", "user_addition", "active")
+ADAPTER_TEXTS = ("system_addition", "user_addition")  # what authors write: see core.text
 MAX_ADDITION = 50_000
-MAX_ORDER = 2**31 - 1
+MAX_ORDER = INT32
 
 
 def _check_interface(changes: dict[str, Any], instance: Interface | None) -> None:
@@ -180,8 +183,8 @@ def adapter_instruction_create(
         "interface": interface,
         "task": task,
         "order": order,
-        "system_addition": system_addition,
-        "user_addition": user_addition,
+        "system_addition": normalize_newlines(system_addition),
+        "user_addition": normalize_newlines(user_addition),
         "active": active,
     }
     _check_adapter(fields)
@@ -209,6 +212,10 @@ def adapter_instruction_update(
             f"adapter_instruction_update() got unexpected fields: {', '.join(sorted(unknown))}"
         )
     instruction = _locked(instruction, expected_updated_at)
+    changes = {
+        name: normalize_newlines(value) if name in ADAPTER_TEXTS else value
+        for name, value in changes.items()
+    }
     _check_adapter(changes)
     changed = [name for name, value in changes.items() if getattr(instruction, name) != value]
     if not changed:

@@ -13,13 +13,19 @@ from django.db import transaction
 from django.db.models import Max
 
 from assembler.format_lint import FormatFinding, lint_prompt
-from assembler.templates import SYNTAXES
-from promptadmin.core.actors import Actor, is_key, key_label, record_actor, user_or_none
+from assembler.storable import StoredJsonError, check_stored_json
+from assembler.templates import SYNTAXES, used_variables
+from promptadmin.core.actors import (
+    Actor,
+    attribution,
+    record_actor,
+)
 from promptadmin.core.errors import InUseError
 from promptadmin.core.roles import Role, require
-from promptadmin.core.storedjson import StoredJsonError, check_stored_json
+from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.prompts.errors import PromptLookupError
 from promptadmin.prompts.models import (
+    LABEL_COLUMN,
     LABEL_HELP,
     LABEL_RE,
     LATEST,
@@ -42,14 +48,6 @@ Errors = dict[str, list[str]]
 
 #: The config key under which the Langfuse API serves a version's user templates.
 CONFIG_RESERVED = "user_templates"
-
-
-def _actor_fields(actor: Actor) -> tuple[Any, str]:
-    """The user to record, and the label of a key ("" for people and scripts)."""
-    if is_key(actor):
-        return None, key_label(actor)[:150]
-    user = user_or_none(actor)
-    return user, ""
 
 
 def _text_problem(value: object, *, max_length: int = MAX_TEMPLATE_TEXT) -> str | None:
@@ -102,6 +100,8 @@ def prompt_create(
 ) -> Prompt:
     """Create the prompt addressed by (component, agent, task type or None: the default)."""
     require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
+    description = normalize_newlines(description)
+    expected_system = normalize_newlines(expected_system)
     errors: Errors = {}
     for field, value in (("component", component), ("agent", agent)):
         if not isinstance(value, str) or not NAME_RE.fullmatch(value):
@@ -137,6 +137,71 @@ def _address(component: str, agent: str, task_type: str | None) -> str:
     return f"({component}, {agent}, {task_type or 'default'})"
 
 
+def _user_template_problems(user_templates: Any) -> list[str]:
+    if not isinstance(user_templates, dict):
+        return ["Expected an object of template name to template text."]
+    problems = []
+    if len(user_templates) > MAX_USER_TEMPLATES:
+        problems.append(f"At most {MAX_USER_TEMPLATES} user templates.")
+    for name, text in user_templates.items():
+        if not isinstance(name, str) or not TEMPLATE_NAME_RE.fullmatch(name):
+            problems.append(
+                f"{name!r}: a template name is a letter or '_', then letters, digits or "
+                "'_' (at most 64)."
+            )
+        elif name in RESERVED_TEMPLATE_NAMES:
+            problems.append(f"{name!r} is the system template's name; name it otherwise.")
+        problem = _text_problem(text)
+        if problem:
+            problems.append(f"{name!r}: {problem}")
+    return problems
+
+
+def _variables_problem(variables: Any) -> str | None:
+    if not isinstance(variables, list) or not all(isinstance(v, str) for v in variables):
+        return "Expected a list of variable names."
+    if len(variables) > MAX_VARIABLES:
+        return f"At most {MAX_VARIABLES} variables."
+    if len(set(variables)) != len(variables):
+        return "Each variable is declared once."
+    return None
+
+
+def _config_errors(config: Any) -> Errors:
+    if not isinstance(config, dict):
+        return {"config": ["Expected a JSON object."]}
+    errors: Errors = {}
+    try:
+        check_stored_json(config)
+    except StoredJsonError as error:
+        errors["config"] = [f"{error.path}: {error.message}" if error.path else error.message]
+    if CONFIG_RESERVED in config:
+        errors[f"config.{CONFIG_RESERVED}"] = [
+            f"'{CONFIG_RESERVED}' is not a config key: the Langfuse API serves the "
+            "version's user templates under it, which would hide this value. Put "
+            "templates in user_templates, settings under another key."
+        ]
+    return errors
+
+
+def _lint_errors(findings: Sequence[FormatFinding]) -> Errors:
+    """Error-level findings as field errors: a version with one is refused."""
+    errors: Errors = {}
+    for finding in findings:
+        if finding.level != "error":
+            continue
+        if finding.code in ("undeclared_variable", "invalid_variable_name"):
+            field = "variables"
+        else:
+            field = "system" if finding.template == "system" else "user_templates"
+        where = ""
+        if finding.position is not None:
+            where = f" (line {finding.position.line}, column {finding.position.column})"
+        prefix = f"{finding.template!r}: " if field == "user_templates" else ""
+        errors.setdefault(field, []).append(f"{prefix}{finding.message}{where}")
+    return errors
+
+
 def check_version_input(
     *,
     syntax: Any,
@@ -160,46 +225,15 @@ def check_version_input(
         problem = _text_problem(value)
         if problem:
             errors[field] = [problem]
-    if not isinstance(user_templates, dict):
-        errors["user_templates"] = ["Expected an object of template name to template text."]
-    else:
-        problems = []
-        if len(user_templates) > MAX_USER_TEMPLATES:
-            problems.append(f"At most {MAX_USER_TEMPLATES} user templates.")
-        for name, text in user_templates.items():
-            if not isinstance(name, str) or not TEMPLATE_NAME_RE.fullmatch(name):
-                problems.append(
-                    f"{name!r}: a template name is a letter or '_', then letters, digits or "
-                    "'_' (at most 64)."
-                )
-            elif name in RESERVED_TEMPLATE_NAMES:
-                problems.append(f"{name!r} is the system template's name; name it otherwise.")
-            problem = _text_problem(text)
-            if problem:
-                problems.append(f"{name!r}: {problem}")
-        if problems:
-            errors["user_templates"] = problems
-    if not isinstance(variables, list) or not all(isinstance(v, str) for v in variables):
-        errors["variables"] = ["Expected a list of variable names."]
-    elif len(variables) > MAX_VARIABLES:
-        errors["variables"] = [f"At most {MAX_VARIABLES} variables."]
-    elif len(set(variables)) != len(variables):
-        errors["variables"] = ["Each variable is declared once."]
+    template_problems = _user_template_problems(user_templates)
+    if template_problems:
+        errors["user_templates"] = template_problems
+    variables_problem = _variables_problem(variables)
+    if variables_problem:
+        errors["variables"] = [variables_problem]
     if not isinstance(task, str) or (task and not NAME_RE.fullmatch(task)):
         errors["task"] = [f"{NAME_HELP} Or empty for no adapter lookup."]
-    if not isinstance(config, dict):
-        errors["config"] = ["Expected a JSON object."]
-    else:
-        try:
-            check_stored_json(config)
-        except StoredJsonError as error:
-            errors["config"] = [f"{error.path}: {error.message}" if error.path else error.message]
-        if CONFIG_RESERVED in config:
-            errors[f"config.{CONFIG_RESERVED}"] = [
-                f"'{CONFIG_RESERVED}' is not a config key: the Langfuse API serves the "
-                "version's user templates under it, which would hide this value. Put "
-                "templates in user_templates, settings under another key."
-            ]
+    errors.update(_config_errors(config))
     if errors:
         return errors, []
     findings = lint_prompt(
@@ -209,19 +243,7 @@ def check_version_input(
         variables=variables,
         expected_system=expected_system,
     )
-    for finding in findings:
-        if finding.level != "error":
-            continue
-        if finding.code in ("undeclared_variable", "invalid_variable_name"):
-            field = "variables"
-        else:
-            field = "system" if finding.template == "system" else "user_templates"
-        where = ""
-        if finding.position is not None:
-            where = f" (line {finding.position.line}, column {finding.position.column})"
-        prefix = f"{finding.template!r}: " if field == "user_templates" else ""
-        errors.setdefault(field, []).append(f"{prefix}{finding.message}{where}")
-    return errors, findings
+    return _lint_errors(findings), findings
 
 
 def lock_prompt(prompt: Prompt) -> Prompt:
@@ -254,6 +276,9 @@ def prompt_version_create(
         _require_protected(actor, labels, "Setting")
     prompt = lock_prompt(prompt)
     templates = dict(user_templates) if isinstance(user_templates, Mapping) else user_templates
+    templates = normalize_values(templates)
+    system = normalize_newlines(system)
+    commit_message = normalize_newlines(commit_message)
     if variables is None and isinstance(templates, dict):
         variables = _used_variables(syntax, system, templates)
     config_value = (
@@ -282,7 +307,7 @@ def prompt_version_create(
     number = prompt.last_version_number + 1
     Prompt.objects.filter(pk=prompt.pk).update(last_version_number=number)
     prompt.last_version_number = number
-    user, author_label = _actor_fields(actor)
+    user, author_label = attribution(actor, max_length=LABEL_COLUMN)
     version = PromptVersion(
         prompt=prompt,
         number=number,
@@ -311,16 +336,13 @@ def prompt_version_create(
     return version
 
 
-def _used_variables(syntax: str, system: str, templates: Mapping[str, str]) -> list[str] | None:
-    from assembler.templates import check
-
+def _used_variables(syntax: str, system: Any, templates: Mapping[str, Any]) -> list[str] | None:
+    """The variables the templates use (None when the syntax is unknown: the version is
+    refused anyway); texts that are not text are left to the checks that refuse them."""
     if syntax not in SYNTAXES:
         return None
-    names: dict[str, None] = {}
-    for text in (system, *(templates[name] for name in sorted(templates))):
-        if isinstance(text, str):
-            names.update(dict.fromkeys(check(text, syntax).variables))
-    return list(names)
+    texts = {name: text for name, text in templates.items() if isinstance(text, str)}
+    return list(used_variables(syntax, system if isinstance(system, str) else "", texts))
 
 
 def _label_name_problems(labels: Any) -> list[str]:
@@ -363,7 +385,7 @@ def _set_label(actor: Actor, prompt: Prompt, name: str, version: PromptVersion) 
     label = Label.objects.filter(prompt=prompt, name=name).first()
     if label is not None and label.version_id == version.pk:
         return False
-    user, actor_label = _actor_fields(actor)
+    user, actor_label = attribution(actor, max_length=LABEL_COLUMN)
     if label is None:
         Label.objects.create(prompt=prompt, name=name, version=version)
         action, old = LabelAction.SET, None
@@ -426,7 +448,7 @@ def prompt_label_remove(*, actor: Actor, prompt: Prompt, name: str) -> None:
     label = Label.objects.select_related("version").filter(prompt=prompt, name=name).first()
     if label is None:
         raise PromptLookupError(f"{prompt.langfuse_name} has no label '{name}'.")
-    user, actor_label = _actor_fields(actor)
+    user, actor_label = attribution(actor, max_length=LABEL_COLUMN)
     LabelEvent.objects.create(
         prompt=prompt,
         label=name,

@@ -23,6 +23,9 @@ class CatalogForm(forms.Form):
 
     def __init__(self, *args: Any, editing: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not editing:
+            # studio.js suggests the slug from the name until the author types one.
+            self.fields["slug"].widget.attrs["data-slug-from"] = self["name"].auto_id
         if editing:
             self.fields["expected_revision"].required = True
             self.fields["expected_revision"].error_messages["required"] = (

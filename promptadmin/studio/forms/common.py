@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import SEGMENT_SCOPES, is_slug
-from promptadmin.core.templatetags.bidi import isolate
 
 # Only the assemblable scopes are ever offered for writing.
 SCOPE_CHOICES = [(scope.value, scope.label) for scope in SEGMENT_SCOPES]
@@ -29,6 +33,22 @@ def add_service_errors(
         form.add_error(field if field in form.fields else None, messages)
 
 
+class AutoDirSelect(forms.Select):
+    """A select whose every option takes its direction from its own text (``dir="auto"``).
+
+    Option text cannot hold markup, so a name is not wrapped in ``<bdi>``; nor in the
+    invisible isolate characters, which stood before every name and stopped typing a
+    letter to pick an option (and screen readers and tests reading the labels). An option
+    with a ``dir`` is isolated: a right-to-left name, or one holding an override, cannot
+    reorder the text around it.
+    """
+
+    def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option: dict[str, Any] = super().create_option(*args, **kwargs)
+        option["attrs"]["dir"] = "auto"
+        return option
+
+
 def object_value(obj: models.Model) -> str:
     """How an object is named in pickers and URLs: ``world:iron-coast``."""
     return f"{kind_of(obj).key}:{obj.slug}"  # type: ignore[attr-defined]
@@ -39,7 +59,7 @@ def object_choices(kinds: Iterable[str]) -> list[tuple[str, list[tuple[str, str]
     groups = []
     for kind in kinds:
         objects = KINDS[kind].model._default_manager.order_by("name", "slug")
-        options = [(object_value(obj), f"{isolate(obj.name)} ({obj.slug})") for obj in objects]
+        options = [(object_value(obj), f"{obj.name} ({obj.slug})") for obj in objects]
         groups.append((KINDS[kind].plural, options))
     return groups
 
@@ -50,3 +70,128 @@ def resolve_object(value: str) -> models.Model | None:
     if kind not in KINDS or not is_slug(slug):
         return None
     return KINDS[kind].model._default_manager.filter(slug=slug).first()
+
+
+def object_label(obj: models.Model) -> str:
+    """How a picker shows an object: ``The Iron Coast (iron-coast)``, with no invisible
+    characters, so that it can be typed back (the option is ``dir="auto"``: a right-to-left
+    name cannot reorder the slug)."""
+    return f"{obj.name} ({obj.slug})"  # type: ignore[attr-defined]
+
+
+# "Name (slug)": what a picker shows, typed back (or kept) without JavaScript.
+_LABELLED = re.compile(r"\((?P<slug>[^()\s]+)\)\s*$")
+
+
+# Longer than any name and slug: not worth a query.
+MAX_PICKED_LENGTH = 300
+
+
+class AmbiguousObject(ValidationError):
+    """Typed text naming several objects."""
+
+
+def resolve_picked(value: str, kinds: Iterable[str]) -> models.Model | None:
+    """The object a picker's value names, among ``kinds``: ``kind:slug`` (what picking
+    an option sends), else what a person typed without JavaScript: ``Name (slug)``, a slug,
+    or a name. None when nothing matches; ``AmbiguousObject`` when several do."""
+    value = value.replace("\u2068", "").replace("\u2069", "").strip()  # a label's isolates
+    kinds = tuple(kinds)
+    if not value or len(value) > MAX_PICKED_LENGTH or "\x00" in value:
+        return None
+    kind, sep, _slug = value.partition(":")
+    if sep and kind in KINDS:
+        return resolve_object(value)
+    labelled = _LABELLED.search(value)
+    if labelled is not None:
+        value = labelled["slug"]
+    found: list[models.Model] = []
+    for key in kinds:
+        manager = KINDS[key].model._default_manager
+        # A slug names one object of its kind; else a name, whatever its case.
+        matches = list(manager.filter(slug=value)[:1]) if is_slug(value) else []
+        found += matches or list(manager.filter(name__iexact=value)[:2])
+    if len(found) > 1:
+        listed = ", ".join(object_value(obj) for obj in found[:5])
+        raise AmbiguousObject(f"Several objects are called '{value}': pick one ({listed}).")
+    return found[0] if found else None
+
+
+class ObjectPicker(forms.Widget):
+    """A searchable picker of worlds, rulesets, entries or NPCs: a text box that lists
+    matches as you type (htmx asks ``studio:object_picker``; arrow keys and Enter choose,
+    see studio.js) and a hidden input holding the choice as ``kind:slug``.
+
+    Without JavaScript the text box is the field: a name, a slug or ``Name (slug)``
+    typed there is resolved on the server (:func:`resolve_picked`).
+    """
+
+    template_name = "studio/_object_picker.html"
+
+    def __init__(self, kinds: Iterable[str] = tuple(KINDS), attrs: Any = None) -> None:
+        super().__init__(attrs)
+        self.kinds = tuple(kinds)
+        # Labels known to the caller (``kind:slug`` -> label), saving a query per picker
+        # on pages that show many.
+        self.labels: dict[str, str] = {}
+
+    def search_name(self, name: str) -> str:
+        return f"{name}_search"
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> str:
+        """The picked ``kind:slug``; or the typed text when it no longer shows the pick
+        (typed without JavaScript, or a draft restored)."""
+        picked = (data.get(name) or "").strip()
+        typed = (data.get(self.search_name(name)) or "").strip()
+        if not typed:
+            return picked
+        labelled = _LABELLED.search(typed)
+        if picked and labelled is not None and picked.endswith(f":{labelled['slug']}"):
+            return picked
+        return typed
+
+    def label_for(self, value: str) -> str:
+        if not value:
+            return ""
+        if value in self.labels:
+            return self.labels[value]
+        kind, sep, _slug = value.partition(":")
+        if not sep or kind not in KINDS:
+            return value  # typed text, shown back as typed
+        obj = resolve_object(value)
+        return object_label(obj) if obj is not None else value
+
+    def render(self, name: str, value: Any, attrs: Any = None, renderer: Any = None) -> str:
+        # The project's templates (the default form renderer reads only the apps').
+        return mark_safe(render_to_string(self.template_name, self.get_context(name, value, attrs)))
+
+    def get_context(self, name: str, value: Any, attrs: Any) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        value = "" if value is None else str(value)
+        picked = value.partition(":")[0] in KINDS and ":" in value
+        widget = context["widget"]
+        widget_id = widget["attrs"].get("id") or f"id_{name}"
+        widget.update(
+            {
+                "value": value if picked else "",
+                "label": self.label_for(value),
+                "search_name": self.search_name(name),
+                "input_id": widget_id,
+                "listbox_id": f"{widget_id}_options",
+                "url": f"{reverse('studio:object_picker')}?kinds={','.join(self.kinds)}"
+                f"&field={self.search_name(name)}",
+                "kinds": [KINDS[key].label for key in self.kinds],
+            }
+        )
+        return context
+
+
+def picked_object(data: Any, name: str, kinds: tuple[str, ...]) -> models.Model | None:
+    """The object of one of ``kinds`` an :class:`ObjectPicker` named ``name`` posted in
+    ``data`` (for a view without a form); None when it names none, or several."""
+    value = ObjectPicker(kinds).value_from_datadict(data, None, name)
+    try:
+        obj = resolve_picked(value, kinds)
+    except AmbiguousObject:
+        return None
+    return obj if obj is not None and kind_of(obj).key in kinds else None

@@ -12,7 +12,10 @@ from promptadmin.content.kinds import KINDS, scope_kind
 from promptadmin.content.legacy import FORMATS, MAX_UPLOAD_BYTES, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
 from promptadmin.content.services.deprecated import MAX_REASON, Action, Status
-from promptadmin.studio.forms.common import object_choices, resolve_object
+from promptadmin.studio.forms.common import (
+    ObjectPicker,
+    resolve_picked,
+)
 
 
 class ImportForm(forms.Form):
@@ -64,10 +67,6 @@ class DeprecatedFilterForm(forms.Form):
     status = forms.ChoiceField(required=False, choices=[("", "Any"), *Status.choices])
 
 
-def target_choices() -> list[Any]:
-    return object_choices(tuple(KINDS))
-
-
 class TargetMixin(forms.Form):
     """Where a copy goes: a scope and the object it belongs to, as ``scope`` + ``object``."""
 
@@ -75,19 +74,19 @@ class TargetMixin(forms.Form):
         choices=[("", "Choose a scope…"), *((s.value, s.label) for s in SEGMENT_SCOPES)],
         required=False,
     )
-    object = forms.CharField(label="Belongs to", required=False, widget=forms.Select)
+    object = forms.CharField(label="Belongs to", required=False, widget=ObjectPicker)
 
-    def __init__(self, *args: Any, choices: list[Any] | None = None, **kwargs: Any) -> None:
-        """``choices``: the object picker's, when a page shows many forms (one query per kind
-        for all of them)."""
+    def __init__(self, *args: Any, labels: dict[str, str] | None = None, **kwargs: Any) -> None:
+        """``labels``: how the pickers show the objects already chosen (``kind:slug`` ->
+        label), when a page shows many forms (no query per form)."""
         super().__init__(*args, **kwargs)
-        self.fields["object"].widget.choices = [("", "—"), *(choices or target_choices())]
+        self.fields["object"].widget.labels = labels or {}
 
     def clean_object(self) -> models.Model | None:
         value = self.cleaned_data["object"]
         if not value:
             return None
-        obj = resolve_object(value)
+        obj = resolve_picked(value, KINDS)  # AmbiguousObject: an error on the field
         if obj is None:
             raise ValidationError("That object does not exist; choose another.")
         return obj

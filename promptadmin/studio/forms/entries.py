@@ -7,8 +7,9 @@ from typing import Any
 from django import forms
 
 from promptadmin.content.models import Ruleset, World
-from promptadmin.core.templatetags.bidi import isolate
+from promptadmin.core.templatetags.bidi import bdi
 from promptadmin.studio.forms.catalog import CatalogForm
+from promptadmin.studio.forms.common import AutoDirSelect
 
 
 class EntryForm(CatalogForm):
@@ -17,7 +18,10 @@ class EntryForm(CatalogForm):
     field_order = ("name", "slug", "world", "description", "rulesets")
 
     world = forms.ModelChoiceField(
-        queryset=World.objects.order_by("name"), to_field_name="slug", empty_label="Choose…"
+        queryset=World.objects.order_by("name"),
+        to_field_name="slug",
+        empty_label="Choose…",
+        widget=AutoDirSelect,
     )
     rulesets = forms.ModelMultipleChoiceField(
         queryset=Ruleset.objects.order_by("name"),
@@ -29,8 +33,7 @@ class EntryForm(CatalogForm):
 
     def __init__(self, *args: Any, creating: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, editing=not creating, **kwargs)
-        self.fields["world"].label_from_instance = lambda world: isolate(world.name)
         if creating:
-            self.fields["rulesets"].label_from_instance = lambda ruleset: isolate(ruleset.name)
+            self.fields["rulesets"].label_from_instance = lambda ruleset: bdi(ruleset.name)
         if not creating:
             del self.fields["rulesets"]

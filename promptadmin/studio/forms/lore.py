@@ -14,8 +14,9 @@ from assembler.lore import (
     MAX_LORE_TITLE_LENGTH,
     MIN_LORE_PRIORITY,
 )
+from assembler.request import MAX_SLUG
 from promptadmin.content.models import World, is_slug
-from promptadmin.core.templatetags.bidi import isolate
+from promptadmin.studio.forms.common import AutoDirSelect
 
 EVERY_WORLD = "*"
 """How the pickers name "lore of every world" (no slug can be ``*``)."""
@@ -26,7 +27,7 @@ def world_choices(first: tuple[str, str]) -> list[tuple[str, str]]:
     return [
         first,
         (EVERY_WORLD, "Every world"),
-        *[(world.slug, f"{isolate(world.name)} ({world.slug})") for world in worlds],
+        *[(world.slug, f"{world.name} ({world.slug})") for world in worlds],
     ]
 
 
@@ -57,8 +58,8 @@ class LoreFilterForm(forms.Form):
             attrs={"type": "search", "placeholder": "Words in a key, title or text"}
         ),
     )
-    world = forms.ChoiceField(required=False)
-    group = forms.ChoiceField(required=False)
+    world = forms.ChoiceField(required=False, widget=AutoDirSelect)
+    group = forms.ChoiceField(required=False, widget=AutoDirSelect)
     active = forms.ChoiceField(
         label="Status",
         required=False,
@@ -78,7 +79,9 @@ class LoreForm(forms.Form):
     """Create or edit a lore entry."""
 
     world = forms.ChoiceField(
-        required=False, help_text="Whose lore it is: one world's, or every world's."
+        required=False,
+        help_text="Whose lore it is: one world's, or every world's.",
+        widget=AutoDirSelect,
     )
     title = forms.CharField(
         max_length=MAX_LORE_TITLE_LENGTH,
@@ -223,4 +226,4 @@ class LoreTestForm(forms.Form):
         label="Test a line",
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Type what a player might say…"}),
     )
-    world = forms.CharField(required=False, max_length=64)
+    world = forms.CharField(required=False, max_length=MAX_SLUG)

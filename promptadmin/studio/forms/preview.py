@@ -1,8 +1,15 @@
 """The preview's settings, read from the query string so a preview is a link, and the
-form that saves a preview as a scenario."""
+form that saves a preview as a scenario.
+
+The form turns the query string's text into JSON values (numbers, a typed-in JSON
+object); what a preview request may hold is then decided by the one request parser,
+:func:`assembler.request.parse_assemble_params`, as for the API: the studio refuses what
+the API refuses, in the same words.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django import forms
@@ -12,18 +19,25 @@ from django.http import QueryDict
 import assembler
 from assembler.impact import MAX_EXPECTATION_TEXT
 from assembler.render import LAYER_TITLES, block_open
-from promptadmin.content.assembly import AssembleParams
+from assembler.request import (
+    DEFAULT_BLOCK_FORMAT,
+    MAX_CONVERSATION_KEY,
+    AssembleParams,
+    RequestError,
+    parse_assemble_params,
+)
 from promptadmin.content.models import NPC, Entry, EntryNpc
-from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
 from promptadmin.core.storedjson import object_from_text
-from promptadmin.core.templatetags.bidi import isolate
-from promptadmin.releases.models import WORKING
+from promptadmin.core.text import normalize_newlines
+from promptadmin.releases.models import MAX_SCENARIO_NAME, WORKING
 from promptadmin.releases.selectors import choices as release_choices
+from promptadmin.studio.forms.common import AutoDirSelect
 
 # The dynamic layers as the form shows them, titled as the assembler titles them.
 DYNAMIC_LAYERS = tuple((scope, LAYER_TITLES[scope]) for scope in assembler.DYNAMIC_SCOPES)
 # Each block format, shown by how it opens the core layer.
 BLOCK_FORMATS = [(name, f"{block_open('core', name)} ({name})") for name in assembler.BLOCK_FORMATS]
+BUDGET = forms.NumberInput(attrs={"min": 0, "max": assembler.MAX_BUDGET})
 
 
 class PreviewForm(forms.Form):
@@ -32,7 +46,10 @@ class PreviewForm(forms.Form):
     NPCs come as repeated ``npc`` and ``tier`` parameters, in priority order.
     """
 
-    entry = forms.ChoiceField(error_messages={"required": "Choose an entry to preview."})
+    # Text shown as a list: the request parser and the assembly judge the value.
+    entry = forms.CharField(
+        widget=AutoDirSelect, error_messages={"required": "Choose an entry to preview."}
+    )
     release = forms.ChoiceField(
         required=False,
         label="Content",
@@ -41,32 +58,25 @@ class PreviewForm(forms.Form):
     first_turn = forms.BooleanField(
         required=False, initial=True, help_text="Include the entry's opening (entry_start)."
     )
+    # Numbers without bounds of their own: the request parser words what is out of range.
     token_budget = forms.IntegerField(
-        min_value=0,
-        max_value=assembler.MAX_BUDGET,
-        initial=assembler.DEFAULT_TOKEN_BUDGET,
-        label="Token budget",
+        widget=BUDGET, initial=assembler.DEFAULT_TOKEN_BUDGET, label="Token budget"
     )
     npc_budget = forms.IntegerField(
-        min_value=0,
-        max_value=assembler.MAX_BUDGET,
-        initial=assembler.DEFAULT_NPC_BUDGET,
-        label="NPC budget",
+        widget=BUDGET, initial=assembler.DEFAULT_NPC_BUDGET, label="NPC budget"
     )
     block_format = forms.ChoiceField(
-        choices=BLOCK_FORMATS, initial="delimited", required=False, label="Block format"
+        choices=BLOCK_FORMATS, initial=DEFAULT_BLOCK_FORMAT, required=False, label="Block format"
     )
     conversation = forms.CharField(
         required=False,
-        max_length=KEY_MAX_LENGTH,
-        validators=[key_validator],
+        widget=forms.TextInput(attrs={"maxlength": MAX_CONVERSATION_KEY}),
         label="Conversation",
         help_text="A conversation's key: its summary and recent messages make the history layer.",
     )
     history_budget = forms.IntegerField(
         required=False,
-        min_value=0,
-        max_value=assembler.MAX_BUDGET,
+        widget=BUDGET,
         label="History budget",
         help_text="Empty: the conversation's own.",
     )
@@ -99,10 +109,10 @@ class PreviewForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["entry"].choices = [
+        self.fields["entry"].widget.choices = [
             ("", "Choose an entry…"),
             *(
-                (slug, isolate(name))
+                (slug, name)
                 for slug, name in Entry.objects.order_by("name").values_list("slug", "name")
             ),
         ]
@@ -114,7 +124,8 @@ class PreviewForm(forms.Form):
             field.help_text = self.STATE_HELP
             field.widget.attrs.update({"rows": 2, "class": "mono", "spellcheck": "false"})
         self.npc_errors: list[str] = []
-        self.npcs: list[tuple[str, int]] = []
+        self.request_error: RequestError | None = None
+        self._params: AssembleParams | None = None
 
     def npc_rows(self) -> list[dict[str, Any]]:
         """The NPC rows to show: the ones asked for, then empty rows to add more."""
@@ -131,60 +142,78 @@ class PreviewForm(forms.Form):
         blanks = max(3 - len(rows), 1)
         return rows + [{"slug": "", "tier": "0"} for _ in range(blanks)]
 
-    def _clean_npcs(self) -> None:
-        known = {slug for slug, _name in self.npc_options}
-        slugs = self.data.getlist("npc")
+    def _npc_requests(self) -> list[dict[str, Any]]:
+        """The NPC rows asked for, as a request holds them (a tier that is not a number
+        is left as typed, for the request parser to refuse)."""
         tiers = self.data.getlist("tier")
-        seen: set[str] = set()
-        for index, slug in enumerate(slugs):
+        requests = []
+        for index, slug in enumerate(self.data.getlist("npc")):
             if not slug:
                 continue
             raw = (tiers[index] if index < len(tiers) else "").strip() or "0"
-            if slug not in known:
-                self.npc_errors.append(f"There is no NPC '{slug}'.")
-                continue
-            if slug in seen:
-                self.npc_errors.append(f"NPC '{slug}' is listed twice; keep one row.")
-                continue
-            seen.add(slug)
             try:
-                tier = int(raw)
+                tier: Any = int(raw)
             except ValueError:
-                tier = -1
-            if tier < 0:
-                self.npc_errors.append(f"The tier of '{slug}' must be a whole number, 0 or more.")
-                continue
-            self.npcs.append((slug, tier))
+                tier = raw
+            requests.append({"npc": slug, "tier": tier})
+        return requests
+
+    def _request(self, cleaned: dict[str, Any]) -> dict[str, Any]:
+        """The preview request the settings make; a setting refused already is left out
+        (it has its error, and the request its default)."""
+        state = {name: cleaned[name] for name, _label in DYNAMIC_LAYERS if cleaned.get(name)}
+        request = {
+            "entry": cleaned["entry"],
+            "npcs": self._npc_requests(),
+            "state": state,
+            "policy": {"block_format": cleaned.get("block_format") or DEFAULT_BLOCK_FORMAT},
+            "conversation": cleaned.get("conversation") or None,
+            "release": cleaned.get("release") or WORKING,
+        }
+        for name in ("first_turn", "token_budget", "npc_budget", "history_budget"):
+            if cleaned.get(name) is not None:
+                request[name] = cleaned[name]
+        return request
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         for name, label in DYNAMIC_LAYERS:
-            raw = cleaned.get(name) or ""
+            # What a saved scenario would store (core.text): a preview counts the same.
+            raw = cleaned[name] = normalize_newlines(cleaned.get(name) or "")
             if raw.strip().startswith("{"):
                 try:
-                    cleaned[name] = object_from_text(raw, label)
+                    # Typed JSON is read here; the request parser checks what it holds.
+                    cleaned[name] = object_from_text(raw, label, checked=False)
                 except ValidationError as exc:
                     self.add_error(name, exc)
-        self._clean_npcs()
-        for message in self.npc_errors:
-            self.add_error(None, f"NPCs: {message}")
+        if "entry" in cleaned:
+            try:
+                self._params = parse_assemble_params(self._request(cleaned))
+            except RequestError as error:
+                self.request_error = error
+                self.add_request_errors(error.errors)
         return cleaned
 
+    def add_request_errors(self, errors: Mapping[str, Sequence[str]]) -> None:
+        """Show what is wrong with the request (from the request parser, or from the
+        assembly: an unknown entry or NPC) at the setting it comes from."""
+        rows = self._npc_requests()
+        for path, messages in errors.items():
+            top, _, rest = path.partition(".")
+            if top == "npcs":
+                index = rest.partition(".")[0]
+                if index.isdigit() and int(index) < len(rows):  # name the row's NPC
+                    messages = [f"{rows[int(index)]['npc']}: {message}" for message in messages]
+                self.npc_errors.extend(messages)
+                self.add_error(None, [f"NPCs: {message}" for message in messages])
+                continue
+            name = rest if top in ("state", "policy") and rest else top
+            self.add_error(name if name in self.fields else None, list(messages))
+
     def params(self) -> AssembleParams:
-        data = self.cleaned_data
-        state = {name: data[name] for name, _label in DYNAMIC_LAYERS if data.get(name)}
-        return AssembleParams(
-            entry=data["entry"],
-            first_turn=data["first_turn"],
-            token_budget=data["token_budget"],
-            npc_budget=data["npc_budget"],
-            npcs=tuple(self.npcs),
-            state=state,
-            block_format=data.get("block_format") or "delimited",
-            conversation=data.get("conversation") or None,
-            history_budget=data.get("history_budget"),
-            release=data.get("release") or WORKING,
-        )
+        """The preview request (once the form is valid)."""
+        assert self._params is not None
+        return self._params
 
 
 class SaveScenarioForm(forms.Form):
@@ -195,7 +224,7 @@ class SaveScenarioForm(forms.Form):
     prefix = "scenario"
 
     name = forms.CharField(
-        max_length=100,
+        max_length=MAX_SCENARIO_NAME,
         label="Scenario name",
         error_messages={"required": "Name the scenario."},
     )

@@ -13,9 +13,9 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
+from assembler.request import DEFAULT_TEMPLATE, INT32, RENDER_FORMATS
 from assembler.templates import SYNTAXES
 from promptadmin.core.storedjson import object_from_text
-from promptadmin.prompts.models import DEFAULT_TEMPLATE
 
 TEMPLATE_ROW = re.compile(r"^template_(name|text)_([0-9]{1,3})$")
 MAX_ROWS = 60
@@ -74,8 +74,9 @@ class VersionForm(forms.Form):
     )
     variables = forms.CharField(
         required=False,
-        help_text="Declared variables, separated by commas or spaces; empty: those the "
-        "templates use.",
+        label="Declared variables",
+        help_text="What a caller must pass, separated by commas or spaces; empty: exactly "
+        "the variables the templates use (listed under Checks).",
     )
     task = forms.CharField(
         max_length=64,
@@ -144,7 +145,7 @@ class VersionForm(forms.Form):
 
 class LabelForm(forms.Form):
     name = forms.CharField(max_length=36, label="Label")
-    version = forms.IntegerField(min_value=1, max_value=2**31 - 1)
+    version = forms.IntegerField(min_value=1, max_value=INT32)
 
 
 class LabelRemoveForm(forms.Form):
@@ -152,8 +153,11 @@ class LabelRemoveForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    a = forms.IntegerField(min_value=1, max_value=2**31 - 1, label="Compare version")
-    b = forms.IntegerField(min_value=1, max_value=2**31 - 1, label="with version")
+    a = forms.IntegerField(min_value=1, max_value=INT32, label="Compare version")
+    b = forms.IntegerField(min_value=1, max_value=INT32, label="with version")
+
+
+FORMAT_LABELS = {"messages": "Messages", "text": "Raw texts"}
 
 
 class PlaygroundForm(forms.Form):
@@ -171,7 +175,7 @@ class PlaygroundForm(forms.Form):
         'Values adapter instructions use, e.g. {"json_schema": {...}}; missing keys render empty.',
     )
     format = forms.ChoiceField(
-        choices=[("messages", "Messages"), ("text", "Raw texts")],
+        choices=[(name, FORMAT_LABELS[name]) for name in RENDER_FORMATS],
         initial="messages",
         required=False,
     )

@@ -14,8 +14,8 @@ from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES, Scope,
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.studio.forms.common import (
     SCOPE_CHOICES,
-    object_choices,
-    resolve_object,
+    ObjectPicker,
+    resolve_picked,
 )
 
 
@@ -26,9 +26,9 @@ class SegmentForm(forms.Form):
         choices=[("", "Choose a scope…"), *SCOPE_CHOICES],
         help_text="Which layer of the prompt this text goes into. Fixed once saved.",
     )
-    # A select, checked by clean_object() rather than against its choices, so that an object
-    # of the wrong kind gets a message naming the kind the scope needs.
-    object = forms.CharField(label="Belongs to", required=False, widget=forms.Select)
+    # A picker, checked by clean_object(), so that an object of the wrong kind gets a
+    # message naming the kind the scope needs.
+    object = forms.CharField(label="Belongs to", required=False, widget=ObjectPicker)
     tier = forms.IntegerField(
         min_value=0,
         initial=0,
@@ -93,7 +93,7 @@ class SegmentForm(forms.Form):
             kind = scope_kind(self.chosen_scope)
             kinds = (kind.key,) if kind else ()
         self.object_kinds = kinds
-        self.fields["object"].widget.choices = [("", "—"), *object_choices(kinds)]
+        self.fields["object"].widget.kinds = kinds or tuple(KINDS)
         if len(kinds) == 1:
             self.fields["object"].label = f"Belongs to ({KINDS[kinds[0]].label})"
         metadata = (self.data if self.is_bound else self.initial).get("metadata") or ""
@@ -125,9 +125,11 @@ class SegmentForm(forms.Form):
         value = self.cleaned_data["object"]
         if not value:
             return None
-        obj = resolve_object(value)
+        obj = resolve_picked(value, self.object_kinds or KINDS)
         if obj is None:
-            raise ValidationError("That object no longer exists; choose another.")
+            if ":" in value:
+                raise ValidationError("That object no longer exists; choose another.")
+            raise ValidationError(f"Nothing is called '{value}'; choose from the list.")
         return obj
 
     def clean_tier(self) -> int:
@@ -180,6 +182,8 @@ class SegmentCheckForm(forms.Form):
 class SegmentFilterForm(forms.Form):
     """The segment list's filters; every value is optional and lives in the URL."""
 
+    # No sort chosen: the best matches of a search first, else the newest change.
+    BEST_MATCH = ("-rank", "-updated_at", "-id")
     SORTS = {
         "-updated": ("Newest change", ("-updated_at", "-id")),
         "updated": ("Oldest change", ("updated_at", "id")),
@@ -199,10 +203,12 @@ class SegmentFilterForm(forms.Form):
         ),
     )
     scope = forms.ChoiceField(required=False)
-    object = forms.ChoiceField(label="Belongs to", required=False)
+    object = forms.CharField(label="Belongs to", required=False, widget=ObjectPicker)
     active = forms.ChoiceField(label="Status", choices=ACTIVE_CHOICES, required=False)
     sort = forms.ChoiceField(
-        label="Sort by", choices=[(k, v[0]) for k, v in SORTS.items()], required=False
+        label="Sort by",
+        choices=[("", "Best match (else newest)"), *((k, v[0]) for k, v in SORTS.items())],
+        required=False,
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -212,14 +218,20 @@ class SegmentFilterForm(forms.Form):
             *SCOPE_CHOICES,
             ("Deprecated (kept inactive)", [(s.value, s.label) for s in DEPRECATED_SCOPES]),
         ]
-        self.fields["object"].choices = [("", "Any object"), *object_choices(KINDS)]
 
     def clean_object(self) -> models.Model | None:
         value = self.cleaned_data["object"]
-        return resolve_object(value) if value else None
+        if not value:
+            return None
+        obj = resolve_picked(value, KINDS)  # AmbiguousObject: an error on the field
+        if obj is None:
+            raise ValidationError(f"Nothing is called '{value}'; choose from the list.")
+        return obj
 
     def clean_active(self) -> bool | None:
         return {"yes": True, "no": False}.get(self.cleaned_data["active"])
 
     def clean_sort(self) -> tuple[str, ...]:
-        return self.SORTS[self.cleaned_data["sort"] or "-updated"][1]
+        """The sort chosen; by default the best matches of a search, else the newest."""
+        chosen = self.cleaned_data["sort"]
+        return self.SORTS[chosen][1] if chosen else self.BEST_MATCH

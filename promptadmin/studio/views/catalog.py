@@ -17,20 +17,22 @@ from promptadmin.content.services import catalog
 from promptadmin.core.errors import InUseError, StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.studio import merging, selectors
-from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.access import page_of, render_page, studio_view
 from promptadmin.studio.forms.catalog import CatalogForm
 from promptadmin.studio.forms.common import add_service_errors, object_value
 
 
 @studio_view()
 def catalog_list(request: HttpRequest, kind: str) -> HttpResponse:
+    page = page_of(request, selectors.catalog_list(kind))
     return render_page(
         request,
         "studio/catalog_list.html",
         {
             "section": KINDS[kind].section,
             "kind": KINDS[kind],
-            "objects": selectors.catalog_list(kind),
+            "page": page,
+            "objects": selectors.with_use_counts(page.items),
         },
     )
 
@@ -158,7 +160,9 @@ def catalog_edit(request: HttpRequest, kind: str, slug: str) -> HttpResponse:
             editing=True,
         )
     # Worlds and rulesets are used by entries; say which, since they cannot go while used.
-    entries = obj.entries.order_by("name") if isinstance(obj, World | Ruleset) else None
+    entries = None
+    if isinstance(obj, World | Ruleset):
+        entries = page_of(request, obj.entries.order_by("name", "slug"), param="entries_page")
     return render_page(
         request,
         "studio/catalog_edit.html",
@@ -168,7 +172,7 @@ def catalog_edit(request: HttpRequest, kind: str, slug: str) -> HttpResponse:
             "form": form,
             "object": obj,
             "object_value": object_value(obj),
-            "segments": selectors.segments_of(obj),
+            "segments": page_of(request, selectors.segments_of(obj), param="segments_page"),
             "entries": entries,
             "conflict": conflict,
         },

@@ -10,23 +10,27 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from promptadmin.conversations import selectors, services
-from promptadmin.conversations.models import Conversation
+from promptadmin.conversations.models import Conversation, Summary
+from promptadmin.core.pagination import PAGE_SIZE, Page, page_number
 from promptadmin.core.roles import Role
-from promptadmin.studio.access import render_page, studio_view
-
-LIST_SIZE = 100
-MESSAGES_SHOWN = 200
+from promptadmin.studio.access import page_of, render_page, studio_view
 
 
 @studio_view()
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    conversations = selectors.conversation_list().annotate(summary_count=Count("summaries"))[
-        :LIST_SIZE
-    ]
+    page = page_of(request, selectors.conversation_list())
+    counts = dict(
+        Summary.objects.filter(conversation__in=page.items)
+        .order_by()
+        .values_list("conversation_id")
+        .annotate(n=Count("id"))
+    )
+    for conversation in page.items:
+        conversation.summary_count = counts.get(conversation.pk, 0)
     return render_page(
         request,
         "studio/conversation_list.html",
-        {"section": "conversations", "conversations": conversations, "limit": LIST_SIZE},
+        {"section": "conversations", "page": page, "conversations": page.items},
     )
 
 
@@ -40,10 +44,18 @@ def _get(key: str) -> Conversation:
 @studio_view()
 def conversation_detail(request: HttpRequest, key: str) -> HttpResponse:
     conversation = _get(key)
-    newest = list(
-        selectors.conversation_messages(conversation).order_by("-position")[:MESSAGES_SHOWN]
+    # Messages are read by position range (no count, no offset): page 1 is the newest.
+    number = page_number(request.GET.get("messages_page"))
+    shown = selectors.message_page(conversation, page=number, size=PAGE_SIZE)
+    messages_page = Page(
+        items=shown.messages,
+        number=shown.number,
+        per_page=PAGE_SIZE,
+        total=conversation.last_position,
+        has_next=shown.number < shown.pages,
+        query=request.GET,
+        param="messages_page",
     )
-    newest.reverse()
     history = selectors.conversation_history(conversation, budget=conversation.history_budget)
     return render_page(
         request,
@@ -51,9 +63,10 @@ def conversation_detail(request: HttpRequest, key: str) -> HttpResponse:
         {
             "section": "conversations",
             "conversation": conversation,
-            "messages_shown": newest,
-            "hidden": conversation.last_position - len(newest),
-            "summaries": selectors.conversation_summaries(conversation),
+            "messages_page": messages_page,
+            "summaries": page_of(
+                request, selectors.conversation_summaries(conversation), param="summaries_page"
+            ),
             "history": history,
             "shown_positions": set(history.fit.positions),
         },

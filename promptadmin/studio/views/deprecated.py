@@ -13,7 +13,6 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.defaultfilters import filesizeformat, pluralize
@@ -26,18 +25,18 @@ from promptadmin.content.legacy import format_from_name
 from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob, Segment
 from promptadmin.content.services import deprecated, import_jobs
 from promptadmin.core.roles import Role
+from promptadmin.core.templatetags.bidi import isolate
 from promptadmin.core.uploads import announced_too_large, limit_upload
-from promptadmin.studio.access import fragment_or_page, render_page, studio_view
+from promptadmin.studio import selectors
+from promptadmin.studio.access import fragment_or_page, page_of, render_page, studio_view
 from promptadmin.studio.forms.deprecated import (
     BulkForm,
     CopyForm,
     DeprecatedFilterForm,
     DismissForm,
     ImportForm,
-    target_choices,
 )
 
-PAGE_SIZE = 25
 BULK_DONE = {
     deprecated.Action.COPY: "Copied {}.",
     deprecated.Action.DISMISS: "Dismissed {}.",
@@ -154,10 +153,10 @@ def _filters(request: HttpRequest) -> tuple[DeprecatedFilterForm, dict[str, Any]
 def deprecated_review(request: HttpRequest) -> HttpResponse:
     form, filters = _filters(request)
     queryset = deprecated.deprecated_segments(**filters)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = list(page.object_list)
+    page = page_of(request, queryset)
+    rows = page.items
     hints = deprecated.suggestions(rows)
-    choices = target_choices()
+    labels = {hint.ref_value: f"{isolate(hint.name)} ({hint.slug})" for hint in hints.values()}
     items = []
     for row in rows:
         hint = hints.get(row.pk)
@@ -168,7 +167,7 @@ def deprecated_review(request: HttpRequest) -> HttpResponse:
                 "content": row.content,
             },
             prefix=f"s{row.pk}",
-            choices=choices,
+            labels=labels,
         )
         items.append(
             {
@@ -192,8 +191,7 @@ def deprecated_review(request: HttpRequest) -> HttpResponse:
             "counts": deprecated.deprecated_counts(),
             "query": urlencode(query),
             "here": request.get_full_path(),
-            "bulk_form": BulkForm(prefix="bulk", choices=choices),
-            "matching": page.paginator.count,
+            "bulk_form": BulkForm(prefix="bulk"),
         },
     )
 
@@ -239,7 +237,9 @@ def deprecated_copy(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"Segment #{pk} was not copied. {' '.join(exc.messages)}")
     else:
         state = "active" if copy.active else "inactive"
-        messages.success(request, f"Copied #{pk} to a new {state} {copy.scope} segment #{copy.pk}.")
+        messages.success(
+            request, f"Copied #{pk} to {selectors.segment_words(copy)}, a new {state} segment."
+        )
     return _back(request)
 
 

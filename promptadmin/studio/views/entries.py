@@ -13,14 +13,20 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from assembler.request import MAX_TIER
 from promptadmin.content.kinds import KINDS
-from promptadmin.content.models import MAX_TIER, NPC, Entry, Ruleset, World, is_slug
+from promptadmin.content.models import Entry, Ruleset, World
 from promptadmin.content.services import catalog
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.studio import selectors
-from promptadmin.studio.access import HtmxHttpRequest, render_page, studio_view
-from promptadmin.studio.forms.common import add_service_errors, object_value
+from promptadmin.studio.access import HtmxHttpRequest, page_of, render_page, studio_view
+from promptadmin.studio.forms.common import (
+    ObjectPicker,
+    add_service_errors,
+    object_value,
+    picked_object,
+)
 from promptadmin.studio.forms.entries import EntryForm
 from promptadmin.studio.views.catalog import posted_revision, save_catalog_edit
 
@@ -31,10 +37,16 @@ TEMPLATE = "studio/entry_edit.html"
 
 @studio_view()
 def entry_list(request: HttpRequest) -> HttpResponse:
+    page = page_of(request, selectors.entry_list())
     return render_page(
         request,
         "studio/entry_list.html",
-        {"section": "entries", "kind": KINDS["entry"], "entries": selectors.entry_list()},
+        {
+            "section": "entries",
+            "kind": KINDS["entry"],
+            "page": page,
+            "entries": selectors.with_use_counts(page.items),
+        },
     )
 
 
@@ -60,19 +72,18 @@ def entry_create(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _context(entry: Entry, form: EntryForm) -> dict[str, object]:
-    rulesets = entry.ordered_rulesets()
-    cast = entry.ordered_cast()
+def _context(request: HttpRequest, entry: Entry, form: EntryForm) -> dict[str, object]:
     return {
         "section": "entries",
         "kind": KINDS["entry"],
         "form": form,
         "entry": entry,
-        "rulesets": rulesets,
-        "addable": Ruleset.objects.exclude(pk__in=[r.pk for r in rulesets]).order_by("name"),
-        "cast": cast,
-        "castable": NPC.objects.exclude(pk__in=[link.npc_id for link in cast]).order_by("name"),
-        "segments": selectors.segments_of(entry),
+        "rulesets": entry.ordered_rulesets(),
+        # Pickers, not selects: a game may have thousands of NPCs.
+        "ruleset_picker": ObjectPicker(("ruleset",)).render("ruleset", "", {"id": "add-ruleset"}),
+        "cast": entry.ordered_cast(),
+        "npc_picker": ObjectPicker(("npc",)).render("npc", "", {"id": "add-npc"}),
+        "segments": page_of(request, selectors.segments_of(entry), param="segments_page"),
         "preview_url": reverse("studio:preview")
         + "?"
         + urlencode({"entry": entry.slug, "first_turn": "on"}),
@@ -131,7 +142,7 @@ def entry_edit(request: HttpRequest, slug: str) -> HttpResponse:
             creating=False,
         )
     return render_page(
-        request, TEMPLATE, {**_context(entry, form), "conflict": conflict}, status=status
+        request, TEMPLATE, {**_context(request, entry, form), "conflict": conflict}, status=status
     )
 
 
@@ -163,7 +174,8 @@ def _list_response(
     """The changed section in place (htmx), or the entry page with a message."""
     if request.htmx:
         entry = Entry.objects.select_related("world").get(pk=entry.pk)
-        context = {**_context(entry, EntryForm(creating=False)), f"{partial}_error": error}
+        form = EntryForm(creating=False)
+        context = {**_context(request, entry, form), f"{partial}_error": error}
         # Focus goes back to where the author was (studio.js reads data-focus).
         context["focus"] = request.POST.get("action", "")
         return render_page(request, f"{TEMPLATE}#{partial}", context)
@@ -184,8 +196,7 @@ def entry_rulesets(request: HttpRequest, slug: str) -> HttpResponse:
     error = ""
     rulesets: list[Ruleset] | None = None
     if action == "add":
-        wanted = request.POST.get("ruleset", "")
-        added = Ruleset.objects.filter(slug=wanted).first() if is_slug(wanted) else None
+        added = picked_object(request.POST, "ruleset", ("ruleset",))
         if added is None:
             error = "Choose a ruleset to add."
         else:
@@ -234,7 +245,7 @@ def entry_cast(request: HttpRequest, slug: str) -> HttpResponse:
     if not error:
         current = [catalog.CastMember(npc=m.npc, tier=tiers[m.npc.slug]) for m in current]
         if action == "add":
-            added = NPC.objects.filter(slug=request.POST.get("npc", "")).first()
+            added = picked_object(request.POST, "npc", ("npc",))
             if added is None:
                 error = "Choose an NPC to add."
             else:

@@ -8,7 +8,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
@@ -22,7 +21,13 @@ from promptadmin.core.roles import Role
 from promptadmin.lore import selectors, services
 from promptadmin.lore.models import LoreEntry
 from promptadmin.studio import diffs, merging
-from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import (
+    HtmxHttpRequest,
+    fragment_or_page,
+    page_of,
+    render_page,
+    studio_view,
+)
 from promptadmin.studio.forms.common import add_service_errors
 from promptadmin.studio.forms.history import CompareForm, RestoreForm
 from promptadmin.studio.forms.lore import (
@@ -36,7 +41,6 @@ from promptadmin.studio.forms.lore import (
 )
 from promptadmin.studio.presenters import highlighted
 
-PAGE_SIZE = 25
 EDITOR = "studio/lore_edit.html"
 LIST = "studio/lore_list.html"
 
@@ -76,7 +80,7 @@ def lore_list(request: HtmxHttpRequest) -> HttpResponse:
     form = LoreFilterForm(request.GET, groups=selectors.lore_groups())
     valid = form.is_valid()
     found = _filtered(form.cleaned_data) if valid else LoreEntry.objects.none()
-    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, found)
     # The world the test box and the new-entry link start from: a world chosen, if any.
     chosen = form.cleaned_data.get("world", "") if valid else ""
     test_world = chosen if chosen != EVERY_WORLD else ""

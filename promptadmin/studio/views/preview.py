@@ -100,8 +100,7 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
                 params, include_inactive=True, load=served.load, lore=served.lore
             )
         except AssemblyInputError as exc:
-            for name, message in exc.errors.items():
-                form.add_error(name if name in form.fields else None, message)
+            form.add_request_errors({name: [message] for name, message in exc.errors.items()})
         else:
             page = present(result, dict(form.npc_options), dict(params.state))
     htmx = request.htmx

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
@@ -15,12 +16,14 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from assembler.format_lint import lint_prompt
-from assembler.templates import check
-from promptadmin.core.roles import Role
+from assembler.request import DEFAULT_TEMPLATE
+from assembler.templates import used_variables
+from promptadmin.core.roles import Role, role_of
+from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.core.tokens import tokenizer
 from promptadmin.prompts.errors import PromptLookupError, RenderInputError
 from promptadmin.prompts.models import (
-    DEFAULT_TEMPLATE,
+    DEFAULT_LABEL,
     LATEST,
     Interface,
     Label,
@@ -28,10 +31,22 @@ from promptadmin.prompts.models import (
     Prompt,
     PromptVersion,
 )
-from promptadmin.prompts.selectors import fetch_prompt, prompts_with_labels, render_prompt
+from promptadmin.prompts.selectors import (
+    ResolvedPrompt,
+    adapter_context_findings,
+    fetch_prompt,
+    prompts_with_labels,
+    render_prompt,
+)
 from promptadmin.prompts.services import prompts as services
-from promptadmin.studio import diffs
-from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
+from promptadmin.studio import confirm, diffs
+from promptadmin.studio.access import (
+    HtmxHttpRequest,
+    fragment_or_page,
+    page_of,
+    render_page,
+    studio_view,
+)
 from promptadmin.studio.forms.common import add_service_errors
 from promptadmin.studio.forms.prompts import (
     CompareForm,
@@ -49,7 +64,8 @@ PLAYGROUND = "studio/prompt_playground.html"
 
 @studio_view()
 def prompt_list(request: HttpRequest) -> HttpResponse:
-    context = {"section": SECTION, "prompts": prompts_with_labels()}
+    page = page_of(request, prompts_with_labels())
+    context = {"section": SECTION, "page": page, "prompts": page.items}
     return render_page(request, "studio/prompt_list.html", context)
 
 
@@ -69,10 +85,8 @@ def prompt_create(request: HttpRequest) -> HttpResponse:
     return render_page(request, "studio/prompt_create.html", {"section": SECTION, "form": form})
 
 
-def _versions(prompt: Prompt) -> list[PromptVersion]:
-    return list(
-        prompt.versions.select_related("author").prefetch_related("labels").order_by("-number")
-    )
+def _versions(prompt: Prompt) -> QuerySet[PromptVersion]:
+    return prompt.versions.select_related("author").prefetch_related("labels").order_by("-number")
 
 
 @studio_view()
@@ -81,8 +95,8 @@ def prompt_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Versions with their labels, the labels (move or remove with one click), their
     history, and a diff between any two versions."""
     prompt = get_object_or_404(Prompt, pk=pk)
-    versions = _versions(prompt)
-    numbers = [v.number for v in versions]
+    versions = page_of(request, _versions(prompt), param="versions_page")
+    numbers = list(prompt.versions.order_by("-number").values_list("number", flat=True))
     compare = CompareForm(request.GET or None)
     diff = None
     if compare.is_bound and compare.is_valid():
@@ -103,7 +117,11 @@ def prompt_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "numbers": numbers,
             "labels": Label.objects.filter(prompt=prompt).select_related("version"),
             "protected": services.protected_labels(),
-            "events": LabelEvent.objects.filter(prompt=prompt).select_related("user")[:50],
+            "events": page_of(
+                request,
+                LabelEvent.objects.filter(prompt=prompt).select_related("user"),
+                param="events_page",
+            ),
             "compare": compare,
             "diff": diff,
         },
@@ -147,6 +165,22 @@ def _diff(prompt: Prompt, a: int, b: int, form: CompareForm) -> dict[str, Any] |
     }
 
 
+def _asks_first(request: HttpRequest, name: str) -> bool:
+    """Whether a change to the label ``name`` asks for confirmation first: it is the label
+    services fetch by default, not yet confirmed, and the person may change it at all
+    (otherwise the service's refusal is the answer)."""
+    if name != DEFAULT_LABEL or confirm.confirmed(request):
+        return False
+    role = role_of(request.user)
+    return name not in services.protected_labels() or (role is not None and role >= Role.ADMIN)
+
+
+def _live_version(prompt: Prompt, name: str) -> int | None:
+    """The version number the label ``name`` points at now (None: no such label)."""
+    label = Label.objects.filter(prompt=prompt, name=name).select_related("version").first()
+    return label.version.number if label is not None else None
+
+
 @studio_view(read=Role.AUTHOR)
 @require_POST
 def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
@@ -154,6 +188,21 @@ def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
     form = LabelForm(request.POST)
     if form.is_valid():
         name, number = form.cleaned_data["name"], form.cleaned_data["version"]
+        now = _live_version(prompt, name)
+        if _asks_first(request, name) and now != number:
+            where = f"from version {now} to version {number}" if now else f"to version {number}"
+            return confirm.ask(
+                request,
+                title=f"Move {name}?",
+                question=f"Move the {name} label of {prompt.langfuse_name} {where}?",
+                consequence=(
+                    f"Services that fetch {prompt.langfuse_name} without naming a label or a "
+                    f"version get version {number} on their next request."
+                ),
+                confirm_label=f"Move {name} to version {number}",
+                cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
+                section=SECTION,
+            )
         try:
             services.prompt_label_set(actor=request.user, prompt=prompt, name=name, version=number)
         except ValidationError as exc:
@@ -174,6 +223,20 @@ def prompt_label_remove(request: HttpRequest, pk: int) -> HttpResponse:
     form = LabelRemoveForm(request.POST)
     if form.is_valid():
         name = form.cleaned_data["name"]
+        now = _live_version(prompt, name)
+        if _asks_first(request, name) and now:
+            return confirm.ask(
+                request,
+                title=f"Remove {name}?",
+                question=f"Remove the {name} label of {prompt.langfuse_name} (version {now})?",
+                consequence=(
+                    f"Services that fetch {prompt.langfuse_name} without naming a label or a "
+                    "version get an error (404) until a version has the label again."
+                ),
+                confirm_label=f"Remove {name}",
+                cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
+                section=SECTION,
+            )
         try:
             services.prompt_label_remove(actor=request.user, prompt=prompt, name=name)
         except (ValidationError, PromptLookupError, PermissionDenied) as exc:
@@ -188,12 +251,11 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
     form.is_valid()
     data = form.cleaned_data
     syntax = data.get("syntax") or "curly"
-    system = data.get("system", "")
-    templates = form.user_templates()
+    # As the version would be saved (core.text): the counts and positions shown are its own.
+    system = normalize_newlines(data.get("system", ""))
+    templates = normalize_values(form.user_templates())
     count = tokenizer().count
-    used: dict[str, None] = {}
-    for text in (system, *templates.values()):
-        used.update(dict.fromkeys(check(text, syntax).variables))
+    used = used_variables(syntax, system, templates)
     declared = data.get("variables")
     findings = lint_prompt(
         syntax=syntax,
@@ -202,10 +264,23 @@ def live_check(form: VersionForm, expected_system: str | None) -> dict[str, Any]
         variables=declared,
         expected_system=expected_system,
     )
+    # One list for the panel, agreeing with the "Declared variables" field and the lint:
+    # every variable used or declared, and whether it is the other too.
+    listed = dict.fromkeys([*used, *(declared or [])])
     return {
         "variables": list(used),
         "declared": declared,
+        "variable_rows": [
+            {"name": name, "used": name in used, "declared": declared is None or name in declared}
+            for name in listed
+        ],
         "findings": [finding.to_dict() for finding in findings],
+        # Not the version's own findings: what the adapter instructions of its task add
+        # when a caller sends no instruction context (the caller's to send).
+        "adapter_notes": [
+            finding.to_dict() for finding in adapter_context_findings(data.get("task") or "")
+        ],
+        "task": data.get("task") or "",
         "tokens": [("system", count(system))]
         + [(name, count(text)) for name, text in templates.items()],
         "encoding": tokenizer().name,
@@ -318,67 +393,80 @@ def _bound_copy(form: VersionForm) -> VersionForm:
     return VersionForm(data)
 
 
+def _sources(prompt: Prompt) -> list[tuple[str, str]]:
+    """What the playground can render: each label (``latest`` too), then each version."""
+    labels = list(
+        Label.objects.filter(prompt=prompt).order_by("name").values_list("name", flat=True)
+    )
+    numbers = list(prompt.versions.order_by("-number").values_list("number", flat=True))
+    return [(f"label:{name}", f"label {name}") for name in [*labels, LATEST]] + [
+        (f"version:{n}", f"version {n}") for n in numbers
+    ]
+
+
+def _resolved(prompt: Prompt, source: str) -> ResolvedPrompt | None:
+    """The version ``source`` (``label:NAME`` or ``version:N``) names, if it exists."""
+    kind, _, value = source.partition(":")
+    try:
+        return fetch_prompt(
+            component=prompt.component,
+            agent=prompt.agent,
+            task_type=prompt.task_type_or_none,
+            label=value if kind == "label" else None,
+            version=int(value) if kind == "version" and value.isdigit() else None,
+        )
+    except PromptLookupError:
+        return None
+
+
+def _playground_render(
+    form: PlaygroundForm, resolved: ResolvedPrompt
+) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
+    """The render the form asks for, as the render API returns it, or what is wrong."""
+    data = form.cleaned_data
+    try:
+        rendered = render_prompt(
+            resolved,
+            template=data["template"] or DEFAULT_TEMPLATE,
+            variables=form.values(),
+            interface=data["interface"] or None,
+            user_instructions=data["user_instructions"] or None,
+            instruction_context=data["instruction_context"],
+        )
+    except RenderInputError as error:
+        return None, error.errors
+    return {
+        "format": data["format"] or "messages",
+        "messages": rendered.messages,
+        "system": rendered.system,
+        "user": rendered.user,
+        "tokens": rendered.tokens,
+        "total": sum(m["tokens"] for m in rendered.messages),
+        "unused": rendered.unused_variables,
+        "findings": [finding.to_dict() for finding in rendered.findings],
+    }, {}
+
+
 @studio_view()
 @vary_on_headers("HX-Request")
 def prompt_playground(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Pick a version, a template and an interface, fill the variables: the final messages
     and their token counts, exactly as the render API returns them."""
     prompt = get_object_or_404(Prompt, pk=pk)
-    labels = list(
-        Label.objects.filter(prompt=prompt).order_by("name").values_list("name", flat=True)
-    )
-    numbers = list(prompt.versions.order_by("-number").values_list("number", flat=True))
-    sources = [(f"label:{name}", f"label {name}") for name in [*labels, LATEST]] + [
-        (f"version:{n}", f"version {n}") for n in numbers
-    ]
+    sources = _sources(prompt)
     params = request.GET
     source = params.get("source") or (sources[0][0] if sources else "")
-    resolved = None
-    if source:
-        kind, _, value = source.partition(":")
-        try:
-            resolved = fetch_prompt(
-                component=prompt.component,
-                agent=prompt.agent,
-                task_type=prompt.task_type_or_none,
-                label=value if kind == "label" else None,
-                version=int(value) if kind == "version" and value.isdigit() else None,
-            )
-        except PromptLookupError:
-            resolved = None
+    resolved = _resolved(prompt, source) if source else None
+    # One field per variable: those declared, then any other the templates use.
     variables = []
     if resolved is not None:
-        used: dict[str, None] = dict.fromkeys(resolved.variables)
-        for text in (resolved.system, *resolved.user_templates.values()):
-            used.update(dict.fromkeys(check(text, resolved.syntax).variables))
-        variables = list(used)
+        used = used_variables(resolved.syntax, resolved.system, resolved.user_templates)
+        variables = list(dict.fromkeys([*resolved.variables, *used]))
     form = PlaygroundForm(params or None, variables=variables, initial={"source": source})
-    interfaces = list(Interface.objects.order_by("name").values_list("name", flat=True))
     result: dict[str, Any] | None = None
     problems: dict[str, list[str]] = {}
     if form.is_bound and form.is_valid() and resolved is not None:
-        data = form.cleaned_data
-        try:
-            rendered = render_prompt(
-                resolved,
-                template=data["template"] or DEFAULT_TEMPLATE,
-                variables=form.values(),
-                interface=data["interface"] or None,
-                user_instructions=data["user_instructions"] or None,
-                instruction_context=data["instruction_context"],
-            )
-        except RenderInputError as error:
-            problems = error.errors
-        else:
-            result = {
-                "format": data["format"] or "messages",
-                "messages": rendered.messages,
-                "system": rendered.system,
-                "user": rendered.user,
-                "tokens": rendered.tokens,
-                "total": sum(m["tokens"] for m in rendered.messages),
-                "unused": rendered.unused_variables,
-            }
+        result, problems = _playground_render(form, resolved)
     elif resolved is None and sources:
         problems = {"source": [f"{prompt.langfuse_name} has nothing at {source}."]}
     # Choosing another version swaps the whole page (other variables, other templates).
@@ -398,7 +486,7 @@ def prompt_playground(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "sources": sources,
             "source": source,
             "resolved": resolved,
-            "interfaces": interfaces,
+            "interfaces": list(Interface.objects.order_by("name").values_list("name", flat=True)),
             "templates": list(resolved.user_templates) if resolved else [],
             "result": result,
             "problems": problems,
@@ -416,6 +504,9 @@ def _rendered(result: dict[str, Any] | None, errors: list[str]) -> str:
         return f"Not rendered: {errors[0]}{more}"
     if result is None:
         return ""
+    warned = len(result.get("findings", ()))
+    warnings = f", {_counted(warned, 'warning')}" if warned else ""
     if result["format"] == "text":
-        return f"Rendered: the system and user texts, {result['total']} tokens."
-    return f"Rendered: {_counted(len(result['messages']), 'message')}, {result['total']} tokens."
+        return f"Rendered: the system and user texts, {result['total']} tokens{warnings}."
+    what = _counted(len(result["messages"]), "message")
+    return f"Rendered: {what}, {result['total']} tokens{warnings}."

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
@@ -21,7 +21,13 @@ from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
 from promptadmin.core.tokens import tokenizer
 from promptadmin.studio import diffs, merging, selectors
-from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
+from promptadmin.studio.access import (
+    HtmxHttpRequest,
+    fragment_or_page,
+    page_of,
+    render_page,
+    studio_view,
+)
 from promptadmin.studio.forms.common import add_service_errors, object_value, resolve_object
 from promptadmin.studio.forms.segments import (
     SEGMENT_ERROR_FIELDS,
@@ -30,7 +36,6 @@ from promptadmin.studio.forms.segments import (
     SegmentForm,
 )
 
-PAGE_SIZE = 25
 # Column header links cycle through these sorts (first: the one a click starts with).
 SORT_COLUMNS = {
     "id": ("id", "-id"),
@@ -47,6 +52,7 @@ RELATED = (*KINDS, "updated_by", "created_by")
 def segment_list(request: HtmxHttpRequest) -> HttpResponse:
     """Filter, search, sort and page through segments; htmx swaps the results in place."""
     form = SegmentFilterForm(request.GET)
+    ranked = False
     if form.is_valid():
         data = form.cleaned_data
         found = selectors.segment_list(
@@ -56,9 +62,12 @@ def segment_list(request: HtmxHttpRequest) -> HttpResponse:
             q=data["q"],
             order_by=data["sort"],
         )
+        ranked = "-rank" in data["sort"]
     else:
         found = Segment.objects.none()
-    page = Paginator(found, PAGE_SIZE).get_page(request.GET.get("page"))
+    # Ranking scores every match: past the count's cap, the newest matches come first.
+    newest = SegmentFilterForm.SORTS["-updated"][1]
+    page = page_of(request, found, capped_order=newest if ranked else None)
     rows = [(segment, selectors.object_url(segment.ref)) for segment in page]
     template = fragment_or_page(request, "studio/segment_list.html", "results")
     return render_page(
@@ -135,7 +144,7 @@ def segment_create(request: HtmxHttpRequest) -> HttpResponse:
             except ValidationError as exc:
                 add_service_errors(form, exc, SEGMENT_ERROR_FIELDS)
             else:
-                messages.success(request, f"Created {segment.scope} segment #{segment.pk}.")
+                messages.success(request, f"Created {selectors.segment_words(segment)}.")
                 return redirect("studio:segment_edit", segment.pk)
     else:
         initial = {"scope": request.GET.get("scope", ""), "object": request.GET.get("object", "")}
@@ -235,6 +244,98 @@ DELETED_MESSAGE = (
 )
 
 
+@dataclass
+class _Editor:
+    """What the editor shows: the form, the segment it edits (the current one after a
+    conflict), and what went wrong, if anything."""
+
+    form: SegmentForm
+    segment: Segment
+    conflict: Any = None
+    status: int = 200
+    deleted: bool = False
+
+
+def _segment_or_record(request: HttpRequest, pk: int) -> tuple[Segment, bool]:
+    """The segment, and whether it was deleted: a save to a segment deleted while someone
+    edited it gets its last state from history (their text stays on screen), not a 404."""
+    segment = Segment.objects.select_related(*RELATED).filter(pk=pk).first()
+    if segment is not None:
+        return segment, False
+    record = None
+    if request.method == "POST":
+        record = Segment.history.filter(id=pk).order_by("-history_id").first()  # type: ignore[attr-defined]
+    if record is None:
+        raise Http404("No such segment.")
+    return record.instance, True
+
+
+def _saved(request: HttpRequest, saved: Segment, message: str, *, panel: bool) -> HttpResponse:
+    if panel:
+        return _panel_saved(request, saved, message)
+    messages.success(request, message)
+    return redirect("studio:segment_edit", saved.pk)
+
+
+def _merged(
+    request: HttpRequest, form: SegmentForm, expected: int, mine: dict[str, Any], *, panel: bool
+) -> HttpResponse | _Editor:
+    """After a stale save: this author's changes merged into the current segment and
+    saved, or the fields both authors changed shown for a decision (nothing saved)."""
+    theirs = Segment.objects.select_related(*RELATED).get(pk=form.segment.pk)
+    merged, conflict, message, error = merging.merge_or_conflict(
+        current=theirs,
+        expected=expected,
+        mine=mine,
+        names=MERGE_FIELDS,
+        labels=MERGE_LABELS,
+        values_of=_values_of,
+        save=lambda current, values: segments.segment_update(
+            actor=request.user,
+            segment=current,
+            expected_revision=current.revision,
+            **_service_fields(values, form),
+        ),
+        show=_show,
+        text_fields=("content",),
+    )
+    if merged is not None:
+        return _saved(request, merged, message, panel=panel)
+    rebound = SegmentForm(_rebound(request, conflict.values, theirs.revision), segment=theirs)
+    if rebound.is_valid() and error is not None:
+        add_service_errors(rebound, error, SEGMENT_ERROR_FIELDS)
+    return _Editor(rebound, theirs, conflict=conflict, status=409)
+
+
+def _save(request: HttpRequest, segment: Segment, *, panel: bool) -> HttpResponse | _Editor:
+    """Save the posted form; the answer to a save, or the editor to show again."""
+    form = SegmentForm(request.POST, segment=segment)
+    if not form.is_valid():
+        return _Editor(form, segment)
+    expected = form.cleaned_data["expected_revision"]
+    mine = merging.resolved(
+        request, segment, expected, _values_of_form(form), MERGE_FIELDS, _values_of
+    )
+    try:
+        saved = segments.segment_update(
+            actor=request.user,
+            segment=segment,
+            expected_revision=expected,
+            **_service_fields(mine, form),
+        )
+    except StaleRevisionError:
+        return _merged(request, form, expected, mine, panel=panel)
+    except Segment.DoesNotExist:
+        form.add_error(None, DELETED_MESSAGE)
+        return _Editor(form, segment, status=409, deleted=True)
+    except ValidationError as exc:
+        add_service_errors(form, exc, SEGMENT_ERROR_FIELDS)
+        return _Editor(form, segment)
+    if saved.revision == segment.revision:
+        return _saved(request, saved, "Nothing changed, so nothing was saved.", panel=panel)
+    return _saved(request, saved, f"Saved revision {saved.revision}.", panel=panel)
+
+
 @studio_view()
 def segment_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Read (anyone) or change (authors) a segment; never overwrite someone else's save.
@@ -244,105 +345,40 @@ def segment_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     author's changes are kept, this author's are applied, and only a field both changed
     is shown for a decision (nothing is saved until the author decides).
     """
-    htmx = request.htmx
     # The editor beside the preview: the same form, validation, merge and drafts, swapped
     # in place; a save answers with the panel again and tells the preview to re-render.
-    panel = bool(htmx) and request.GET.get("panel") == "1"
-    segment = Segment.objects.select_related(*RELATED).filter(pk=pk).first()
-    deleted = False
-    if segment is None:
-        # Deleted while someone was editing it: keep their text on screen, not a 404.
-        record = None
-        if request.method == "POST":
-            record = Segment.history.filter(id=pk).order_by("-history_id").first()  # type: ignore[attr-defined]
-        if record is None:
-            raise Http404("No such segment.")
-        segment = record.instance
-        deleted = True
-    conflict = None
-    status = 200
-    if request.method == "POST":
-        form = SegmentForm(request.POST, segment=segment)
+    panel = bool(request.htmx) and request.GET.get("panel") == "1"
+    segment, deleted = _segment_or_record(request, pk)
+    if request.method != "POST":
+        editor = _Editor(SegmentForm(initial=_initial(segment), segment=segment), segment)
+        content = segment.content
+    else:
         if deleted:
+            form = SegmentForm(request.POST, segment=segment)
             form.is_valid()
             form.add_error(None, DELETED_MESSAGE)
-            status = 409
-        elif form.is_valid():
-            expected = form.cleaned_data["expected_revision"]
-            mine = merging.resolved(
-                request, segment, expected, _values_of_form(form), MERGE_FIELDS, _values_of
-            )
-            try:
-                saved = segments.segment_update(
-                    actor=request.user,
-                    segment=segment,
-                    expected_revision=expected,
-                    **_service_fields(mine, form),
-                )
-            except StaleRevisionError:
-                theirs = Segment.objects.select_related(*RELATED).get(pk=pk)
-                merged, conflict, message, error = merging.merge_or_conflict(
-                    current=theirs,
-                    expected=expected,
-                    mine=mine,
-                    names=MERGE_FIELDS,
-                    labels=MERGE_LABELS,
-                    values_of=_values_of,
-                    save=lambda current, values: segments.segment_update(
-                        actor=request.user,
-                        segment=current,
-                        expected_revision=current.revision,
-                        **_service_fields(values, form),
-                    ),
-                    show=_show,
-                    text_fields=("content",),
-                )
-                if merged is not None:
-                    if panel:
-                        return _panel_saved(request, merged, message)
-                    messages.success(request, message)
-                    return redirect("studio:segment_edit", merged.pk)
-                form = SegmentForm(
-                    _rebound(request, conflict.values, theirs.revision), segment=theirs
-                )
-                if form.is_valid() and error is not None:
-                    add_service_errors(form, error, SEGMENT_ERROR_FIELDS)
-                segment = theirs
-                status = 409
-            except Segment.DoesNotExist:
-                deleted = True
-                form.add_error(None, DELETED_MESSAGE)
-                status = 409
-            except ValidationError as exc:
-                add_service_errors(form, exc, SEGMENT_ERROR_FIELDS)
-            else:
-                if saved.revision == segment.revision:
-                    message = "Nothing changed, so nothing was saved."
-                else:
-                    message = f"Saved revision {saved.revision}."
-                if panel:
-                    return _panel_saved(request, saved, message)
-                messages.success(request, message)
-                return redirect("studio:segment_edit", saved.pk)
-        content = form.data.get("content", "")
-    else:
-        form = SegmentForm(initial=_initial(segment), segment=segment)
-        content = segment.content
+            outcome: HttpResponse | _Editor = _Editor(form, segment, status=409, deleted=True)
+        else:
+            outcome = _save(request, segment, panel=panel)
+        if isinstance(outcome, HttpResponse):
+            return outcome
+        editor = outcome
+        content = editor.form.data.get("content", "")
     return render_page(
         request,
         f"{EDITOR}#panel" if panel else EDITOR,
         {
             "section": "segments",
-            "form": form,
-            "segment": segment,
-            "object_url": selectors.object_url(segment.ref),
-            "conflict": conflict,
-            "deleted": deleted,
-            "live": live_check(segment.scope, content, segment.token_count),
+            "form": editor.form,
+            "segment": editor.segment,
+            "object_url": selectors.object_url(editor.segment.ref),
+            "conflict": editor.conflict,
+            "deleted": editor.deleted,
+            "live": live_check(editor.segment.scope, content, editor.segment.token_count),
             "panel": panel,
         },
         # htmx swaps only 2xx answers: the panel shows its conflict with a 200.
-        status=200 if panel else status,
+        status=200 if panel else editor.status,
     )
 
 
@@ -368,6 +404,7 @@ def _panel_saved(request: HttpRequest, saved: Segment, message: str) -> HttpResp
 @require_POST
 def segment_delete(request: HttpRequest, pk: int) -> HttpResponse:
     segment = get_object_or_404(Segment, pk=pk)
+    words = selectors.segment_words(segment)
     try:
         expected = int(request.POST.get("expected_revision", ""))
     except ValueError:
@@ -390,5 +427,5 @@ def segment_delete(request: HttpRequest, pk: int) -> HttpResponse:
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect("studio:segment_edit", pk)
-    messages.success(request, f"Deleted segment #{pk}. Its history is kept.")
+    messages.success(request, f"Deleted {words}. Its history is kept.")
     return redirect("studio:segment_list")

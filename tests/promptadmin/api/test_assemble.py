@@ -9,11 +9,12 @@ import pytest
 from django.core.cache import cache
 from django.test import override_settings
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import assemble_prompt
 from promptadmin.content.models import Entry, Segment
 from promptadmin.content.services import segments
 from promptadmin.lore.services import lore_entry_create
-from tests.factories import NPCFactory, make_segment
+from tests.factories import NPCFactory, make_cinder_gate, make_segment
 from tests.promptadmin.api.conftest import codes, errors
 
 pytestmark = pytest.mark.django_db
@@ -210,3 +211,27 @@ def test_assemble_works_uncached_when_redis_is_down(
                 response = assemble(reader, TURN)
             assert response.status_code == 200
             assert response.json() == expected
+
+
+def test_meta_outcome_is_the_net_result_in_plain_words(reader) -> None:  # type: ignore[no-untyped-def]
+    cache.clear()
+    scene = make_cinder_gate()
+    long_war = scene["long_war"].pk
+    body = {**scene["params"], "npcs": [{"npc": s, "tier": t} for s, t in scene["cast"]]}
+    body["state"] = {"input": body.pop("input")}
+    for url in ("/api/v1/assemble", "/api/v1/preview"):
+        meta = assemble(reader, body, url).json()["meta"]
+        outcome = meta["outcome"]
+        assert [(c["key"], c["reason"]) for c in outcome["left_out"]] == [
+            (f"segment:{long_war}", "larger_than_budget"),
+            ("npc:lysa-quill", "over_npc_budget"),
+        ]
+        assert outcome["left_out"][0]["explanation"].endswith(
+            "left out: it alone is larger than the whole 700-token budget"
+        )
+        assert outcome["shortened"] == []
+        [oren] = outcome["lowered"]
+        assert (oren["npc"], oren["tier_before"], oren["tier_after"]) == ("oren-flint", 2, 1)
+        assert oren["explanation"].startswith("NPC 'Oren Flint' lowered from tier 2 to 1")
+        # The trace is still there, put-backs and all.
+        assert any(step["action"] == "restored" for step in meta["truncated"])

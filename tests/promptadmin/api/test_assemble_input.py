@@ -1,297 +1,74 @@
-"""The assembly input's fast path accepts only what full validation accepts, with the same
-result; everything else (errors included) comes from the serializer."""
+"""An assembly request is read by the one parser (assembler.request): the API answers its
+refusals in the documented 400, the studio's preview and scenarios refuse the same input
+in the same words, and the serializers describe exactly what the parser reads."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-from rest_framework.exceptions import ValidationError
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
 
-from assembler import DYNAMIC_SCOPES, MAX_BUDGET
-from assembler.request import DEFAULT_FLOOR
-from promptadmin.api.fastpath import well_formed as _well_formed
+from assembler import DYNAMIC_SCOPES
+from assembler.request import (
+    ASSEMBLE_FIELDS,
+    DEFAULT_FLOOR,
+    LORE_FIELDS,
+    MAX_BUDGET,
+    MAX_NPCS,
+    MAX_SLUG,
+    MAX_TEXT,
+    MAX_TIER,
+    NPC_FIELDS,
+    POLICY_FIELDS,
+    PREVIEW_FIELDS,
+    parse_assemble_params,
+)
 from promptadmin.api.serializers.assembly import (
     AssembleInputSerializer,
     FloorsSerializer,
+    LoreOptionsSerializer,
     PolicySerializer,
     PreviewInputSerializer,
     StateSerializer,
 )
-from promptadmin.api.serializers.common import MAX_TEXT
-from promptadmin.content.models import MAX_TIER
+from promptadmin.api.serializers.releases import ScenarioInputSerializer
+from promptadmin.releases.models import Scenario
+from promptadmin.releases.services import SCENARIO_FIELDS
 from scripts import bench_api
+from tests.promptadmin.api.conftest import person, session_client
 from tests.promptadmin.api.test_assemble import TURN
 
-PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FLAGS = PreviewInputSerializer.FLAGS
-
-# Values full validation accepts.
-valid_slugs = st.one_of(
-    st.sampled_from(["drowned-bell", "a", "x" * 64, "marta-vell"]),
-    st.from_regex(r"[a-z0-9][a-z0-9-]{0,20}", fullmatch=True),
-)
-valid_npc_slugs = st.one_of(valid_slugs, st.sampled_from([" padded ", "é", "Upper"]))
-valid_budgets = st.one_of(st.integers(0, MAX_BUDGET), st.sampled_from([0, MAX_BUDGET]))
-valid_tiers = st.integers(0, MAX_TIER)
-valid_npc = st.one_of(
-    valid_npc_slugs,
-    st.fixed_dictionaries({"npc": valid_npc_slugs}, optional={"tier": valid_tiers}),
-)
-json_objects = st.dictionaries(
-    st.text(max_size=8), st.one_of(st.integers(), st.text(max_size=20), st.none()), max_size=3
-)
-# What a state object may hold (core.storedjson): storable text, 64-bit integers.
-storable_text = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20
-)
-storable_objects = st.dictionaries(
-    storable_text,
-    st.one_of(st.integers(-(2**63), 2**63 - 1), storable_text, st.none()),
-    max_size=3,
-)
-valid_state_value = st.one_of(st.none(), st.text(max_size=40), storable_objects)
-valid_fraction = st.one_of(st.floats(0, 1), st.sampled_from([0, 1]))
-valid_policy = st.fixed_dictionaries(
-    {},
-    optional={
-        "floors": st.dictionaries(st.sampled_from(DYNAMIC_SCOPES), valid_fraction),
-        "block_format": st.sampled_from(["delimited", "xml", "markdown"]),
-    },
-)
-valid_fields: dict[str, st.SearchStrategy[Any]] = {
-    "world": st.one_of(st.none(), valid_slugs),
-    "first_turn": st.booleans(),
-    "strict": st.booleans(),
-    "include_inactive": st.booleans(),
-    "token_budget": valid_budgets,
-    "npc_budget": valid_budgets,
-    "npcs": st.lists(
-        valid_npc, max_size=6, unique_by=lambda n: n if isinstance(n, str) else n["npc"]
-    ),
-    "state": st.dictionaries(st.sampled_from(DYNAMIC_SCOPES), valid_state_value),
-    "policy": valid_policy,
-    "conversation": st.one_of(
-        st.none(),
-        st.sampled_from(["npc:marta@run-7", "a", "x" * 200]),
-        st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,30}", fullmatch=True),
-    ),
-    "history_budget": st.one_of(st.none(), valid_budgets),
-}
-valid_bodies = st.fixed_dictionaries({"entry": valid_slugs}, optional=valid_fields)
-
-# Anything at all in any field, near misses first.
-NEAR_MISSES = (
-    None,
-    True,
-    False,
-    0,
-    -1,
-    1.5,
-    "",
-    " ",
-    " a",
-    "a ",
-    "\x00",
-    "\ud800",
-    "é",
-    "x" * 65,
-    MAX_BUDGET + 1,
-    MAX_TIER + 1,
-    float("inf"),
-    [],
-    {},
-    ["a", "a"],
-    {"npc": "a", "x": 1},
-    {"tier": 1},
-    {"npc": "a", "tier": True},
-    {"npc": "a", "tier": -1},
-    "1",
-    "true",
-    "x" * (MAX_TEXT + 1),
-    {"floors": {"input": 2}},
-    {"floors": {"hp": 0.1}},
-    {"block_format": "yaml"},
-    {"input": 5},
-    {"hp": "x"},
-    [{"npc": "a"}, "a"],
-    ["b"] * 51,
-    [f"npc-{i}" for i in range(51)],
-    [None],
-    [["a"]],
-    {"k\ud800": ["v"]},
-    {"k": 2**64},
-    {"k": [float("nan")]},
-    {"k": {"v": "a\x00"}},
-    {"k\x00": 1},
-    {"k": json.loads("[" * 33 + "]" * 33)},  # deeper than stored JSON may nest
-    {"k": json.loads("[" * 31 + "]" * 31)},
-)
-near_misses = st.sampled_from(NEAR_MISSES)
-anything = st.one_of(
-    near_misses,
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.floats(),
-    st.text(max_size=70),
-    st.lists(st.one_of(st.text(max_size=5), st.integers(), json_objects), max_size=4),
-    json_objects,
-)
+pytestmark = pytest.mark.usefixtures("demo")
 
 
-def either(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.one_of(valid, anything)
+def test_the_schema_describes_the_fields_the_parser_reads() -> None:
+    assert tuple(AssembleInputSerializer().fields) == ASSEMBLE_FIELDS
+    assert tuple(PreviewInputSerializer().fields) == PREVIEW_FIELDS
+    assert tuple(StateSerializer().fields) == DYNAMIC_SCOPES
+    assert tuple(FloorsSerializer().fields) == DYNAMIC_SCOPES
+    assert tuple(PolicySerializer().fields) == POLICY_FIELDS
+    assert tuple(LoreOptionsSerializer().fields) == LORE_FIELDS
+    assert tuple(ScenarioInputSerializer().fields) == SCENARIO_FIELDS
+    floors = PolicySerializer().fields["floors"]
+    assert floors.help_text == f"Default: {DEFAULT_FLOOR:g} for each layer."
 
 
-layer_names = st.sampled_from([*DYNAMIC_SCOPES, "hp"])
-mixed_fields = {name: either(strategy) for name, strategy in valid_fields.items()}
-mixed_fields["npcs"] = either(
-    st.lists(
-        either(
-            st.fixed_dictionaries(
-                {"npc": either(valid_npc_slugs)},
-                optional={"tier": either(valid_tiers), "x": anything},
-            )
-        ),
-        max_size=4,
-    )
-)
-mixed_fields["state"] = either(
-    st.dictionaries(
-        layer_names,
-        st.one_of(valid_state_value, anything, st.just("x" * (MAX_TEXT + 1))),
-        max_size=4,
-    )
-)
-mixed_fields["policy"] = either(
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "floors": either(
-                st.dictionaries(layer_names, st.one_of(valid_fraction, anything), max_size=3)
-            ),
-            "block_format": either(st.sampled_from(["delimited", "xml", "markdown", "yaml"])),
-            "x": anything,
-        },
-    )
-)
-mixed_bodies = st.one_of(
-    st.fixed_dictionaries(
-        {"entry": either(valid_slugs)},
-        optional={**mixed_fields, "unknown": anything},
-    ),
-    st.fixed_dictionaries({}, optional=mixed_fields),
-    anything,
-)
-
-
-PLACES = (
-    *valid_fields,
-    "entry",
-    "unknown",
-    "npc",
-    "npc.npc",
-    "npc.tier",
-    "npc.x",
-    "state.input",
-    "state.hp",
-    "policy",
-    "policy.floors",
-    "policy.floors.input",
-    "policy.floors.hp",
-    "policy.block_format",
-    "policy.x",
-)
-
-
-def changed(body: dict[str, Any], where: str, bad: Any) -> dict[str, Any]:
-    """``body`` with the value at ``where`` (a place in PLACES) replaced by ``bad``."""
-    body = json.loads(json.dumps(body))
-    top, _, inner = where.partition(".")
-    if top == "npc":
-        npcs = [*body.get("npcs", []), {"npc": "zz-last", "tier": 1}]
-        npcs[-1] = bad if not inner else {**npcs[-1], inner: bad}
-        body["npcs"] = npcs
-    elif top == "state" and inner:
-        body["state"] = {**body.get("state", {}), inner: bad}
-    elif top == "policy" and inner.startswith("floors."):
-        policy = body.get("policy", {})
-        body["policy"] = {**policy, "floors": {**policy.get("floors", {}), inner[7:]: bad}}
-    elif top == "policy" and inner:
-        body["policy"] = {**body.get("policy", {}), inner: bad}
-    else:
-        body[top] = bad
-    return body
-
-
-@st.composite
-def one_thing_changed(draw: st.DrawFn) -> dict[str, Any]:
-    """A valid body with one value, at any depth, replaced by a near miss or anything."""
-    return changed(
-        draw(valid_bodies),
-        draw(st.sampled_from(PLACES)),
-        draw(st.one_of(near_misses, anything)),
-    )
-
-
-@PROPERTY
-@given(one_thing_changed())
-def test_one_bad_value_anywhere_is_left_to_full_validation(body: dict[str, Any]) -> None:
-    taken = fast(body)
-    if taken is not None:
-        assert full_validation(body) == taken
-
-
-def test_every_near_miss_in_every_place_is_left_to_full_validation() -> None:
-    base = {**TURN, "policy": {"floors": {"rng": 0.2}, "block_format": "xml"}}
-    for where in PLACES:
-        for bad in NEAR_MISSES:
-            body = changed(base, where, bad)
-            taken = fast(body)
-            if taken is not None:
-                assert full_validation(body) == taken, (where, bad)
-
-
-def full_validation(body: Any) -> tuple[Any, bool] | None:
-    serializer = PreviewInputSerializer(data=body)
-    if not serializer.is_valid():
-        return None
-    return serializer.params(), serializer.validated_data["include_inactive"]
-
-
-def fast(body: Any) -> tuple[Any, bool] | None:
-    found = _well_formed(body, FLAGS)
-    return None if found is None else (found[0], found[1]["include_inactive"])
-
-
-@PROPERTY
-@given(valid_bodies)
-@example({"entry": "a", "policy": {"floors": {}}})
-@example({"entry": "a", "state": {"input": None}, "world": None})
-def test_valid_bodies_give_what_full_validation_gives(body: dict[str, Any]) -> None:
-    expected = full_validation(body)
-    assert expected is not None, PreviewInputSerializer(data=body).errors
-    taken = fast(body)
-    if taken is not None:
-        assert taken == expected
-
-
-@PROPERTY
-@given(mixed_bodies)
-@example({"entry": "a\ud800"})
-@example({"entry": " a"})
-@example({"entry": "a", "npcs": ["a", {"npc": "a", "tier": 1}]})
-@example({"entry": "a", "policy": {"floors": {"input": True}}})
-@example({"entry": "a", "state": None})
-@example({"entry": "a", "npcs": None})
-def test_the_fast_path_accepts_nothing_full_validation_refuses(body: Any) -> None:
-    taken = fast(body)
-    if taken is not None:
-        assert full_validation(body) == taken
+def test_the_schema_states_the_parsers_limits() -> None:
+    schema = APIClient().get("/api/v1/schema/?format=json").json()["components"]["schemas"]
+    request = schema["AssembleInputRequest"]["properties"]
+    assert request["entry"]["maxLength"] == MAX_SLUG
+    assert request["npcs"]["maxItems"] == MAX_NPCS
+    assert request["token_budget"]["maximum"] == MAX_BUDGET
+    npc = request["npcs"]["items"]["oneOf"][1]
+    assert tuple(npc["properties"]) == NPC_FIELDS
+    assert npc["properties"]["tier"]["maximum"] == MAX_TIER
+    state = schema["StateRequest"]["properties"]["input"]["oneOf"][0]
+    assert state["maxLength"] == MAX_TEXT
 
 
 @pytest.mark.parametrize(
@@ -304,21 +81,94 @@ def test_the_fast_path_accepts_nothing_full_validation_refuses(body: Any) -> Non
         {**TURN, "policy": {"floors": {"input": 0.2}, "block_format": "xml"}, "strict": True},
     ],
 )
-def test_requests_as_games_send_them_take_the_fast_path(body: dict[str, Any]) -> None:
-    assert fast(body) is not None
-    assert fast(body) == full_validation(body)
+def test_requests_as_games_send_them_are_read(body: dict[str, Any]) -> None:
+    assert parse_assemble_params(body).entry == body["entry"]
 
 
-def test_errors_come_from_full_validation() -> None:
-    with pytest.raises(ValidationError) as raised:
-        AssembleInputSerializer.parse({"entry": " ", "token_budget": -1, "colour": "red"})
-    assert set(raised.value.detail) == {"entry", "token_budget", "colour"}
-    with pytest.raises(ValidationError):
-        AssembleInputSerializer.parse({"entry": "a", "include_inactive": True})
+def test_a_refusal_is_the_documented_400_naming_every_field(reader: APIClient) -> None:
+    response = reader.post(
+        "/api/v1/assemble",
+        {**TURN, "entry": " ", "token_budget": -1, "colour": "red", "npcs": [{"npc": "a", "x": 1}]},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json() == {
+        "type": "validation_error",
+        "errors": [
+            {
+                "code": "unknown_field",
+                "detail": f"Unknown field; the fields are: {', '.join(ASSEMBLE_FIELDS)}.",
+                "attr": "colour",
+            },
+            {"code": "blank", "detail": "This field may not be blank.", "attr": "entry"},
+            {
+                "code": "min_value",
+                "detail": "Ensure this value is greater than or equal to 0.",
+                "attr": "token_budget",
+            },
+            {
+                "code": "unknown_field",
+                "detail": "Unknown field; the fields are: npc, tier.",
+                "attr": "npcs.0.x",
+            },
+        ],
+    }
 
 
-def test_the_state_and_the_floors_name_the_assemblers_dynamic_layers() -> None:
-    assert list(StateSerializer().fields) == list(DYNAMIC_SCOPES)
-    assert list(FloorsSerializer().fields) == list(DYNAMIC_SCOPES)
-    floors = PolicySerializer().fields["floors"]
-    assert floors.help_text == f"Default: {DEFAULT_FLOOR:g} for each layer."
+# The same bad requests, sent to the three entry points that take one.
+
+BAD_REQUESTS = [
+    pytest.param({"npcs": [f"npc-{n}" for n in range(MAX_NPCS + 1)]}, id="51 NPCs"),
+    pytest.param({"npcs": [{"npc": "marta-vell", "tier": -1}]}, id="a tier of -1"),
+    pytest.param({"entry": "x" * (MAX_SLUG + 1)}, id="a 65-character slug"),
+    pytest.param({"token_budget": 2**31}, id="a 2^31 budget"),
+    pytest.param({"state": {"game_state": {"name": "\ud800"}}}, id="a lone surrogate in state"),
+]
+GOOD = {"entry": "drowned-bell", "first_turn": True, "npcs": [{"npc": "old-cobb", "tier": 1}]}
+
+
+def as_json(body: dict[str, Any]) -> bytes:
+    """JSON as a client may send it (a lone surrogate as its escape)."""
+    return json.dumps(body).encode()
+
+
+def api_refusal(client: APIClient, path: str, body: dict[str, Any]) -> dict[str, list[str]]:
+    response = client.generic("POST", path, as_json(body), "application/json")
+    assert response.status_code == 400, response.json()
+    found: dict[str, list[str]] = {}
+    for error in response.json()["errors"]:
+        found.setdefault(error["attr"], []).append(error["detail"])
+    return found
+
+
+def studio_refusal(client: Client, body: dict[str, Any]) -> dict[str, list[str]]:
+    """The preview's refusal of the same settings, typed in its form."""
+    query: list[tuple[str, Any]] = [
+        (name, body[name]) for name in ("entry", "token_budget") if name in body
+    ]
+    query.append(("first_turn", "on"))
+    for npc in body["npcs"]:
+        slug, tier = (npc, 0) if isinstance(npc, str) else (npc["npc"], npc["tier"])
+        query += [("npc", slug), ("tier", tier)]
+    for layer, value in body.get("state", {}).items():
+        query.append((layer, json.dumps(value)))  # typed JSON, escapes and all
+    response = client.get(reverse("studio:preview") + "?" + urlencode(query))
+    form = response.context["form"]
+    assert response.context["preview"] is None and form.request_error is not None
+    shown = [str(error) for errors in form.errors.values() for error in errors]
+    for messages in form.request_error.errors.values():
+        assert all(any(message in error for error in shown) for message in messages)
+    return form.request_error.errors
+
+
+@pytest.mark.parametrize("change", BAD_REQUESTS)
+def test_a_bad_request_is_refused_alike_by_the_api_the_preview_and_scenarios(
+    reader: APIClient, writer: APIClient, change: dict[str, Any]
+) -> None:
+    body = {**GOOD, **change}
+    assembled = api_refusal(reader, "/api/v1/assemble", body)
+    assert len(assembled) == 1  # one field, named
+    assert studio_refusal(session_client(person("viewer")), body) == assembled
+    scenario = api_refusal(writer, "/api/v1/scenarios/", {"name": "bad", **body})
+    assert scenario == assembled
+    assert not Scenario.objects.exists()

@@ -350,3 +350,18 @@ def test_assembly_reports_the_lore_of_the_entrys_world(reader, demo) -> None:  #
     assert "lore" in data["meta"]["order"]
     preview = post(reader, turn, "/api/v1/preview").json()
     assert [row["id"] for row in preview["meta"]["lore"]] == [bell.pk]
+
+
+def test_the_requests_lore_options_turn_lore_off_or_bound_its_room(reader, demo) -> None:  # type: ignore[no-untyped-def]
+    from promptadmin.content.models import Entry
+
+    entry = Entry.objects.select_related("world").get(slug="drowned-bell")
+    make(entry.world, title="The bell", content="It was cast from a sunken ship.")
+    turn = {"entry": "drowned-bell", "release": "working", "state": {"input": "The bell?"}}
+    off = post(reader, {**turn, "lore": {"enabled": False}}, "/api/v1/assemble").json()
+    assert off["meta"]["lore"] == [] and "sunken ship" not in off["prompt"]
+    tight = post(reader, {**turn, "lore": {"budget": 1}}, "/api/v1/preview").json()
+    assert [row["status"] for row in tight["meta"]["lore"]] == ["left_out"]
+    refused = post(reader, {**turn, "lore": {"scan_depth": 101, "x": 1}}, "/api/v1/assemble")
+    assert refused.status_code == 400
+    assert set(errors(refused)) == {"lore.scan_depth", "lore.x"}

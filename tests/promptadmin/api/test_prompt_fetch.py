@@ -89,11 +89,9 @@ def test_fetch_sends_a_strong_etag_and_answers_304_when_unchanged(
 @pytest.mark.parametrize("hot", [True, False], ids=["hot path", "drf"])
 @pytest.mark.parametrize("api", ["native", "langfuse"])
 def test_if_none_match_uses_the_weak_comparison_a_list_and_star(
-    read_key: str, judge: Prompt, monkeypatch: pytest.MonkeyPatch, api: str, hot: bool
+    read_key: str, judge: Prompt, settings: Any, api: str, hot: bool
 ) -> None:
-    from promptadmin.api import hotpath
-
-    monkeypatch.setattr(hotpath, "enabled", hot)
+    settings.API_HOT_PATH = hot
     client, url = (
         (key_client(read_key), JUDGE)
         if api == "native"

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from assembler.format_lint import EMPTY_VALUE
 from promptadmin.prompts.models import Prompt
 from promptadmin.prompts.services.interfaces import adapter_instruction_create, interface_create
 from tests.promptadmin.api.conftest import (
@@ -152,3 +153,19 @@ def test_render_refuses_values_that_cannot_be_sent(reader: APIClient, parsing: P
     )
     assert response.status_code == 400
     assert "variables" in errors(response)
+
+
+def test_a_render_warns_of_a_value_rendered_empty_where_text_is_expected(
+    reader: APIClient, parsing: Prompt, interfaces: None
+) -> None:
+    body = render(reader, interface="langchain").json()
+    [finding] = body["findings"]
+    assert finding["code"] == EMPTY_VALUE and finding["level"] == "warning"
+    assert finding["template"] == "adapter:langchain:system"
+    assert "renders 'json_schema' empty" in finding["message"]
+    variables = {"subject": "essays", "question": ""}
+    found = render(reader, interface="langchain", variables=variables).json()["findings"]
+    assert [f["template"] for f in found] == ["default", "adapter:langchain:system"]
+    assert found[0]["message"].startswith("The user template 'default' renders 'question' empty")
+    full = render(reader, interface="langchain", instruction_context={"json_schema": "{}"})
+    assert full.json()["findings"] == []

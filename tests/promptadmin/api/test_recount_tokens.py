@@ -11,7 +11,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import assemble_prompt
 from promptadmin.content.models import Segment
 from promptadmin.core.tokens import tokenizer
 from tests.factories import EntryFactory, make_segment

@@ -35,7 +35,7 @@ BODY: dict[str, Any] = {
 
 @pytest.fixture(autouse=True)
 def fresh_process() -> None:
-    serving._loaded.clear()
+    serving.forget()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from django.contrib.staticfiles import finders
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from assembler.result import StepAction
+from assembler.result import CHANGE_KINDS, OUTCOME_REASONS, StepAction
 
 pytestmark = pytest.mark.django_db
 
@@ -113,6 +113,11 @@ def test_the_schemas_enums_are_the_assemblers(schema: dict[str, Any]) -> None:
     components = schema["components"]["schemas"]
     assert components["TruncationStepActionEnum"]["enum"] == list(get_args(StepAction))
     assert "restored" in components["TruncationStepActionEnum"]["enum"]
+    # meta.outcome: what is left out, shortened and lowered, each with its reason.
+    assert components["OutcomeChangeKindEnum"]["enum"] == list(CHANGE_KINDS)
+    assert components["OutcomeReasonEnum"]["enum"] == list(OUTCOME_REASONS)
+    meta = components["Meta"]["properties"]
+    assert meta["outcome"]["allOf"][0]["$ref"] == "#/components/schemas/Outcome"
 
 
 def test_every_release_and_scenario_operation_has_examples_that_conform(
@@ -162,3 +167,16 @@ def schema_problems(value: Any, schema: dict[str, Any], components: dict[str, An
         as_json_schema(schema), format_checker=jsonschema.FormatChecker()
     )
     return [f"{list(error.path)}: {error.message}" for error in validator.iter_errors(value)]
+
+
+def test_the_docs_open_on_the_calls_a_game_makes(schema: dict[str, Any]) -> None:
+    """/api/docs/ lists its sections in the order of the schema's tags: assemble and
+    preview, prompts and conversations first (it opened on adapter instructions)."""
+    tags = [tag["name"] for tag in schema["tags"]]
+    assert tags[:3] == ["assembly", "prompts", "conversations"]
+    used = {tag for _m, _p, op in operations(schema) for tag in op.get("tags", [])}
+    assert used <= set(tags), used - set(tags)  # none falls in after the listed ones
+    paths = list(schema["paths"])
+    assert paths[:2] == ["/api/v1/assemble", "/api/v1/preview"]
+    ranks = [tags.index(op["tags"][0]) for _m, _p, op in operations(schema)[:12]]
+    assert ranks == sorted(ranks) and ranks[0] == 0

@@ -66,6 +66,41 @@ def test_every_model_is_listed_with_filters(superuser_client: Client) -> None:
     assert page.context["cl"].result_count == 1
 
 
+def test_the_segment_list_pages_counts_to_a_cap_and_searches_the_index(
+    superuser_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from promptadmin.core import pagination
+
+    monkeypatch.setattr(pagination, "ADMIN_COUNT_CAP", 5)
+    for n in range(8):
+        make_segment(content=f"Lantern number {n}.")
+    make_segment(content="A candle.")
+    page = superuser_client.get("/admin/promptadmin/segment/")
+    changelist = page.context["cl"]
+    # Counted up to the cap, and never counted again in full beside it.
+    assert (changelist.result_count, changelist.full_result_count) == (5, None)
+    assert changelist.list_per_page == pagination.ADMIN_PAGE_SIZE
+    found = superuser_client.get("/admin/promptadmin/segment/", {"q": "lant"}).context["cl"]
+    assert found.result_count == 5  # words by their beginning (capped)
+    candle = superuser_client.get("/admin/promptadmin/segment/", {"q": "cand"}).context["cl"]
+    assert [s.content for s in candle.result_list] == ["A candle."]
+
+
+def test_thousands_of_objects_are_searched_for_never_listed(superuser_client: Client) -> None:
+    for n in range(30):
+        NPCFactory(slug=f"npc-{n}")
+    segment = make_segment(scope="npc", ref=NPCFactory(slug="marta"))
+    form = superuser_client.get(f"/admin/promptadmin/segment/{segment.pk}/change/")
+    html = form.content.decode()
+    # The owner fields ask the autocomplete view, and list only the current choice.
+    assert 'class="admin-autocomplete"' in html and 'data-field-name="npc"' in html
+    assert "npc-1" not in html
+    listing = superuser_client.get("/admin/promptadmin/segment/").content.decode()
+    assert "npc__id__exact" not in listing  # no filter listing every NPC
+    entry = superuser_client.get("/admin/promptadmin/entry/add/").content.decode()
+    assert 'data-field-name="world"' in entry and 'class="admin-autocomplete"' in entry
+
+
 def test_a_segment_added_in_the_admin_is_counted_and_attributed(superuser_client: Client) -> None:
     response = superuser_client.post("/admin/promptadmin/segment/add/", segment_form())
     assert response.status_code == 302

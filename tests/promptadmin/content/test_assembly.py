@@ -6,8 +6,8 @@ import pytest
 from django.core.cache import cache
 from django.core.management import call_command
 
+from assembler.request import AssembleParams
 from promptadmin.content.assembly import (
-    AssembleParams,
     AssemblyInputError,
     assemble_prompt,
     build_request,

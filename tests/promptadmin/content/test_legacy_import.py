@@ -181,6 +181,33 @@ def test_a_string_title_in_the_metadata_goes_to_the_title_column(
     assert (sum(again.unchanged.values()), again.conflicts) == (1, [])
 
 
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_an_npc_row_s_tier_in_the_metadata_goes_to_the_tier_column(fmt: str) -> None:
+    """Found by a writer: an imported NPC row with ``"tier": 1`` in its metadata became
+    a segment of tier 0, shown only at the lowest tier."""
+    rows = [
+        {"id": 1, "scope": "npc", "ref_id": "marta-vell", "content": "Scar on her left hand.",
+         "metadata": {"tier": 1, "mood": "wary"}},
+        {"id": 2, "scope": "npc", "ref_id": "marta-vell", "content": "Odd.",
+         "metadata": {"tier": "high"}},
+        {"id": 3, "scope": "world", "ref_id": "iron-coast", "content": "Rust.",
+         "metadata": {"tier": 2}},
+    ]  # fmt: skip
+    data = ex.as_json(rows) if fmt == "json" else ex.as_csv(rows)
+    report = run(data, fmt)
+    assert not report.errors
+    found = {
+        s.legacy_id: (s.tier, s.metadata) for s in Segment.objects.filter(legacy_id__isnull=False)
+    }
+    assert found == {
+        "1": (1, {"mood": "wary"}),
+        "2": (0, {"tier": "high"}),  # not a tier: kept where it was
+        "3": (0, {"tier": 2}),  # a world segment has no tier
+    }
+    assert Segment.objects.get(legacy_id="1").history.get().tier == 1
+    assert sum(run(data, fmt).unchanged.values()) == 3
+
+
 def test_a_changed_row_in_a_later_export_is_a_conflict_and_is_not_overwritten() -> None:
     run(ex.as_json(ex.VALID), "json")
     later = [dict(row) for row in ex.VALID]
@@ -583,6 +610,18 @@ def test_the_command_refuses_and_exits_non_zero_on_an_invalid_row(tmp_path: Path
         call_command("import_segments", str(export), stdout=out)
     assert out.getvalue().startswith("REFUSED: 8 invalid row(s)")
     assert not Segment.objects.exists()
+
+
+def test_a_dry_run_with_invalid_rows_says_an_import_would_be_refused(tmp_path: Path) -> None:
+    export = tmp_path / "segments.json"
+    export.write_bytes(DIRTY_EXPORTS["json"]())
+    out = StringIO()
+    with pytest.raises(CommandError, match="An import of this file would be refused"):
+        call_command("import_segments", str(export), "--dry-run", stdout=out)
+    assert out.getvalue().startswith(
+        "DRY RUN: 8 invalid row(s); an import of this file would be refused"
+    )
+    assert "REFUSED" not in out.getvalue()
 
 
 def test_the_command_dry_run_says_so_and_writes_nothing(tmp_path: Path) -> None:

@@ -55,3 +55,41 @@ def test_titles_and_demo_keys_move_out_of_the_metadata_and_back() -> None:
 def executor_leaf() -> list[tuple[str, str]]:
     executor = MigrationExecutor(connection)
     return executor.loader.graph.leaf_nodes()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_imported_npc_segments_take_the_tier_their_metadata_kept_and_give_it_back() -> None:
+    """Migration 0011: imported NPC rows at tier 0 with ``"tier": n`` in their metadata."""
+    apps = migrate([("promptadmin", "0010_import_jobs")])
+    npc = apps.get_model("promptadmin", "NPC").objects.create(slug="oren", name="Oren")
+    Segment = apps.get_model("promptadmin", "Segment")
+    History = apps.get_model("promptadmin", "HistoricalSegment")
+
+    def imported(legacy_id: str, **fields: Any) -> Any:
+        return Segment.objects.create(
+            scope="npc", npc=npc, content="Scarred.", legacy_id=legacy_id, **fields
+        )
+
+    lost = imported("1", metadata={"tier": 2, "mood": "wary"})
+    edited = imported("2", metadata={"tier": 1}, revision=2)  # someone set tier 0 since
+    odd = imported("3", metadata={"tier": "high"})
+    own = Segment.objects.create(scope="npc", npc=npc, content="x", metadata={"tier": 1})
+    try:
+        apps = migrate([("promptadmin", "0013_npc_tier_from_imported_metadata")])
+        Segment = apps.get_model("promptadmin", "Segment")
+        row = Segment.objects.get(pk=lost.pk)
+        assert (row.tier, row.metadata, row.revision) == (2, {"mood": "wary"}, 2)
+        record = History.objects.filter(id=lost.pk).order_by("-history_id").first()
+        assert (record.tier, record.history_change_reason) == (
+            2,
+            "Tier taken from the imported metadata",
+        )
+        for untouched in (edited, odd, own):
+            again = Segment.objects.get(pk=untouched.pk)
+            assert (again.tier, again.metadata) == (0, untouched.metadata)
+
+        apps = migrate([("promptadmin", "0010_import_jobs")])
+        back = apps.get_model("promptadmin", "Segment").objects.get(pk=lost.pk)
+        assert (back.tier, back.metadata, back.revision) == (0, {"mood": "wary", "tier": 2}, 3)
+    finally:
+        migrate(executor_leaf())

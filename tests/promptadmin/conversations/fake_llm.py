@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +24,8 @@ class Reply:
     delay: float = 0.0
     # Wait for this event before answering (a call in flight, for kill tests).
     hold: threading.Event | None = None
+    # Sent as the body instead of a completion (a malformed answer).
+    raw: bytes | None = None
 
 
 @dataclass
@@ -36,13 +38,17 @@ class FakeLLM:
     received: threading.Event = field(default_factory=threading.Event)
     url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Answers worked out from the request, when no scripted reply is left.
+    respond: Callable[[dict[str, Any]], Reply] | None = None
 
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self.lock:
             self.requests.append(body)
             self.times.append(time.monotonic())
             self.received.set()
-            return self.replies.pop(0) if self.replies else self.default
+            if self.replies:
+                return self.replies.pop(0)
+        return self.respond(body) if self.respond is not None else self.default
 
 
 def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
@@ -77,7 +83,7 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 }
             else:
                 payload = {"error": {"message": f"status {reply.status}", "type": "test"}}
-            data = json.dumps(payload).encode()
+            data = reply.raw if reply.raw is not None else json.dumps(payload).encode()
             try:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")

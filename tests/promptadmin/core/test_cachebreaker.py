@@ -21,7 +21,8 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import assemble_prompt
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create

@@ -76,6 +76,9 @@ SERVICES: dict[str, Role] = {
     "lore_entry_restore": Role.AUTHOR,
     "lore_entries_update": Role.AUTHOR,
     "lorebook_import": Role.AUTHOR,
+    # playtests
+    "playtest_create": Role.AUTHOR,
+    "playtest_confirm": Role.AUTHOR,
 }
 
 

@@ -11,11 +11,13 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from assembler import storable
+from assembler.storable import MAX_DEPTH, StoredJsonError, check_stored_json
 from promptadmin.core import storedjson
-from promptadmin.core.storedjson import MAX_DEPTH, StoredJsonError, check_stored_json
 
 
 def test_the_examples_in_the_docstrings_hold() -> None:
+    assert doctest.testmod(storable).failed == 0
     assert doctest.testmod(storedjson).failed == 0
 
 
@@ -62,7 +64,7 @@ json_values = st.recursive(
     | st.booleans()
     | st.integers(min_value=-(2**63), max_value=2**64 - 1)
     | st.floats(allow_nan=False, allow_infinity=False).filter(
-        lambda f: storedjson.float_problem(f) is None
+        lambda f: storable.float_problem(f) is None
     )
     | st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00")),
     lambda children: (
@@ -133,5 +135,5 @@ def test_the_examples_come_back_from_postgresql_as_integers_no_encoder_writes(
 def test_a_float_is_refused_exactly_when_postgresql_gives_back_what_cannot_be_encoded(
     number: float,
 ) -> None:
-    refused = storedjson.float_problem(number) is not None
+    refused = storable.float_problem(number) is not None
     assert refused == (not encodes(through_jsonb(number)))

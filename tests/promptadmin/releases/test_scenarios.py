@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def demo() -> None:
     cache.clear()
-    serving._loaded.clear()
+    serving.forget()
     call_command("seed_demo", stdout=StringIO())
 
 

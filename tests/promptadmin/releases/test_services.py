@@ -10,21 +10,22 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import call_command
 
-from promptadmin.content.assembly import AssembleParams, assemble_prompt
+from assembler.request import AssembleParams
+from promptadmin.content.assembly import assemble_prompt
 from promptadmin.content.models import Segment
 from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.core.errors import StaleStateError
 from promptadmin.releases import selectors, services, serving
+from promptadmin.releases.bundles import content_version, manifest_hashes, release_content
 from promptadmin.releases.models import (
     Release,
     ReleaseAlias,
+    ReleaseBundle,
     ReleaseLabel,
     ReleaseLabelMove,
-    ReleaseSegment,
-    ReleaseText,
 )
-from promptadmin.releases.snapshot import release_content, working_content
+from promptadmin.releases.working import working_version
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +37,7 @@ PARAMS = AssembleParams(entry="drowned-bell", first_turn=True, npcs=NPCS)
 @pytest.fixture(autouse=True)
 def demo() -> None:
     cache.clear()
-    serving._loaded.clear()
+    serving.forget()
     call_command("seed_demo")
 
 
@@ -75,7 +76,7 @@ def test_a_release_is_immutable_under_later_edits_and_deletes(
         segments.segment_update(actor=None, segment=edited, content="Fog, always fog.")
         segments.segment_delete(actor=None, segment=deleted)
         catalog.catalog_update(actor=None, obj=deleted.npc, name="Renamed Cobb")
-    serving._loaded.clear()  # reload from the database: the stored rows are what count
+    serving.forget()  # reload from the database: the stored rows are what count
 
     assert from_release(release.name) == before
     assert "Fog, always fog." in assemble_prompt(PARAMS).prompt
@@ -91,10 +92,12 @@ def test_release_rows_refuse_to_change() -> None:
         release.save()
     with pytest.raises(ValidationError):
         release.delete()
-    row = ReleaseSegment.objects.filter(release=release).first()
-    assert row is not None
+    bundle = ReleaseBundle.objects.first()
+    assert bundle is not None
     with pytest.raises(ValidationError):
-        row.save()
+        bundle.save()
+    with pytest.raises(ValidationError):
+        bundle.delete()
 
 
 @pytest.mark.postgres
@@ -105,9 +108,10 @@ def test_the_database_refuses_to_change_a_release_whatever_the_code_path() -> No
     release = services.release_create(actor=user, name="r-one", labels=["production"])
     attempts = [
         lambda: Release.objects.filter(pk=release.pk).update(notes="rewritten"),
-        lambda: ReleaseSegment.objects.filter(release=release).update(sort_order=9),
-        lambda: ReleaseSegment.objects.filter(release=release).delete(),
-        lambda: ReleaseText.objects.update(content="gone"),
+        lambda: Release.objects.filter(pk=release.pk).update(manifest={}),
+        lambda: Release.objects.filter(pk=release.pk).delete(),
+        lambda: ReleaseBundle.objects.update(content="gone"),
+        lambda: ReleaseBundle.objects.filter(kind="npc").delete(),
         lambda: ReleaseLabelMove.objects.update(note="rewritten"),
     ]
     for attempt in attempts:
@@ -119,25 +123,27 @@ def test_the_database_refuses_to_change_a_release_whatever_the_code_path() -> No
     assert release.created_by is None and release.notes == ""
 
 
-def test_unchanged_text_is_stored_once_across_releases() -> None:
-    services.release_create(actor=None, name="r-one")
-    texts = ReleaseText.objects.count()
+def test_a_release_after_a_one_segment_change_writes_one_bundle() -> None:
+    one = services.release_create(actor=None, name="r-one")
+    bundles = ReleaseBundle.objects.count()
     segment = Segment.objects.get(import_key="w-iron-tone")
     segments.segment_update(actor=None, segment=segment, content="Fog, always fog.")
-    services.release_create(actor=None, name="r-two")
-    assert ReleaseText.objects.count() == texts + 1
-    assert ReleaseSegment.objects.count() == 2 * Segment.objects.filter(active=True).count()
+    two = services.release_create(actor=None, name="r-two")
+    assert ReleaseBundle.objects.count() == bundles + 1
+    changed = manifest_hashes(two.manifest) - manifest_hashes(one.manifest)
+    assert len(changed) == 1
+    assert ReleaseBundle.objects.get(sha256=changed.pop()).kind == "world"
 
 
 def test_the_content_hash_follows_the_content_only() -> None:
     one = services.release_create(actor=None, name="r-one")
     two = services.release_create(actor=None, name="r-two")
-    assert one.content_hash == two.content_hash == working_content().content_hash()
+    assert one.content_hash == two.content_hash == working_version().content_hash
     segment = Segment.objects.get(import_key="w-iron-tone")
     segments.segment_update(actor=None, segment=segment, metadata={"title": "New"})
     three = services.release_create(actor=None, name="r-three")
     assert three.content_hash != one.content_hash
-    assert release_content(one).content_hash() == one.content_hash
+    assert content_version(release_content(one)).content_hash == one.content_hash
 
 
 def test_a_release_keeps_objects_and_the_rulesets_order() -> None:
@@ -330,6 +336,8 @@ def test_a_release_of_the_working_copy_takes_constant_queries(
     django_assert_max_num_queries: Any,
 ) -> None:
     # The name is checked twice: before reading the working copy, then under the names lock.
+    services.release_create(actor=None, name="r-zero")
+    segments.segment_create(actor=None, scope="core", content="One more core rule.")
     with django_assert_max_num_queries(18) as small:
         services.release_create(actor=None, name="r-one")
     for index in range(30):
@@ -337,8 +345,8 @@ def test_a_release_of_the_working_copy_takes_constant_queries(
     with django_assert_max_num_queries(18) as large:
         services.release_create(actor=None, name="r-two")
     assert len(large.captured_queries) == len(small.captured_queries)
-    assert ReleaseSegment.objects.filter(release__name="r-two").count() == (
-        Segment.objects.filter(active=True).count()
+    assert release_content(Release.objects.get(name="r-two")).segments.keys() == set(
+        Segment.objects.filter(active=True).values_list("pk", flat=True)
     )
 
 
@@ -356,7 +364,7 @@ def test_a_release_is_never_named_like_a_label_it_is_published_under() -> None:
 
 
 def test_publishing_what_was_reviewed_is_refused_once_the_working_copy_changed() -> None:
-    reviewed = working_content().content_hash()
+    reviewed = working_version().content_hash
     segment = Segment.objects.get(import_key="w-iron-tone")
     segments.segment_update(actor=None, segment=segment, content="Fog, always fog.")
     with pytest.raises(services.WorkingCopyChanged) as caught:
@@ -366,7 +374,7 @@ def test_publishing_what_was_reviewed_is_refused_once_the_working_copy_changed()
     assert reviewed[:12] in str(caught.value)
     assert not Release.objects.exists() and not ReleaseLabel.objects.exists()
 
-    current = working_content().content_hash()
+    current = working_version().content_hash
     release = services.release_create(
         actor=None, name="r-one", labels=["production"], expected_hash=current
     )

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def releases() -> dict[str, Release]:
     cache.clear()
-    serving._loaded.clear()
+    serving.forget()
     EntryFactory(slug="drowned-bell", world=WorldFactory(slug="iron-coast"))
     return {
         name: services.release_create(actor=None, name=name)

@@ -13,8 +13,9 @@ from django.db import connection, transaction
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.releases import services, snapshot
+from promptadmin.releases.bundles import release_content
 from promptadmin.releases.models import Release
-from promptadmin.releases.snapshot import release_content, working_content
+from promptadmin.releases.snapshot import working_content
 from tests.factories import EntryFactory, NPCFactory, WorldFactory, make_segment
 
 

@@ -46,6 +46,7 @@ READABLE: list[tuple[str, Args]] = [
     ("studio:entry_list", lambda: []),
     ("studio:entry_edit", lambda: ["drowned-bell"]),
     ("studio:preview", lambda: []),
+    ("studio:scenario_list", lambda: []),
 ]
 
 # (name, args) of every URL that changes something, or whose page only exists to change.
@@ -104,7 +105,14 @@ def test_viewers_cannot_change_anything(viewer: Client, name: str, args: Args) -
     response = viewer.post(reverse(name, args=args()), {"content": "x", "action": "up:mystery"})
     assert response.status_code == 403
     assert b"needs the <strong>author</strong> role" in response.content
+    assert b"you are a <strong>viewer</strong>" in response.content
     assert content_state() == before
+
+
+def test_the_refusal_names_the_role_with_its_article(author: Client) -> None:
+    response = author.post(reverse("studio:release_publish"), {})
+    assert response.status_code == 403
+    assert b"you are an <strong>author</strong>." in response.content
 
 
 @pytest.mark.parametrize("name", AUTHOR_ONLY_PAGES)

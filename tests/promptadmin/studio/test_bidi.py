@@ -18,7 +18,8 @@ from tests.factories import UserFactory
 pytestmark = pytest.mark.usefixtures("content")
 
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: "Evil\u202eeman" shows as "Evilname" reversed
-ISOLATED_BEFORE = ("<bdi>", "\u2068")  # the element, or FIRST STRONG ISOLATE
+# The element, FIRST STRONG ISOLATE, or an option isolated by its own direction.
+ISOLATED_BEFORE = ("<bdi>", "\u2068", 'dir="auto"')
 
 
 def plant_hostile_names() -> dict[str, str]:
@@ -47,7 +48,7 @@ def test_every_typed_name_on_every_page_is_isolated(author: Client) -> None:
     pages = [
         reverse("studio:dashboard"),
         reverse("studio:segment_list"),
-        reverse("studio:segment_create"),
+        reverse("studio:object_picker") + "?kinds=world,ruleset,entry,npc",
         reverse("studio:segment_edit", args=[segment.pk]),
         reverse("studio:segment_history", args=[segment.pk]),
         reverse("studio:entry_list"),
@@ -104,8 +105,9 @@ def assert_names_isolated(url: str, html: str) -> None:
         opened = max(html.rfind(mark, 0, start) for mark in ISOLATED_BEFORE)
         between = html[opened:start]
         context = f"{url}: {html[start - 60 : match.end()]!r}"
-        assert opened >= 0 and len(between) < 20, context
+        assert opened >= 0 and len(between) < 24, context
         assert "</bdi>" not in between and "\u2069" not in between, context
+        assert "</option>" not in between, context
     assert found, url
 
 
@@ -123,3 +125,30 @@ def test_the_deprecated_review_isolates_original_ids_and_references(
     html = client_as("admin").get(url).content.decode()
     assert f"id {RLO}fdp.exe" in html and f"ref {RLO}txt.exe" in html
     assert_names_isolated(url, html)
+
+
+def test_options_hold_no_invisible_characters_and_isolate_by_direction(author: Client) -> None:
+    """Typing a letter in a select picks the first option starting with it: an invisible
+    isolate before every name stopped that (and screen readers and tests reading it)."""
+    plant_hostile_names()
+    segment = Segment.objects.filter(scope="core").first()
+    assert segment is not None
+    pages = [
+        reverse("studio:segment_list"),
+        reverse("studio:segment_create") + "?scope=world",
+        reverse("studio:segment_edit", args=[segment.pk]),
+        reverse("studio:entry_create"),
+        reverse("studio:entry_edit", args=["drowned-bell"]),
+        reverse("studio:preview") + "?entry=drowned-bell&npc=marta-vell&tier=2",
+        reverse("studio:lore_list"),
+        reverse("studio:lore_create"),
+    ]
+    named = 0
+    for url in pages:
+        html = author.get(url).content.decode()
+        for attrs, text in re.findall(r"<option([^>]*)>([^<]*)</option>", html):
+            assert "\u2068" not in text and "\u2069" not in text, (url, text)
+            if RLO in text:
+                named += 1
+                assert 'dir="auto"' in attrs, (url, attrs, text)
+    assert named >= 8

@@ -88,6 +88,17 @@ def test_an_admin_sees_the_nav_link_and_the_dashboard_panel(admin: Client) -> No
     }
 
 
+def test_the_import_page_says_on_its_buttons_whether_it_writes(admin: Client) -> None:
+    """A ticked "Dry run" box beside a button labelled "Import" left writers unsure."""
+    page = text(admin.get(IMPORT))
+    assert (
+        '<button type="submit" class="btn btn-primary" name="dry_run" value="on">Run dry run'
+        in (page)
+    )
+    assert '<button type="submit" class="btn" name="dry_run" value="">Import</button>' in page
+    assert 'type="checkbox" name="dry_run"' not in page
+
+
 def test_uploading_an_export_dry_run_then_for_real(upload: Callable[..., Any]) -> None:
     rows = [
         {"id": 1, "scope": "player", "ref_id": "drowned-bell", "content": "Salvager."},
@@ -98,7 +109,10 @@ def test_uploading_an_export_dry_run_then_for_real(upload: Callable[..., Any]) -
     before = Segment.objects.count()
     response = upload({"file": SimpleUploadedFile("old.csv", data), "dry_run": "on"})
     page = text(response)
-    assert response.status_code == 200 and "Refused: nothing was imported" in page
+    # A dry run refuses nothing: it says an import would be refused.
+    assert response.status_code == 200 and "Refused" not in page
+    assert "Dry run: an import of this file would be refused" in page
+    assert "1 invalid row: importing this file would write nothing." in page
     assert "Unknown scope 'weather'" in page and Segment.objects.count() == before
     response = upload({"file": SimpleUploadedFile("old.csv", data), "skip_invalid": "on"})
     assert response.status_code == 200 and "Imported" in text(response)
@@ -254,7 +268,9 @@ def test_the_review_lists_filters_and_suggests(
         response = admin.get(REVIEW)
     page = text(response)
     assert "Suggested: entry of <bdi>The Drowned Bell</bdi> (drowned-bell)" in page
-    assert 'value="entry:drowned-bell" selected' in response.content.decode()
+    # The copy target's picker starts at the suggestion (labelled without a query per row).
+    assert f'name="s{player.pk}-object" value="entry:drowned-bell"' in response.content.decode()
+    assert 'value="\u2068The Drowned Bell\u2069 (drowned-bell)"' in response.content.decode()
     assert 'Original id <span class="mono"><bdi>77</bdi></span>' in response.content.decode()
     assert [i["segment"] for i in admin.get(REVIEW, {"scope": "player"}).context["items"]] == [
         player
@@ -408,7 +424,8 @@ def test_bulk_acts_on_every_matching_row_not_only_the_first_thousand(
         Segment(scope="input", content=f"Input {n}.", active=False) for n in range(1001)
     )
     page = text(admin.get(REVIEW, {"scope": "input"}))
-    assert "Apply to 1001" in page and "Every matching segment is processed" in page
+    # Past the list's count cap, the bulk action says it takes them all, without a number.
+    assert "Apply to all of them" in page and "Every matching segment is processed" in page
     with django_assert_max_num_queries(40):  # three batches of 500, not a query per row
         response = admin.post(
             reverse("studio:deprecated_bulk"),

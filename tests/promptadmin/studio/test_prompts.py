@@ -11,7 +11,9 @@ from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
+from django.utils.html import escape
 
+from assembler.format_lint import EMPTY_VALUE
 from promptadmin.prompts.models import Label, LabelEvent, Prompt
 from tests.factories import UserFactory
 
@@ -128,11 +130,44 @@ def test_the_live_check_lists_variables_tokens_and_lint_findings(prompts: Prompt
     assert "default: <strong>" in html
 
 
-def test_labels_move_and_are_removed_with_one_click_and_the_history_shows_it(
-    prompts: Prompt,
-) -> None:
+def test_the_variables_panel_agrees_with_the_declared_variables_field(prompts: Prompt) -> None:
+    """A "Variables" field and a "Variables" panel listing other names, side by side,
+    read as a contradiction: the panel says how each name stands against the field."""
+    author = client_for("author")
+    form = author.get(f"/prompts/{prompts.pk}/versions/new/").content.decode()
+    assert '<label for="id_variables">Declared variables</label>' in form
+    post = {
+        "syntax": "curly",
+        "system": "You grade {{ subject }}.",
+        "template_name_0": "default",
+        "template_text_0": "{{ question }} in a {{ tone }} tone",
+        "variables": "subject question extra",
+    }
+    html = author.post(
+        f"/prompts/{prompts.pk}/versions/check/", post, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    panel = re.search(r'data-testid="variables">([\s\S]*?)</ul>', html)
+    assert panel is not None
+    rows = [" ".join(re.sub(r"<[^>]+>", " ", row).split()) for row in panel[1].split("</li>")]
+    assert [row for row in rows if row] == [
+        "subject",
+        "question",
+        "tone used, not declared",
+        "extra declared, not used",
+    ]
+    undeclared = author.post(
+        f"/prompts/{prompts.pk}/versions/check/", {**post, "variables": ""}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "Declared: those the templates use" in undeclared
+    assert "not declared" not in undeclared
+
+
+def test_labels_move_and_are_removed_and_the_history_shows_it(prompts: Prompt) -> None:
     author = client_for("admin")
-    author.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    author.post(
+        f"/prompts/{prompts.pk}/labels/",
+        {"name": "production", "version": 2, "live_confirmed": "yes"},
+    )
     author.post(f"/prompts/{prompts.pk}/labels/remove/", {"name": "staging"})
     assert list(Label.objects.filter(prompt=prompts).values_list("name", "version__number")) == [
         ("production", 2)
@@ -171,8 +206,44 @@ def test_authors_cannot_move_or_remove_the_protected_production_label(prompts: P
         'aria-label="Move production to version 2"'
         in admin.get(f"/prompts/{prompts.pk}/").content.decode()
     )
-    admin.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    admin.post(
+        f"/prompts/{prompts.pk}/labels/",
+        {"name": "production", "version": 2, "live_confirmed": "yes"},
+    )
     assert Label.objects.get(prompt=prompts, name="production").version.number == 2
+
+
+def test_moving_or_removing_production_asks_first_and_the_answer_posts_it_again(
+    prompts: Prompt,
+) -> None:
+    admin = client_for("admin")
+    asked = admin.post(f"/prompts/{prompts.pk}/labels/", {"name": "production", "version": 2})
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    assert "Move the production label of verifier/judge/rubric from version 1 to version 2?" in html
+    assert "get version 2 on their next request" in html
+    assert '<input type="hidden" name="live_confirmed" value="yes">' in html
+    assert '<input type="hidden" name="version" value="2">' in html
+    assert Label.objects.get(prompt=prompts, name="production").version.number == 1
+    admin.post(
+        f"/prompts/{prompts.pk}/labels/",
+        {"name": "production", "version": 2, "live_confirmed": "yes"},
+    )
+    assert Label.objects.get(prompt=prompts, name="production").version.number == 2
+
+    asked = admin.post(f"/prompts/{prompts.pk}/labels/remove/", {"name": "production"})
+    question = "Remove the production label of verifier/judge/rubric (version 2)?"
+    assert question in asked.content.decode()
+    assert Label.objects.filter(prompt=prompts, name="production").exists()
+    admin.post(
+        f"/prompts/{prompts.pk}/labels/remove/", {"name": "production", "live_confirmed": "yes"}
+    )
+    assert not Label.objects.filter(prompt=prompts, name="production").exists()
+
+    # Other labels move at once.
+    moved = admin.post(f"/prompts/{prompts.pk}/labels/", {"name": "staging", "version": 1})
+    assert moved.status_code == 302
+    assert Label.objects.get(prompt=prompts, name="staging").version.number == 1
 
 
 def test_two_versions_are_compared_side_by_side(prompts: Prompt) -> None:
@@ -326,3 +397,58 @@ def test_the_live_check_announces_counts_not_the_findings(prompts: Prompt) -> No
     assert "aria-live" not in box
     assert status.startswith(' class="sr-only" role="status" hx-swap-oob="innerHTML">')
     assert "Checked: 2 variables, 2 lint findings (2 warnings).</p>" in status
+
+
+def test_the_playground_warns_of_an_instruction_rendered_without_its_context(
+    prompts: Prompt,
+) -> None:
+    # What was seen (issue 21, item 6): openai_endpoint with an empty instruction context
+    # ended the system message "…validates against this JSON schema:" with nothing after.
+    viewer = client_for("viewer")
+    query = {
+        "source": "label:production",
+        "template": "default",
+        "interface": "openai_endpoint",
+        "format": "messages",
+        "var_subject": "essay",
+        "var_evidence": "It cites two sources.",
+        "var_trait": "rigour",
+    }
+    response = viewer.get(f"/prompts/{prompts.pk}/playground/", query)
+    html = response.content.decode()
+    assert "validates against this JSON schema:</pre>" in html
+    assert f'data-code="{EMPTY_VALUE}"' in html
+    assert escape("renders 'json_schema' empty") in html
+    assert "1 warning" in response.context["announcement"]
+    with_context = viewer.get(
+        f"/prompts/{prompts.pk}/playground/",
+        {**query, "instruction_context": '{"json_schema": {"type": "object"}}'},
+    ).content.decode()
+    assert EMPTY_VALUE not in with_context
+
+
+def test_the_version_editor_says_what_the_tasks_adapters_need_in_their_context(
+    prompts: Prompt,
+) -> None:
+    author = client_for("author")
+    fields = {
+        "syntax": "curly",
+        "system": "You grade.",
+        "template_name_0": "default",
+        "template_text_0": "Question: {{ q }}",
+        "variables": "q",
+    }
+    url = f"/prompts/{prompts.pk}/versions/check/"
+    html = author.post(url, {**fields, "task": "rubric"}, HTTP_HX_REQUEST="true").content.decode()
+    # The version itself is fine: what the adapters need is the caller's to send.
+    assert "No lint findings." in html
+    notes = html[html.index('data-testid="adapter-notes"') :]
+    found = re.findall(rf'data-code="{EMPTY_VALUE}">.*?</li>', notes, re.S)
+    # langchain, openrouter and openai_endpoint spell out the schema; the Claude adapters
+    # need no context.
+    assert len(found) == 3
+    assert all("Without instruction context" in item for item in found)
+    assert any("openai_endpoint adapter" in item for item in found)
+    assert "badge-info" in found[0]
+    none = author.post(url, fields, HTTP_HX_REQUEST="true").content.decode()
+    assert EMPTY_VALUE not in none

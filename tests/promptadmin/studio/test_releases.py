@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from promptadmin.content.models import NPC
 from promptadmin.content.services import catalog, segments
-from promptadmin.releases import selectors, services, serving
+from promptadmin.releases import reports, selectors, services, serving, tasks
 from promptadmin.releases.models import ReleaseLabel, ReleaseLabelMove
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def fresh_process() -> None:
-    serving._loaded.clear()
+    serving.forget()
 
 
 @pytest.fixture
@@ -106,13 +106,49 @@ def test_publishing_while_an_expectation_fails_asks_for_confirmation(  # type: i
 def test_roll_back_from_the_releases_page(admin: Client, content: Any) -> None:
     services.release_create(actor=None, name="r-one", labels=["production"])
     services.release_create(actor=None, name="r-two", labels=["production"])
-    response = admin.post(
-        "/releases/labels/move/", {"label": "production", "release": "r-one", "note": "undo"}
-    )
+    move = {"label": "production", "release": "r-one", "note": "undo"}
+    asked = admin.post("/releases/labels/move/", move)
+    assert asked.status_code == 200
+    html = asked.content.decode()
+    assert "Move the production label from r-two to r-one?" in html
+    assert "Game servers read r-one on their next request." in html
+    assert ReleaseLabel.objects.get(name="production").release.name == "r-two"
+    response = admin.post("/releases/labels/move/", {**move, "live_confirmed": "yes"})
     assert response.status_code == 302
     assert ReleaseLabel.objects.get(name="production").release.name == "r-one"
     page = admin.get("/releases/").content.decode()
     assert "undo" in page and "r-two" in page
+
+
+def test_the_label_to_move_is_picked_among_existing_ones_or_named_new(
+    admin: Client, content: Any
+) -> None:
+    services.release_create(actor=None, name="r-one", labels=["production"])
+    services.release_create(actor=None, name="r-two", labels=["staging"])
+    page = admin.get("/releases/").content.decode()
+    rows = {
+        name: re.search(rf"value=\"{name}\">\s*<label[^>]*>Label to move[\s\S]*?</select>", page)
+        for name in ("r-one", "r-two")
+    }
+    offered = {
+        name: re.findall(r'<option value="([^"]+)"', row.group(0)) for name, row in rows.items()
+    }
+    # No "Move here" for a label the release already holds.
+    assert offered == {"r-one": ["staging", "+new"], "r-two": ["production", "+new"]}
+    # A typo cannot make a label: only existing labels, or one named as new.
+    typo = admin.post("/releases/labels/move/", {"label": "stagign", "release": "r-one"})
+    assert typo.status_code == 302
+    assert not ReleaseLabel.objects.filter(name="stagign").exists()
+    unnamed = admin.post(
+        "/releases/labels/move/", {"label": "+new", "release": "r-one"}, follow=True
+    )
+    assert "Name the new label" in unnamed.content.decode()
+    admin.post(
+        "/releases/labels/move/", {"label": "+new", "new_label": "canary", "release": "r-one"}
+    )
+    assert ReleaseLabel.objects.get(name="canary").release.name == "r-one"
+    admin.post("/releases/labels/move/", {"label": "staging", "release": "r-one"})
+    assert ReleaseLabel.objects.get(name="staging").release.name == "r-one"
 
 
 def test_edit_pages_say_changes_are_not_live_once_production_exists(  # type: ignore[no-untyped-def]
@@ -152,12 +188,17 @@ def test_edit_pages_say_changes_are_not_live_once_production_exists(  # type: ig
 def test_the_dashboard_shows_what_is_unpublished(  # type: ignore[no-untyped-def]
     author: Client, content: Any, django_capture_on_commit_callbacks
 ) -> None:
-    assert "Nothing is published yet" in author.get("/").content.decode()
+    # A fragment the dashboard loads once shown (it reads the whole working copy).
+    def unpublished() -> str:
+        assert "?part=unpublished" in author.get("/").content.decode()
+        return author.get("/", {"part": "unpublished"}).content.decode()
+
+    assert "Nothing is published yet" in unpublished()
     services.release_create(actor=None, name="r-one", labels=["production"])
-    assert "Everything is published" in author.get("/").content.decode()
+    assert "Everything is published" in unpublished()
     grow_tone(content, django_capture_on_commit_callbacks)
-    page = author.get("/").content.decode()
-    assert "1 changed" in page and f"#{content['tone'].pk} Tone" in page
+    page = unpublished()
+    assert "1 changed" in page and f"#{content['tone'].pk} <bdi>Tone</bdi>" in page
 
 
 def test_what_is_unpublished_is_worked_out_once_per_content_change(  # type: ignore[no-untyped-def]
@@ -230,3 +271,43 @@ def test_publish_refuses_edits_saved_after_the_report_was_shown(  # type: ignore
     stale = admin.post("/releases/publish/", {**form, "name": "r-three"})
     assert stale.status_code == 400 and "reload it to review the impact" in stale.content.decode()
     assert ReleaseLabel.objects.get(name="production").release.name == "r-two"
+
+
+def test_a_change_to_the_core_fills_the_publish_page_in_with_a_progress_bar(  # type: ignore[no-untyped-def]
+    admin: Client, content: Any, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    services.release_create(actor=None, name="r-one", labels=["production"])
+    with django_capture_on_commit_callbacks(execute=True):
+        segments.segment_update(actor=None, segment=content["core"], content="Be terse.")
+    # Every scenario of the game is to assemble again: more than a page waits for, here.
+    monkeypatch.setattr(reports, "INLINE_SCENARIOS", 0)
+    sent: list[list[Any]] = []
+    monkeypatch.setattr(reports.current_app.tasks[reports.TASK], "apply", _record(sent))
+
+    page = admin.get("/releases/publish/").content.decode()
+
+    assert "Waiting to assemble the scenarios" in page and "<progress" in page
+    assert f"#{content['core'].pk}" in page  # what changed shows at once
+    poll = re.search(r'hx-get="([^"]+)" hx-trigger="every 1s"', page)
+    assert poll is not None and len(sent) == 1
+    url = poll.group(1).replace("&amp;", "&")
+    assert "Waiting" in admin.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert len(sent) == 1  # polling never sends the task again while it is on its way
+
+    tasks.impact_report(*sent[0])
+    done = admin.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "<progress" not in done and "hx-get" not in done
+    assert "drowned-bell: first turn" in done
+    assert "2 assembled from both versions" in done
+
+
+def test_the_publish_page_polls_only_for_a_report_key(admin: Client, content: Any) -> None:
+    response = admin.get("/releases/publish/?report=impact:report:nope", HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+
+
+def _record(sent: list[list[Any]]) -> Any:
+    def apply(*, args: list[Any], throw: bool) -> None:
+        sent.append(args)
+
+    return apply

@@ -152,11 +152,10 @@ def test_the_scope_choices_never_offer_a_deprecated_scope(author: Client) -> Non
 
 
 def test_the_object_picker_lists_only_what_the_scope_allows(author: Client) -> None:
-    form = author.get(CREATE, {"scope": "world"}).context["form"]
-    assert form.fields["object"].widget.choices == [
-        ("", "—"),
-        ("Worlds", [("world:iron-coast", "\u2068The Iron Coast\u2069 (iron-coast)")]),
-    ]
+    response = author.get(CREATE, {"scope": "world"})
+    form = response.context["form"]
+    assert form.fields["object"].widget.kinds == ("world",)
+    assert "/pick/?kinds=world&amp;field=object_search" in response.content.decode()
     assert not form.shows_tier
     assert author.get(CREATE, {"scope": "npc"}).context["form"].shows_tier
     assert not author.get(CREATE, {"scope": "core"}).context["form"].shows_object
@@ -170,8 +169,8 @@ def test_changing_the_scope_swaps_in_only_the_scope_fields(author: Client) -> No
     )
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="scope-fields"')
-    assert "entry:drowned-bell" in html
-    assert "world:iron-coast" not in html
+    assert "kinds=entry&amp;" in html
+    assert "kinds=world" not in html
 
 
 def test_an_author_creates_a_segment(author: Client, content: dict) -> None:
@@ -583,3 +582,33 @@ def test_a_conflict_in_the_panel_is_shown_there_with_a_200(author: Client, conte
     assert response.status_code == 200  # htmx swaps only successful answers
     assert "HX-Trigger" not in response
     assert response.context["conflict"] is not None
+
+
+def test_save_messages_name_the_segment_in_a_writer_s_words(author: Client, content: Any) -> None:
+    """No scope keys (``entry_start``) in what the studio says to writers."""
+    response = author.post(
+        CREATE,
+        {"scope": "entry_start", "object": "entry:drowned-bell", "title": "Pier at dusk",
+         "content": "Open at dusk.", "metadata": "{}", "version": "1.0.0", "sort_order": "0",
+         "tier": "0", "active": "on"},
+        follow=True,
+    )  # fmt: skip
+    created = Segment.objects.get(title="Pier at dusk")
+    said = [str(message) for message in response.context["messages"]]
+    assert said == ["Created the entry start segment 'Pier at dusk' of The Drowned Bell."]
+    deleted = author.post(
+        reverse("studio:segment_delete", args=[created.pk]),
+        {"expected_revision": created.revision},
+        follow=True,
+    )
+    said = [str(message) for message in deleted.context["messages"]]
+    assert said == [
+        "Deleted the entry start segment 'Pier at dusk' of The Drowned Bell. Its history is kept."
+    ]
+    core = author.post(
+        CREATE,
+        {"scope": "core", "content": "Be brief.", "metadata": "{}", "version": "1.0.0",
+         "sort_order": "0", "tier": "0", "active": "on"},
+        follow=True,
+    )  # fmt: skip
+    assert [str(m) for m in core.context["messages"]] == ["Created the core segment."]

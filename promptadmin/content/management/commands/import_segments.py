@@ -105,5 +105,7 @@ class Command(BaseCommand):
             )
         for line in report.lines():
             self.stdout.write(line)
+        if report.refused and report.dry_run:
+            raise CommandError("An import of this file would be refused: see the reasons above.")
         if report.refused:
             raise CommandError("Nothing was imported: see the reasons above.")

@@ -1,0 +1,512 @@
+"""Content-addressed bundles: releases that grow with what changed.
+
+What one object contributes to assembly (the core's segments; a ruleset's name and
+segments; a world's segments; an entry's world, rulesets, ``entry`` and ``entry_start``
+segments; an NPC's name and segments) is a **bundle**: canonical JSON, named by its
+SHA-256, stored once (``ReleaseBundle``) whatever the number of releases holding it. A
+release is a **manifest** naming the bundle of every object:
+
+    {"format": 1, "core": <hash>,
+     "worlds": {slug: <hash>}, "rulesets": {slug: <hash>}, "npcs": {slug: <hash>},
+     "entries": {slug: [<the entry's own>, <its world's>, <its rulesets', in order>...]}}
+
+so an entry's prompt depends on the core and the hashes listed for it, an NPC's part on its
+hash. A hash never changes meaning: a bundle loaded once serves every release naming it,
+from a per-process memory bounded by ``RELEASE_BUNDLE_MEMORY_MB`` (least recently used
+first out), and two versions are compared by their manifests before any bundle is read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+import assembler
+from promptadmin.content.assembly import EntryBundle, NpcBundle, segment_for_assembly
+from promptadmin.content.models import Scope
+from promptadmin.releases.models import Release, ReleaseBundle
+from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet, SnapSegment
+
+BUNDLE_FORMAT = 1
+MANIFEST_FORMAT = 1
+
+CORE = "core"
+# The bundle each scope's segments go to, by the kind of the object they belong to.
+BUNDLE_KIND: dict[str, str] = {
+    Scope.CORE: CORE,
+    Scope.RULESET: "ruleset",
+    Scope.WORLD: "world",
+    Scope.ENTRY: "entry",
+    Scope.ENTRY_START: "entry",
+    Scope.NPC: "npc",
+}
+# Where a manifest lists each kind's bundles: under the catalog's section ("npcs").
+SECTIONS: dict[str, str] = {kind: CATALOG_KEYS[kind] for kind in ("world", "ruleset", "npc")}
+ENTRIES = CATALOG_KEYS["entry"]
+
+# What a bundle keeps of each segment (its owner is the bundle's).
+ROW_FIELDS = (
+    "id",
+    "scope",
+    "title",
+    "content",
+    "metadata",
+    "version",
+    "tier",
+    "sort_order",
+    "token_count",
+    "token_encoding",
+)
+
+Manifest = dict[str, Any]
+
+
+def canonical(value: Any) -> str:
+    """The one text of a JSON value: keys sorted, no spaces, characters as they are.
+
+    >>> canonical({"b": [1, "é"], "a": None})
+    '{"a":null,"b":[1,"é"]}'
+    """
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def sha256(text: str) -> str:
+    # surrogatepass: stored text is checked on the way in, but a hash must never fail.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _order(row: SnapSegment) -> tuple[str, int, int]:
+    return (row.scope, row.sort_order, row.id)
+
+
+def encode(kind: str, slug: str, head: Mapping[str, Any], rows: Iterable[SnapSegment]) -> str:
+    """A bundle's canonical text: its kind, its object's slug, what else of the object
+    assembly uses (``head``), and its segments by (scope, sort order, id)."""
+    segments = [
+        {name: getattr(row, name) for name in ROW_FIELDS} for row in sorted(rows, key=_order)
+    ]
+    return canonical(
+        {"format": BUNDLE_FORMAT, "kind": kind, "slug": slug, **head, "segments": segments}
+    )
+
+
+class Part:
+    """A bundle read back, ready to assemble: its segments by scope as the assembler wants
+    them, and as a release holds them (for comparisons)."""
+
+    __slots__ = (
+        "entry_id",
+        "kind",
+        "layers",
+        "name",
+        "rows",
+        "rulesets",
+        "sha256",
+        "size",
+        "slug",
+        "world",
+    )
+
+    def __init__(
+        self,
+        *,
+        sha256: str,
+        kind: str,
+        slug: str,
+        rows: Sequence[SnapSegment],
+        name: str = "",
+        entry_id: int | None = None,
+        world: str = "",
+        rulesets: Sequence[str] = (),
+        size: int = 0,
+    ) -> None:
+        self.sha256 = sha256
+        self.kind = kind
+        self.slug = slug
+        self.name = name
+        self.entry_id = entry_id
+        self.world = world
+        self.rulesets = tuple(rulesets)
+        self.rows = tuple(sorted(rows, key=_order))
+        layers: dict[str, list[assembler.Segment]] = {}
+        for row in self.rows:
+            layers.setdefault(row.scope, []).append(segment_for_assembly(row))
+        self.layers = {scope: tuple(found) for scope, found in layers.items()}
+        self.size = size
+
+    def layer(self, scope: str) -> tuple[assembler.Segment, ...]:
+        return self.layers.get(scope, ())
+
+    def npc(self) -> NpcBundle:
+        return NpcBundle(self.slug, self.name, self.layer(Scope.NPC))
+
+
+def decode(sha: str, text: str) -> Part:
+    """A stored bundle as a :class:`Part`."""
+    body = json.loads(text)
+    slug = body["slug"]
+    rows = [
+        SnapSegment(owner=slug, **{name: row[name] for name in ROW_FIELDS})
+        for row in body["segments"]
+    ]
+    return Part(
+        sha256=sha,
+        kind=body["kind"],
+        slug=slug,
+        rows=rows,
+        name=body.get("name", ""),
+        entry_id=body.get("id"),
+        world=body.get("world", ""),
+        rulesets=body.get("rulesets", ()),
+        # What it takes in memory, roughly: the text it was read from, twice (Python's
+        # strings and the objects around them), and the segment objects.
+        size=2 * len(text) + 400 * len(rows),
+    )
+
+
+Owner = tuple[str, str]  # (bundle kind, slug); the core's slug is ""
+
+
+@dataclass(frozen=True)
+class Held:
+    """A bundle made from segments read now (not read back from the store)."""
+
+    kind: str
+    slug: str
+    head: Mapping[str, Any]
+    rows: Sequence[SnapSegment]
+    text: str
+
+    def part(self, sha: str) -> Part:
+        return Part(
+            sha256=sha,
+            kind=self.kind,
+            slug=self.slug,
+            rows=self.rows,
+            name=self.head.get("name", ""),
+            entry_id=self.head.get("id"),
+            world=self.head.get("world", ""),
+            rulesets=self.head.get("rulesets", ()),
+        )
+
+
+def heads(catalog: Mapping[str, list[dict[str, Any]]]) -> dict[Owner, dict[str, Any]]:
+    """Every object that has a bundle, and what of the object its bundle holds (besides
+    its segments): a ruleset's and an NPC's name; an entry's id, world and rulesets."""
+    found: dict[Owner, dict[str, Any]] = {(CORE, ""): {}}
+    for kind, section in SECTIONS.items():
+        for row in catalog.get(section, []):
+            found[(kind, row["slug"])] = {} if kind == "world" else {"name": row["name"]}
+    for row in catalog.get(ENTRIES, []):
+        found[("entry", row["slug"])] = {
+            "id": row["id"],
+            "world": row["world"],
+            "rulesets": list(row["rulesets"]),
+        }
+    return found
+
+
+def hold(
+    kind: str, slug: str, head: Mapping[str, Any], rows: Sequence[SnapSegment]
+) -> tuple[str, Held]:
+    """An object's bundle made from its segments: its hash, and it."""
+    text = encode(kind, slug, head, rows)
+    return sha256(text), Held(kind, slug, head, rows, text)
+
+
+def manifest_of(
+    catalog: Mapping[str, list[dict[str, Any]]], sha_of: Mapping[Owner, str]
+) -> Manifest:
+    """The manifest of ``catalog``'s objects, whose bundles are ``sha_of``."""
+    manifest: Manifest = {"format": MANIFEST_FORMAT, "core": sha_of[(CORE, "")]}
+    for kind, section in SECTIONS.items():
+        manifest[section] = {
+            row["slug"]: sha_of[(kind, row["slug"])] for row in catalog.get(section, [])
+        }
+    worlds, rulesets = manifest[SECTIONS["world"]], manifest[SECTIONS["ruleset"]]
+    manifest[ENTRIES] = {
+        row["slug"]: [
+            sha_of[("entry", row["slug"])],
+            worlds[row["world"]],
+            *(rulesets[slug] for slug in row["rulesets"]),
+        ]
+        for row in catalog.get(ENTRIES, [])
+    }
+    return manifest
+
+
+def content_hash(catalog: Mapping[str, list[dict[str, Any]]], manifest: Manifest) -> str:
+    """SHA-256 of everything a release holds: its objects and its bundles' hashes.
+
+    (Releases made before bundles keep the hash they were made with, over every segment.)
+    """
+    objects = {plural: catalog.get(plural, []) for plural in CATALOG_KEYS.values()}
+    return sha256(canonical({"catalog": objects, "manifest": manifest}))
+
+
+def built(content: ContentSet) -> tuple[Manifest, dict[str, Held]]:
+    """``content`` as a manifest and its bundles by hash; worked out once per content set."""
+    if content._built:
+        return content._built[0]  # type: ignore[no-any-return]
+    by_owner: dict[Owner, list[SnapSegment]] = {}
+    for row in content.segments.values():
+        by_owner.setdefault((BUNDLE_KIND[row.scope], row.owner), []).append(row)
+    held: dict[str, Held] = {}
+    sha_of: dict[Owner, str] = {}
+    for (kind, slug), head in heads(content.catalog).items():
+        sha, bundle = hold(kind, slug, head, by_owner.get((kind, slug), []))
+        sha_of[(kind, slug)] = sha
+        held[sha] = bundle
+    result = (manifest_of(content.catalog, sha_of), held)
+    content._built.append(result)
+    return result
+
+
+def manifest_hashes(manifest: Manifest) -> set[str]:
+    """Every bundle ``manifest`` names."""
+    found = {manifest["core"]}
+    for section in SECTIONS.values():
+        found.update(manifest[section].values())
+    for listed in manifest[ENTRIES].values():
+        found.update(listed)
+    return found
+
+
+class BundleMemory:
+    """Bundles loaded in this process, by hash, least recently used first out once their
+    sizes pass ``RELEASE_BUNDLE_MEMORY_MB``. Shared by every release: a hash never changes
+    meaning, so what is here is valid forever."""
+
+    def __init__(self) -> None:
+        self._parts: OrderedDict[str, Part] = OrderedDict()
+        self._lock = threading.Lock()
+        self.size = 0
+
+    def get_many(self, hashes: Iterable[str]) -> dict[str, Part]:
+        found: dict[str, Part] = {}
+        with self._lock:
+            for sha in hashes:
+                part = self._parts.get(sha)
+                if part is not None:
+                    self._parts.move_to_end(sha)
+                    found[sha] = part
+        return found
+
+    def put(self, part: Part) -> None:
+        budget = settings.RELEASE_BUNDLE_MEMORY_MB * 1024 * 1024
+        if part.size > budget:
+            return  # kept by no one: it would push out everything else
+        with self._lock:
+            if part.sha256 in self._parts:
+                return
+            self._parts[part.sha256] = part
+            self.size += part.size
+            while self.size > budget:
+                _sha, oldest = self._parts.popitem(last=False)
+                self.size -= oldest.size
+
+    def __contains__(self, sha: str) -> bool:
+        return sha in self._parts
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._parts.clear()
+            self.size = 0
+
+
+memory = BundleMemory()
+
+
+def stored_parts(hashes: Collection[str], *, keep: bool = True) -> dict[str, Part]:
+    """The stored bundles named ``hashes``: from this process's memory, the rest in one
+    query. ``keep``: remember those read (serving); a comparison reading many passes
+    False, so that it does not push out what game servers are served."""
+    found = memory.get_many(hashes)
+    missing = [sha for sha in hashes if sha not in found]
+    if missing:
+        rows = ReleaseBundle.objects.filter(sha256__in=missing).values_list("sha256", "content")
+        for sha, text in rows:
+            part = found[sha] = decode(sha, text)
+            if keep:
+                memory.put(part)
+    return found
+
+
+Fetch = Callable[[Collection[str]], Mapping[str, Part]]
+
+
+class Version:
+    """One version of the content as assemblies and comparisons see it: a manifest, the
+    bundles it names and, when asked, the catalog. Bundles made from segments read now
+    are ``held``; the others are read from the store by hash when first needed."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        *,
+        catalog: Callable[[], Mapping[str, list[dict[str, Any]]]],
+        content_hash: str,
+        segment_count: int,
+        held: Mapping[str, Held] | None = None,
+        keep: bool = False,
+    ) -> None:
+        self.manifest = manifest
+        self.content_hash = content_hash
+        self.segment_count = segment_count
+        self.held = dict(held or {})
+        self._keep = keep
+        self._parts: dict[str, Part] = {}
+        self._catalog = catalog
+        self._catalog_read: list[Mapping[str, list[dict[str, Any]]]] = []
+
+    @property
+    def catalog(self) -> Mapping[str, list[dict[str, Any]]]:
+        if not self._catalog_read:
+            self._catalog_read.append(self._catalog())
+        return self._catalog_read[0]
+
+    @property
+    def npc_hashes(self) -> Mapping[str, str]:
+        return self.manifest[SECTIONS["npc"]]  # type: ignore[no-any-return]
+
+    def entry_hashes(self, slug: str) -> list[str] | None:
+        """What the entry ``slug`` assembles from: the core's bundle, its own, its world's
+        and its rulesets' (None: no such entry)."""
+        listed = self.manifest[ENTRIES].get(slug)
+        return None if listed is None else [self.manifest["core"], *listed]
+
+    def parts(self, hashes: Collection[str]) -> Mapping[str, Part]:
+        found: dict[str, Part] = {}
+        wanted = []
+        for sha in hashes:
+            part = self._parts.get(sha)
+            if part is None and sha in self.held:
+                part = self._parts[sha] = self.held[sha].part(sha)
+            if part is None:
+                wanted.append(sha)
+            else:
+                found[sha] = part
+        if wanted:
+            found.update(stored_parts(wanted, keep=self._keep))
+        return found
+
+    def pinned(self, hashes: Collection[str]) -> Version:
+        """This version with the bundles ``hashes`` read now, once, and kept by it alone
+        (a comparison assembling many scenarios reads what they need in one query)."""
+        version = Version(
+            self.manifest,
+            catalog=self._catalog,
+            content_hash=self.content_hash,
+            segment_count=self.segment_count,
+            held=self.held,
+            keep=self._keep,
+        )
+        version._catalog_read = self._catalog_read
+        version._parts.update(self.parts(hashes))
+        return version
+
+    def load(
+        self, entry_slug: str, npc_slugs: Sequence[str]
+    ) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
+        """A ``promptadmin.content.assembly.Loader``: the bundles it needs, and no other."""
+        listed = self.entry_hashes(entry_slug)
+        npc_hashes = {slug: self.npc_hashes[slug] for slug in npc_slugs if slug in self.npc_hashes}
+        return compose(listed, npc_hashes, self.parts)
+
+    def content(self) -> ContentSet:
+        """Everything this version holds, as a content set (reads every bundle)."""
+        parts = self.parts(manifest_hashes(self.manifest))
+        segments = {row.id: row for part in parts.values() for row in part.rows}
+        return ContentSet(catalog=self.catalog, segments=segments)
+
+
+def compose(
+    listed: Sequence[str] | None, npc_hashes: Mapping[str, str], fetch: Fetch
+) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
+    """An entry's content from the bundles ``listed`` (the core's, its own, its world's,
+    its rulesets'; None: no such entry), and the NPCs' from theirs, read by ``fetch``."""
+    parts = fetch([*(listed or ()), *npc_hashes.values()])
+    npcs = {slug: parts[sha].npc() for slug, sha in npc_hashes.items()}
+    if listed is None:
+        return None, npcs
+    core, own, world, *rulesets = (parts[sha] for sha in listed)
+    bundle = EntryBundle(
+        entry_id=own.entry_id or 0,
+        world_slug=own.world,
+        rulesets=tuple(
+            assembler.Ruleset(slug=part.slug, name=part.name, segments=part.layer(Scope.RULESET))
+            for part in rulesets
+        ),
+        core=core.layer(Scope.CORE),
+        world=world.layer(Scope.WORLD),
+        entry=own.layer(Scope.ENTRY),
+        entry_start=own.layer(Scope.ENTRY_START),
+    )
+    return bundle, npcs
+
+
+def content_version(content: ContentSet) -> Version:
+    """A content set as a version: every bundle made from its segments."""
+    manifest, held = built(content)
+    return Version(
+        manifest,
+        catalog=lambda: content.catalog,
+        content_hash=content_hash(content.catalog, manifest),
+        segment_count=len(content.segments),
+        held=held,
+    )
+
+
+def release_version(release: Release, *, keep: bool = False) -> Version:
+    """A release as a version: its bundles are read from the store when first needed.
+    ``keep``: remember them in this process (see :func:`stored_parts`)."""
+    pk = release.pk
+    return Version(
+        release.manifest,
+        catalog=lambda: (
+            release.catalog
+            if "catalog" in release.__dict__
+            else Release.objects.values_list("catalog", flat=True).get(pk=pk)
+        ),
+        content_hash=release.content_hash,
+        segment_count=release.segment_count,
+        keep=keep,
+    )
+
+
+def release_content(release: Release) -> ContentSet:
+    """Everything ``release`` holds (reads every bundle it names)."""
+    return release_version(release).content()
+
+
+def store(version: Version) -> int:
+    """Write the bundles ``version`` holds that are not stored yet; how many were written.
+    A bundle another release stored meanwhile is skipped."""
+    hashes = list(version.held)
+    known: set[str] = set()
+    for start in range(0, len(hashes), BATCH):
+        chunk = hashes[start : start + BATCH]
+        known.update(
+            ReleaseBundle.objects.filter(sha256__in=chunk).values_list("sha256", flat=True)
+        )
+    new = [
+        ReleaseBundle(sha256=sha, kind=bundle.kind, content=bundle.text)
+        for sha, bundle in version.held.items()
+        if sha not in known
+    ]
+    ReleaseBundle.objects.bulk_create(new, batch_size=WRITE_BATCH, ignore_conflicts=True)
+    return len(new)
+
+
+BATCH = 5000  # hashes looked up per query
+WRITE_BATCH = 200  # bundles per INSERT (some 40 KB each)

@@ -1,0 +1,116 @@
+"""Reply expectations: every kind passing and failing, hostile patterns and schemas."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from assembler import get_tokenizer
+from assembler.impact import ExpectationError
+from assembler.replies import (
+    check_reply,
+    parse_judgement,
+    parse_reply_expectation,
+    reply_params_problems,
+)
+
+TOK = get_tokenizer()
+
+
+def verdict(data: dict, reply: str, judge=None):  # type: ignore[no-untyped-def]
+    return check_reply(parse_reply_expectation(data), reply, TOK, judge)
+
+
+@pytest.mark.parametrize(
+    ("data", "good", "bad"),
+    [
+        ({"kind": "reply_contains", "text": "bell"}, "The bell tolls.", "Silence."),
+        ({"kind": "reply_excludes", "text": "As an AI"}, "Aye.", "As an AI, I cannot."),
+        ({"kind": "reply_matches", "pattern": r"^\w+, traveller"}, "Ahoy, traveller", "Go away"),
+        (
+            {"kind": "reply_json", "schema": {"type": "object", "required": ["mood"]}},
+            '{"mood": "wary"}',
+            '{"tone": 1}',
+        ),
+        ({"kind": "reply_max_tokens", "tokens": 3}, "Aye.", "Aye, the bell tolls for thee."),
+    ],
+)
+def test_each_kind_passes_and_fails(data: dict, good: str, bad: str) -> None:  # type: ignore[type-arg]
+    assert verdict(data, good).passed
+    failed = verdict(data, bad)
+    assert not failed.passed and failed.detail
+
+
+def test_a_reply_that_is_not_json_fails_saying_so() -> None:
+    result = verdict({"kind": "reply_json", "schema": {"type": "object"}}, "not json")
+    assert not result.passed and result.detail.startswith("not JSON")
+
+
+def test_the_judge_grades_with_its_reason() -> None:
+    data = {"kind": "judge", "rubric": "stays in character"}
+    assert verdict(data, "Aye.", lambda rubric, reply: (True, "in character")).passed
+    failed = verdict(data, "As an AI...", lambda rubric, reply: (False, "breaks character"))
+    assert (failed.passed, failed.detail) == (False, "breaks character")
+    assert not verdict(data, "Aye.").passed  # no judge asked: never a silent pass
+    assert parse_judgement("FAIL: breaks character.\nmore") == (False, "breaks character.")
+    assert parse_judgement("**PASS**: fine") == (True, "fine")
+
+
+def test_a_hostile_pattern_runs_in_linear_time() -> None:
+    expectation = {"kind": "reply_matches", "pattern": "(a+)+$"}
+    started = time.monotonic()
+    result = verdict(expectation, "a" * 100_000 + "b")
+    # With Python's re this takes longer than the universe; RE2 is linear.
+    assert time.monotonic() - started < 5
+    assert not result.passed
+
+
+def test_a_schema_pattern_runs_on_re2_too() -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "(a+)+$"}}}
+    started = time.monotonic()
+    result = verdict({"kind": "reply_json", "schema": schema}, '{"x": "' + "a" * 50_000 + 'b"}')
+    assert time.monotonic() - started < 5
+    assert not result.passed
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "words"),
+    [
+        ({"kind": "reply_matches", "pattern": "(?<=a)b"}, "pattern", "RE2"),
+        ({"kind": "reply_matches", "pattern": "(unclosed"}, "pattern", "RE2"),
+        ({"kind": "reply_matches", "pattern": "x" * 1001}, "pattern", "1000"),
+        ({"kind": "reply_json", "schema": {"type": "nope"}}, "schema", "Not a valid JSON Schema"),
+        ({"kind": "reply_json", "schema": "object"}, "schema", "Expected a JSON Schema"),
+        ({"kind": "reply_json", "schema": {"patternProperties": {"a": {}}}}, "schema", "pattern"),
+        ({"kind": "reply_json", "schema": {"pattern": "(?<=a)"}}, "schema", "RE2"),
+        ({"kind": "reply_max_tokens", "tokens": 0}, "tokens", "whole number"),
+        ({"kind": "reply_max_tokens", "tokens": True}, "tokens", "whole number"),
+        ({"kind": "judge", "rubric": "  "}, "rubric", "Expected some text"),
+        ({"kind": "judge"}, "rubric", "needs"),
+        ({"kind": "reply_contains", "text": "a", "extra": 1}, "extra", "takes no"),
+    ],
+)
+def test_bad_reply_expectations_name_the_field(data: dict, field: str, words: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ExpectationError) as refused:
+        parse_reply_expectation(data)
+    assert refused.value.field == field
+    assert words in str(refused.value)
+
+
+def test_a_deep_schema_is_refused_not_crashed() -> None:
+    deep: dict = {}  # type: ignore[type-arg]
+    node = deep
+    for _ in range(5000):
+        node["not"] = {}
+        node = node["not"]
+    with pytest.raises(ExpectationError):
+        parse_reply_expectation({"kind": "reply_json", "schema": deep})
+
+
+def test_reply_parameters_are_bounded() -> None:
+    assert reply_params_problems({}) == {}
+    problems = reply_params_problems(
+        {"temperature": float("nan"), "max_tokens": 0, "samples": 6, "seed": 2**64}
+    )
+    assert set(problems) == {"temperature", "max_tokens", "samples", "seed"}

@@ -1,0 +1,309 @@
+"""The incremental impact report equals the full recomputation, whatever changed.
+
+The report compares manifests and assembles only the scenarios whose bundles differ; the
+full recomputation diffs every segment and assembles every scenario on both sides. For
+random changes to a small game, both must say the same: the same segments and objects,
+the same row for every scenario assembled, and every scenario left out unchanged indeed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from promptadmin.content.models import NPC, Entry, Ruleset, Scope, Segment, World
+from promptadmin.content.services import catalog, segments
+from promptadmin.content.services.catalog import CastMember
+from promptadmin.releases import impact, selectors, services, serving, snapshot, working
+from promptadmin.releases.bundles import Version, content_version, release_version
+from promptadmin.releases.models import Release
+from promptadmin.releases.snapshot import working_content
+from promptadmin.releases.working import working_version
+from tests.factories import make_segment
+
+pytestmark = pytest.mark.django_db
+
+TEXTS = ("Grey water.", "The bell rings twice.", "Fog. " * 60, "Marta keeps the keys.", "")
+
+
+@pytest.fixture
+def game() -> None:
+    """Two worlds, three rulesets, three entries with casts, three NPCs, saved scenarios."""
+    cache.clear()
+    serving.forget()
+    worlds = [catalog.catalog_create(actor=None, model=World, slug=s, name=s) for s in ("w1", "w2")]
+    rulesets = [
+        catalog.catalog_create(actor=None, model=Ruleset, slug=s, name=s.upper())
+        for s in ("r1", "r2", "r3")
+    ]
+    npcs = [
+        catalog.catalog_create(actor=None, model=NPC, slug=s, name=s.title())
+        for s in ("n1", "n2", "n3")
+    ]
+    for index, slug in enumerate(("e1", "e2", "e3")):
+        catalog.entry_create(
+            actor=None,
+            slug=slug,
+            name=slug,
+            world=worlds[index % 2],
+            rulesets=rulesets[index:] or rulesets[:1],
+            cast=[CastMember(npcs[index], tier=1), CastMember(npcs[(index + 1) % 3])],
+        )
+    make_segment(scope="core", content="You narrate.")
+    for world in worlds:
+        make_segment(scope="world", ref=world, content=f"The {world.slug} is cold.")
+    for ruleset in rulesets:
+        make_segment(scope="ruleset", ref=ruleset, content=f"Rule {ruleset.slug}.")
+    for entry in Entry.objects.all():
+        make_segment(scope="entry", ref=entry, content=f"Scene {entry.slug}.")
+        make_segment(scope="entry_start", ref=entry, content=f"Opening of {entry.slug}.")
+    for npc in npcs:
+        for tier in range(3):
+            make_segment(scope="npc", ref=npc, tier=tier, content=f"{npc.name} at {tier}.")
+    services.scenario_create(
+        actor=None,
+        name="tight",
+        entry="e1",
+        token_budget=120,
+        npcs=[{"npc": "n2", "tier": 2}, {"npc": "n3", "tier": 1}],
+        expectations=[{"kind": "fits"}, {"kind": "contains", "text": "bell"}],
+    )
+    services.scenario_create(actor=None, name="e3 wide", entry="e3", first_turn=True)
+
+
+def segment_at(index: int) -> Segment:
+    rows = list(Segment.objects.filter(active=True).order_by("id"))
+    return rows[index % len(rows)]
+
+
+def owner(kind: str, index: int) -> Any:
+    model = {"world": World, "ruleset": Ruleset, "entry": Entry, "npc": NPC}[kind]
+    rows = list(model.objects.order_by("id"))
+    return rows[index % len(rows)]
+
+
+indexes = st.integers(0, 40)
+texts = st.sampled_from(TEXTS)
+Change = Callable[[], object]
+
+changes: st.SearchStrategy[Change] = st.one_of(
+    st.builds(
+        lambda i, text: (
+            lambda: segments.segment_update(actor=None, segment=segment_at(i), content=text or "x")
+        ),
+        indexes,
+        texts,
+    ),
+    st.builds(
+        lambda i: (
+            lambda: segments.segment_update(
+                actor=None, segment=segment_at(i), metadata={"note": "changed"}
+            )
+        ),
+        indexes,
+    ),
+    st.builds(
+        lambda i, order: (
+            lambda: segments.segment_update(actor=None, segment=segment_at(i), sort_order=order)
+        ),
+        indexes,
+        st.integers(-2, 2),
+    ),
+    st.builds(
+        lambda i, active: (
+            lambda: segments.segment_update(actor=None, segment=segment_at(i), active=active)
+        ),
+        indexes,
+        st.booleans(),
+    ),
+    st.builds(
+        lambda i: lambda: segments.segment_delete(actor=None, segment=segment_at(i)), indexes
+    ),
+    st.builds(
+        lambda scope, i, text: (
+            lambda: segments.segment_create(
+                actor=None,
+                scope=scope,
+                ref=None if scope == Scope.CORE else owner(_kind(scope), i),
+                content=text or "y",
+                tier=i % 3 if scope == Scope.NPC else 0,
+            )
+        ),
+        st.sampled_from(
+            [Scope.CORE, Scope.WORLD, Scope.RULESET, Scope.ENTRY, Scope.ENTRY_START, Scope.NPC]
+        ),
+        indexes,
+        texts,
+    ),
+    st.builds(
+        lambda kind, i, name: (
+            lambda: catalog.catalog_update(actor=None, obj=owner(kind, i), name=name)
+        ),
+        st.sampled_from(["world", "ruleset", "npc"]),
+        indexes,
+        st.sampled_from(["Renamed", "Other name"]),
+    ),
+    st.builds(
+        lambda kind, i: (
+            lambda: catalog.catalog_update(
+                actor=None, obj=owner(kind, i), description="Described anew."
+            )
+        ),
+        st.sampled_from(["world", "ruleset", "npc"]),
+        indexes,
+    ),
+    st.builds(
+        lambda i, picks: (
+            lambda: catalog.entry_update(
+                actor=None,
+                entry=owner("entry", i),
+                rulesets=list(dict.fromkeys(owner("ruleset", pick) for pick in picks)),
+            )
+        ),
+        indexes,
+        st.lists(st.integers(0, 2), max_size=3),
+    ),
+    st.builds(
+        lambda i, w: (
+            lambda: catalog.entry_update(
+                actor=None, entry=owner("entry", i), world=owner("world", w)
+            )
+        ),
+        indexes,
+        indexes,
+    ),
+    st.builds(
+        lambda i, w: (
+            lambda: segments.segment_update(
+                actor=None,
+                segment=Segment.objects.filter(scope=Scope.WORLD).order_by("id")[0],
+                ref=owner("world", w),
+            )
+        ),
+        indexes,
+        indexes,
+    ),
+)
+
+
+def _kind(scope: str) -> str:
+    return "entry" if scope == Scope.ENTRY_START else scope
+
+
+def full_report(before: Version, after: Version) -> dict[str, Any]:
+    """Everything compared and assembled: every segment, every scenario on both sides."""
+    specs = selectors._scenarios(before, after)
+    return {
+        "segments": impact.segment_diff(before.content().segments, after.content().segments),
+        "objects": impact.object_changes(before, after),
+        "scenarios": [
+            impact.scenario_changes(
+                spec, impact.evaluate(spec, before), impact.evaluate(spec, after)
+            )
+            for spec in specs
+        ],
+    }
+
+
+def assert_same(before: Version, after: Version) -> int:
+    """The incremental report is the full one; how many scenarios it assembled."""
+    report = impact.compare(before, after, selectors._scenarios(before, after))
+    full = full_report(before, after)
+    assert report["segments"] == full["segments"]
+    assert report["objects"] == full["objects"]
+    for row, expected in zip(report["scenarios"], full["scenarios"], strict=True):
+        if row["assembled"]:
+            assert row == expected
+        else:
+            # Left out as unchanged: assembling it shows the same prompt on both sides.
+            assert not expected["changed"], expected
+            assert expected["tokens_before"] == expected["tokens_after"]
+            assert expected["error_before"] == expected["error_after"]
+            assert row["scenario"] == expected["scenario"]
+    return sum(row["assembled"] for row in report["scenarios"])
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(before=st.lists(changes, max_size=2), after=st.lists(changes, min_size=1, max_size=3))
+def test_the_incremental_report_equals_the_full_recomputation(
+    game: None, before: list[Change], after: list[Change]
+) -> None:
+    with transaction.atomic():
+        for change in before:
+            change()
+        one = services.release_create(actor=None, name="r-one")
+        for change in after:
+            change()
+        two = services.release_create(actor=None, name="r-two")
+
+        # The working copy read in part (what changed since it was last read) is the
+        # working copy read whole.
+        whole, working = content_version(working_content()), working_version()
+        assert (working.manifest, working.content_hash) == (whole.manifest, whole.content_hash)
+        assert working.content().segments == whole.content().segments
+        # A release against the working copy, and two releases (both read from the store).
+        assert_same(release_version(one), working)
+        assert_same(release_version(one), release_version(Release.objects.get(pk=two.pk)))
+        assert_same(release_version(two), release_version(one))
+        transaction.set_rollback(True)
+
+
+def test_a_one_segment_change_assembles_the_scenarios_of_its_entries_only(game: None) -> None:
+    one = services.release_create(actor=None, name="r-one")
+    # w2 is e2's world alone: its two implicit scenarios change, and nothing else.
+    world = Segment.objects.get(scope=Scope.WORLD, world__slug="w2")
+    segments.segment_update(actor=None, segment=world, content="The w2 burns.")
+    assembled = assert_same(release_version(one), content_version(working_content()))
+    assert assembled == 2
+    # An NPC's change: the scenarios naming it (saved, or by an entry's cast).
+    two = services.release_create(actor=None, name="r-two")
+    npc = Segment.objects.filter(scope=Scope.NPC, npc__slug="n3").first()
+    assert npc is not None
+    segments.segment_update(actor=None, segment=npc, content="N3 has left.")
+    assembled = assert_same(release_version(two), content_version(working_content()))
+    assert assembled == 1 + 2 + 2  # "tight", then e2's and e3's turns (n3 is in both casts)
+    # A description is no part of a prompt: nothing to assemble, one object changed.
+    three = services.release_create(actor=None, name="r-three")
+    catalog.catalog_update(actor=None, obj=NPC.objects.get(slug="n1"), description="Tall.")
+    assert assert_same(release_version(three), content_version(working_content())) == 0
+
+
+@pytest.mark.postgres
+def test_the_working_copy_is_read_in_proportion_to_what_changed(
+    game: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services.release_create(actor=None, name="r-one")  # every bundle stored and remembered
+    world = Segment.objects.get(scope=Scope.WORLD, world__slug="w2")
+    segments.segment_update(actor=None, segment=world, content="The w2 burns.")
+    read: list[str] = []
+    segments_of = snapshot.segments_of
+
+    def recording(catalog: Any, where: Any) -> Any:
+        found = segments_of(catalog, where)
+        read.extend(row.owner for row in found)
+        return found
+
+    monkeypatch.setattr(snapshot, "segments_of", recording)
+    version = working_version()
+
+    assert read == ["w2"]  # the segments of the one object that changed, alone
+    assert version.manifest == content_version(working_content()).manifest
+    # Its bundle was never released: the version holds it, and the cache keeps its text;
+    # should the cache lose that, the object is read again, not served stale or missing.
+    new = version.manifest["worlds"]["w2"]
+    assert set(version.held) == {new}
+    cache.delete(working._text_key(new))
+    read.clear()
+    again = working_version()
+    assert read == ["w2"] and again.manifest == version.manifest
+    assert again.parts([new])[new].rows[0].content == "The w2 burns."

@@ -1,0 +1,117 @@
+"""Object pickers: a searchable list of matches instead of a select of thousands, and a
+text box that works without JavaScript."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from promptadmin.content.models import Entry, Segment
+from promptadmin.studio.forms.common import AmbiguousObject, ObjectPicker, resolve_picked
+from tests.factories import NPCFactory, WorldFactory
+
+pytestmark = pytest.mark.usefixtures("content")
+
+PICK = reverse("studio:object_picker")
+
+
+def options(client: Client, **query: str) -> list[str]:
+    html = client.get(PICK, query).content.decode()
+    return [part.split('"')[0] for part in html.split('data-value="')[1:]]
+
+
+def test_the_picker_lists_matches_of_the_kinds_asked_for(viewer: Client) -> None:
+    NPCFactory(slug="old-mart", name="Old Mart")
+    assert options(viewer, kinds="npc", field="q", q="mar") == ["npc:marta-vell", "npc:old-mart"]
+    assert options(viewer, kinds="world", field="q", q="mar") == []
+    assert options(viewer, kinds="world,entry", field="q", q="") == [
+        "entry:drowned-bell",
+        "world:iron-coast",
+    ]
+    # The text comes in the picker's own input, named by ``field``.
+    assert options(viewer, kinds="npc", field="s4-object_search", **{"s4-object_search": "vell"})
+    assert "No NPC matches" in viewer.get(PICK, {"kinds": "npc", "q": "zzz"}).content.decode()
+
+
+def test_the_picker_shows_a_bounded_number_of_matches(
+    viewer: Client, django_assert_max_num_queries: Any
+) -> None:
+    for n in range(40):
+        NPCFactory(slug=f"npc-{n}", name=f"Guard {n}")
+    with django_assert_max_num_queries(4):  # session, user, role, NPCs
+        assert len(options(viewer, kinds="npc", q="guard")) == 12
+
+
+@pytest.mark.parametrize("typed", ["\x00", "a" * 5000, "%", "_", "'", "\u202e"])
+def test_the_picker_takes_any_text(viewer: Client, typed: str) -> None:
+    response = viewer.get(PICK, {"kinds": "npc,bogus", "q": typed})
+    assert response.status_code in (200, 400)
+
+
+def test_the_segment_filter_picks_an_owner_by_its_value_or_as_typed(viewer: Client) -> None:
+    for value in ("entry:drowned-bell", "The Drowned Bell", "drowned-bell", "the drowned bell"):
+        response = viewer.get("/segments/", {"object_search": value})
+        assert {s.entry_id for s, _url in response.context["rows"]} == {
+            Entry.objects.get(slug="drowned-bell").pk
+        }, value
+    unknown = viewer.get("/segments/", {"object_search": "Atlantis"})
+    assert "Nothing is called &#x27;Atlantis&#x27;" in unknown.content.decode()
+
+
+def test_a_pick_stands_until_the_text_stops_showing_it() -> None:
+    picker = ObjectPicker()
+    kept = {
+        "object": "world:iron-coast",
+        "object_search": "\u2068The Iron Coast\u2069 (iron-coast)",
+    }
+    assert picker.value_from_datadict(kept, {}, "object") == "world:iron-coast"
+    retyped = {"object": "world:iron-coast", "object_search": "Marta"}
+    assert picker.value_from_datadict(retyped, {}, "object") == "Marta"
+    assert (
+        picker.value_from_datadict({"object": "npc:marta-vell"}, {}, "object") == "npc:marta-vell"
+    )
+
+
+def test_a_name_several_objects_share_asks_which(content: dict) -> None:
+    WorldFactory(slug="marta", name="Marta Vell")
+    with pytest.raises(AmbiguousObject):
+        resolve_picked("Marta Vell", ("world", "npc"))
+    assert resolve_picked("marta-vell", ("world", "npc")) == content["npc"]
+    assert resolve_picked("Marta Vell (marta-vell)", ("world", "npc")) == content["npc"]
+    assert resolve_picked("\x00", ("npc",)) is None
+
+
+def test_the_editor_saves_an_owner_typed_without_javascript(author: Client) -> None:
+    response = author.post(
+        reverse("studio:segment_create"),
+        {
+            "scope": "world",
+            "object_search": "The Iron Coast",
+            "content": "Gulls.",
+            "version": "1.0.0",
+            "sort_order": 0,
+            "active": "on",
+        },
+    )
+    assert response.status_code == 302
+    assert Segment.objects.get(content="Gulls.").world.slug == "iron-coast"
+
+
+def test_the_cast_adds_an_npc_picked_or_typed(author: Client, content: dict) -> None:
+    NPCFactory(slug="cobb", name="Cobb the Ferryman")
+    url = reverse("studio:entry_cast", args=["drowned-bell"])
+    entry = Entry.objects.get(slug="drowned-bell")
+    author.post(
+        url, {"expected_revision": entry.revision, "action": "add", "npc": "npc:marta-vell"}
+    )
+    entry.refresh_from_db()
+    author.post(
+        url,
+        {"expected_revision": entry.revision, "action": "add", "npc_search": "Cobb the Ferryman"},
+    )
+    assert [link.npc.slug for link in entry.ordered_cast()] == ["marta-vell", "cobb"]
+    page = author.get(reverse("studio:entry_edit", args=["drowned-bell"])).content.decode()
+    assert 'role="combobox"' in page and '<select id="add-npc"' not in page

@@ -1,0 +1,158 @@
+"""The scenarios page: list saved scenarios, run them against any version of the content
+(every expectation shown, passing ones too), edit and delete them through the services."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from promptadmin.content.services import segments
+from promptadmin.releases import services
+from promptadmin.releases.models import Scenario
+
+pytestmark = pytest.mark.usefixtures("content")
+
+
+@pytest.fixture
+def bell() -> Scenario:
+    return services.scenario_create(
+        actor=None,
+        name="Bell at night",
+        entry="drowned-bell",
+        first_turn=True,
+        npcs=[{"npc": "marta-vell", "tier": 0}],
+        state={"input": "I ring the bell."},
+        expectations=[
+            {"kind": "contains", "text": "A bell rings underwater."},
+            {"kind": "contains", "text": "dragons"},
+            {"kind": "max_tokens", "tokens": 4000},
+        ],
+    )
+
+
+def verdicts(html: str) -> list[str]:
+    """Each expectation's line in the run, as shown (tags dropped)."""
+    items = re.findall(r'<li class="check-(?:pass|fail)">([\s\S]*?)</li>', html)
+    return [" ".join(unescape(re.sub(r"<[^>]+>", "", item)).split()) for item in items]
+
+
+def test_the_list_shows_each_scenario_and_its_expectations(viewer: Client, bell: Any) -> None:
+    html = unescape(viewer.get("/scenarios/").content.decode())
+    assert "Bell at night" in html
+    assert "contains 'dragons'" in html and "at most 4000 tokens" in html
+    assert "/preview/?entry=drowned-bell" in html
+    assert f"/scenarios/{bell.pk}/delete/" not in html  # viewers only read and run
+
+
+def test_running_shows_every_expectation_passing_and_failing(viewer: Client, bell: Any) -> None:
+    html = viewer.get("/scenarios/", {"release": "working"}).content.decode()
+    assert verdicts(html) == [
+        "holds contains 'A bell rings underwater.'",
+        "fails contains 'dragons': no 'dragons' in the prompt",
+        "holds at most 4000 tokens",
+    ]
+    assert "1 expectation fails" in html
+
+
+def test_running_against_a_release_uses_what_it_holds(author: Client, content: Any) -> None:
+    services.scenario_create(
+        actor=None,
+        name="Premise kept",
+        entry="drowned-bell",
+        expectations=[{"kind": "contains", "text": "A bell rings underwater."}],
+    )
+    services.release_create(actor=None, name="r-one")
+    segments.segment_update(actor=None, segment=content["premise"], content="A gong.")
+    working = author.get("/scenarios/", {"release": "working"}).content.decode()
+    assert verdicts(working) == [
+        "fails contains 'A bell rings underwater.': no 'A bell rings underwater.' in the prompt"
+    ]
+    released = author.get("/scenarios/", {"release": "r-one"}).content.decode()
+    assert verdicts(released) == ["holds contains 'A bell rings underwater.'"]
+    assert "every expectation holds" in released
+    assert "release=r-one" in released  # its preview link shows the same content
+    unknown = author.get("/scenarios/", {"release": "r-nine"})
+    assert "Select a valid choice" in unknown.content.decode()
+
+
+def test_a_scenario_that_cannot_be_assembled_says_why(viewer: Client, bell: Any) -> None:
+    Scenario.objects.filter(pk=bell.pk).update(entry="gone")
+    html = viewer.get("/scenarios/", {"release": "working"}).content.decode()
+    assert "cannot run" in html and "gone" in html
+
+
+def test_editing_saves_through_the_service_as_a_new_revision(author: Client, bell: Any) -> None:
+    form = author.get(f"/scenarios/{bell.pk}/").content.decode()
+    assert 'value="dragons"' in form and "I ring the bell." in form
+    response = author.post(
+        f"/scenarios/{bell.pk}/",
+        {"name": "Bell at dawn", "entry": "drowned-bell", "token_budget": "900",
+         "npc_budget": "100", "npc": ["marta-vell", ""], "tier": ["2", "0"],
+         "expect_kind": ["fits", "contains", "keeps_segment", ""],
+         "expect_value": ["", "bell", "7", ""], "input": "Dawn.\r\nI wait.",
+         "game_state": '{"tide": "low"}', "expected_revision": "1"},
+    )  # fmt: skip
+    assert response.status_code == 302
+    bell.refresh_from_db()
+    assert (bell.name, bell.revision, bell.token_budget, bell.first_turn) == (
+        "Bell at dawn", 2, 900, False
+    )  # fmt: skip
+    assert bell.npcs == [{"npc": "marta-vell", "tier": 2}]
+    assert bell.state == {"game_state": {"tide": "low"}, "input": "Dawn.\nI wait."}
+    assert bell.expectations == [
+        {"kind": "fits"},
+        {"kind": "contains", "text": "bell"},
+        {"kind": "keeps_segment", "segment": 7},
+    ]
+    assert bell.history.count() == 2
+
+
+def test_a_bad_edit_is_refused_naming_what_to_fix(author: Client, bell: Any) -> None:
+    base = {"name": "Bell", "entry": "drowned-bell", "token_budget": "900", "npc_budget": "100",
+            "expected_revision": "1"}  # fmt: skip
+    response = author.post(
+        f"/scenarios/{bell.pk}/",
+        {**base, "expect_kind": ["max_tokens", "contains"], "expect_value": ["many", " "],
+         "npc": ["nobody"], "tier": ["1"]},
+    )  # fmt: skip
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Expectation 1 (At most N tokens): a whole number." in html
+    bell.refresh_from_db()
+    assert bell.revision == 1
+    response = author.post(
+        f"/scenarios/{bell.pk}/",
+        {**base, "expect_kind": ["contains"], "expect_value": [" "], "npc": ["nobody"],
+         "tier": ["1"]},
+    )  # fmt: skip
+    html = response.content.decode()
+    assert "Expectation 1: Expected some text to look for." in html
+    assert "NPCs: Unknown NPC slugs: nobody." in html
+
+
+def test_a_stale_edit_or_delete_is_refused(author: Client, bell: Any) -> None:
+    services.scenario_update(actor=None, scenario=bell, token_budget=500)
+    response = author.post(
+        f"/scenarios/{bell.pk}/",
+        {"name": "Mine", "entry": "drowned-bell", "token_budget": "900", "npc_budget": "100",
+         "expected_revision": "1"},
+    )  # fmt: skip
+    assert response.status_code == 409
+    assert "Someone saved this scenario since you opened it" in response.content.decode()
+    refused = author.post(f"/scenarios/{bell.pk}/delete/", {"expected_revision": "1"}, follow=True)
+    assert "was changed since you opened this page" in refused.content.decode()
+    assert Scenario.objects.filter(pk=bell.pk).exists()
+
+
+def test_deleting_keeps_the_history(author: Client, viewer: Client, bell: Any) -> None:
+    assert (
+        viewer.post(f"/scenarios/{bell.pk}/delete/", {"expected_revision": "1"}).status_code == 403
+    )
+    response = author.post(f"/scenarios/{bell.pk}/delete/", {"expected_revision": "1"}, follow=True)
+    assert "Deleted the scenario &#x27;Bell at night&#x27;." in response.content.decode()
+    assert not Scenario.objects.exists()
+    assert Scenario.history.filter(id=bell.pk, history_type="-").exists()
