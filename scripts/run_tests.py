@@ -62,15 +62,17 @@ def parallel(argv: list[str]) -> list[str]:
     """The pytest-xdist options to put before ``argv``, which may override any of them.
 
     >>> parallel(["-rs"])
-    ['-n', 'auto', '--maxprocesses', '4', '--dist', 'worksteal']
+    ['-n', 'auto', '--maxprocesses', '4']
     >>> parallel(["-n", "0", "tests/assembler"]), parallel(["-p", "no:xdist"])
     ([], [])
     """
     if any(arg.startswith(("-n", "--numprocesses", "--tx")) or "no:xdist" in arg for arg in argv):
         return []  # the arguments choose the workers
-    # worksteal: a worker that runs out takes tests queued on another, so the few long
-    # tests (schemathesis, real workers, browsers) do not leave one core idle at the end.
-    return ["-n", "auto", "--maxprocesses", str(MAX_WORKERS), "--dist", "worksteal"]
+    # xdist's default distribution (load) hands out tests in collection order, so each
+    # worker runs its share in the order pytest-django sorts them, as one process does:
+    # transactional tests, which empty every table, after the tests that expect the rows
+    # the migrations made. (worksteal moves tests between workers and broke that order.)
+    return ["-n", "auto", "--maxprocesses", str(MAX_WORKERS)]
 
 
 def main(argv: list[str]) -> int:

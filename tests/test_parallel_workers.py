@@ -98,7 +98,7 @@ def test_use_redis_moves_all_of_them_to_another_database() -> None:
 
 
 def test_make_test_runs_on_workers_unless_the_arguments_choose() -> None:
-    spread = ["-n", "auto", "--maxprocesses", str(MAX_WORKERS), "--dist", "worksteal"]
+    spread = ["-n", "auto", "--maxprocesses", str(MAX_WORKERS)]
     assert parallel([]) == spread
     assert parallel(["-rs", "tests/assembler/test_lint.py", "-k", "not slow"]) == spread
     for chosen in (
