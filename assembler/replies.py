@@ -56,7 +56,14 @@ Judge = Callable[[str, str], tuple[bool, str]]
 
 def is_reply_expectation(data: Any) -> bool:
     """Whether ``data`` (an expectation's JSON form) is about the reply, not the prompt."""
-    return isinstance(data, Mapping) and data.get("kind") in REPLY_FIELDS
+    return isinstance(data, Mapping) and _kind(data) in REPLY_FIELDS
+
+
+def _kind(data: Mapping[str, Any]) -> str | None:
+    """The ``kind`` of an expectation's JSON form when it is text (an object or a list
+    there is no kind at all, and cannot be looked up)."""
+    kind = data.get("kind")
+    return kind if isinstance(kind, str) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +178,7 @@ def parse_reply_expectation(data: Any) -> ReplyExpectation:
     ...
     assembler.impact.ExpectationError: Not a valid JSON Schema at type: 'nope' is not valid...
     """
-    if not isinstance(data, Mapping) or data.get("kind") not in REPLY_FIELDS:
+    if not isinstance(data, Mapping) or _kind(data) not in REPLY_FIELDS:
         raise ExpectationError("kind", f"Unknown kind; use one of: {', '.join(REPLY_KINDS)}.")
     kind = str(data["kind"])
     wanted = REPLY_FIELDS[kind]

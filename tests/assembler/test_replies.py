@@ -89,6 +89,8 @@ def test_a_schema_pattern_runs_on_re2_too() -> None:
         ({"kind": "judge", "rubric": "  "}, "rubric", "Expected some text"),
         ({"kind": "judge"}, "rubric", "needs"),
         ({"kind": "reply_contains", "text": "a", "extra": 1}, "extra", "takes no"),
+        ({"kind": {}}, "kind", "Unknown kind"),
+        ({"kind": ["judge"]}, "kind", "Unknown kind"),
     ],
 )
 def test_bad_reply_expectations_name_the_field(data: dict, field: str, words: str) -> None:  # type: ignore[type-arg]

@@ -70,7 +70,10 @@ def test_the_bench_seeds_a_game_and_measures_every_operation_once() -> None:
     assert Message.objects.filter(conversation=long).count() == plan.long_messages
     assert list(Release.objects.order_by("id").values_list("name", flat=True)) == seeded.releases
     assert ReleaseLabel.objects.get(name="production").release.name == seeded.releases[-1]
-    assert seeded.first_release_rows and seeded.first_release_rows > 40
+    # A release is a manifest of content-addressed bundles (one per entry, world, ...),
+    # so even the first one writes rows per bundle, not per segment.
+    assert seeded.first_release_rows is not None
+    assert 0 < seeded.first_release_rows < Segment.objects.count()
     found = Segment.objects.filter(content__contains=bench_scale.SEARCH.split()[0])
     assert found.filter(content__contains=bench_scale.SEARCH.split()[1]).exists()
 

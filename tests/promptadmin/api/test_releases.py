@@ -406,6 +406,8 @@ def test_scenarios_crud_with_field_errors(writer, reader, demo) -> None:  # type
         ({"state": {"weather": "rain"}}, "state.weather"),
         ({"state": {"input": 5}}, "state.input"),
         ({"expectations": {"kind": "fits"}}, "expectations"),
+        ({"expectations": [{"kind": {}}]}, "expectations.0.kind"),
+        ({"expectations": [{"kind": ["judge"]}]}, "expectations.0.kind"),
         ({"expectations": [{"kind": "contains", "text": "x" * 5000}]}, "expectations.0.text"),
         ({"token_budget": True}, "token_budget"),
     ):
