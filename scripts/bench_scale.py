@@ -550,13 +550,15 @@ def time_pages(fetch: Fetch, edit: Callable[[], None], repeat: int, where: str) 
 
 def _last_page_url(fetch: Fetch, url: str) -> str:
     """The list's last page: the highest page its first page links to when it links to
-    more than the next one, else a page number past the end (Django's paginator then
-    shows the last page). Refuses to time page 1 under the last page's name."""
+    more than the next one, else the deepest page a list serves (past the end, the list
+    shows its last page). Refuses to time page 1 under the last page's name."""
     from django.urls import reverse
+
+    from promptadmin.core.pagination import MAX_PAGE
 
     first = fetch(url)[2]
     numbers = [int(n) for n in re.findall(rb"[?&;]page=(\d+)", first)]
-    page = max(numbers) if numbers and max(numbers) > 2 else 10**6
+    page = max(numbers) if numbers and max(numbers) > 2 else MAX_PAGE
     last = f"{url}?page={page}"
     link = re.escape(reverse("studio:segment_edit", args=[0]).encode()).replace(b"0", rb"(\d+)")
     if set(re.findall(link, fetch(last)[2])) == set(re.findall(link, first)):
