@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.db.models import Q, QuerySet, Sum
@@ -21,7 +21,7 @@ from assembler.lore import LoreActivation
 from assembler.lore import LoreEntry as AssemblerLoreEntry
 from promptadmin.content.models import World
 from promptadmin.core.cache import generation
-from promptadmin.core.tokens import cached_count
+from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.lore.models import LoreEntry
 
 LORE_GENERATION_KEY = "lore:generation"
@@ -29,7 +29,8 @@ LORE_GENERATION_KEY = "lore:generation"
 # Books a process keeps: one per world served, and a few more while lore is being edited.
 KEPT_BOOKS = 16
 
-_COLUMNS = (
+# What a release's lore bundle keeps of each active entry: what assembly uses.
+BUNDLE_FIELDS = (
     "id",
     "title",
     "content",
@@ -43,6 +44,8 @@ _COLUMNS = (
     "token_count",
     "token_encoding",
 )
+
+_COLUMNS = BUNDLE_FIELDS
 
 
 class _Books:
@@ -73,6 +76,8 @@ class _Books:
 
 _by_generation = _Books(KEPT_BOOKS)
 _by_content = _Books(KEPT_BOOKS)
+# Releases' books, by the hashes of the lore bundles they are made of.
+_by_bundles = _Books(KEPT_BOOKS)
 
 
 def active_lore(world_slug: str | None) -> QuerySet[LoreEntry]:
@@ -110,6 +115,36 @@ def lore_book(world_slug: str | None) -> assembler.LoreBook | None:
         return book
     book = book_of(assembler_entries(list(active_lore(world_slug))))
     _by_generation.put(key, book)
+    return book
+
+
+def lore_rows() -> dict[str, list[dict[str, Any]]]:
+    """The working copy's active lore entries as release bundles hold them (each a row of
+    :data:`BUNDLE_FIELDS`, its token count made afresh when made with another encoding), by
+    world slug, "" for every world's; one query."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    tok = tokenizer()
+    rows = (
+        LoreEntry.objects.filter(active=True).order_by("id").values(*BUNDLE_FIELDS, "world__slug")
+    )
+    for row in rows:
+        world = row.pop("world__slug") or ""
+        if row["token_count"] is None or row["token_encoding"] != tok.name:
+            row["token_count"], row["token_encoding"] = tok.count(row["content"]), tok.name
+        found.setdefault(world, []).append(row)
+    return found
+
+
+def bundle_book(
+    key: tuple[str, ...], rows: Callable[[], Sequence[Mapping[str, Any]]]
+) -> assembler.LoreBook | None:
+    """The book of a release's lore bundles named ``key`` (their hashes), from the
+    bundles' ``rows()`` (of :func:`lore_rows`) when this process has not built it yet."""
+    found, book = _by_bundles.get(key)
+    if not found:
+        entries = [LoreEntry(**row) for row in rows()]
+        book = book_of(assembler_entries(sorted(entries, key=lambda entry: entry.pk)))
+        _by_bundles.put(key, book)
     return book
 
 

@@ -403,25 +403,24 @@ def release_label_remove(
     return move
 
 
-SCENARIO_FIELDS = (
-    "name",
+#: A scenario's fields that make its assembly request, read by the one request parser.
+SCENARIO_REQUEST_FIELDS = (
     "entry",
     "first_turn",
     "npcs",
     "state",
     "token_budget",
     "npc_budget",
-    "expectations",
-    *REPLY_PARAMS,
+    "lore",
 )
-#: A scenario's fields that make its assembly request, read by the one request parser.
-SCENARIO_REQUEST_FIELDS = ("entry", "first_turn", "npcs", "state", "token_budget", "npc_budget")
+SCENARIO_FIELDS = ("name", *SCENARIO_REQUEST_FIELDS, "expectations", *REPLY_PARAMS)
 SCENARIO_DEFAULTS: dict[str, Any] = {
     "first_turn": False,
     "npcs": [],
     "state": {},
     "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
     "npc_budget": assembler.DEFAULT_NPC_BUDGET,
+    "lore": {},
     "expectations": [],
     **REPLY_PARAMS,
 }
@@ -501,6 +500,7 @@ def _scenario_fields(
         "state": normalize_values(dict(params.state)),
         "token_budget": params.token_budget,
         "npc_budget": params.npc_budget,
+        "lore": params.lore.to_dict(),
         "expectations": expectations,
         **replies,
         "temperature": float(replies["temperature"]),

@@ -56,7 +56,7 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
         else:
             ran = served
             for row in rows:
-                row["run"] = run(row["spec"], served.load)
+                row["run"] = run(row["spec"], served.load, served.lore)
                 row["preview_url"] = _preview_url(row["scenario"], served.name)
     for row in rows:
         row.setdefault("preview_url", _preview_url(row["scenario"]))
