@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import assembler
 from assembler.impact import Expectation, failure, parse_expectation
 from assembler.replies import is_reply_expectation
-from assembler.request import AssembleParams, LoreOptions, parse_lore_options
+from assembler.request import AssembleParams, LoreOptions, RequestError, parse_lore_options
 from promptadmin.content.assembly import (
     AssemblyInputError,
     Loader,
@@ -106,8 +106,17 @@ def from_model(scenario: Scenario) -> ScenarioSpec:
             if not is_reply_expectation(item)  # a playtest checks those, on replies
         ),
         scenario_id=scenario.pk,
-        lore=parse_lore_options(scenario.lore),
+        lore=stored_lore(scenario),
     )
+
+
+def stored_lore(scenario: Scenario) -> LoreOptions:
+    """The scenario's ``lore`` option (checked when saved; the defaults for a value no
+    longer valid, as limits may narrow)."""
+    try:
+        return parse_lore_options(scenario.lore)
+    except RequestError:
+        return LoreOptions()
 
 
 def lore_query(options: LoreOptions) -> list[tuple[str, Any]]:

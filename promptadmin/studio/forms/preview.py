@@ -32,6 +32,7 @@ from promptadmin.core.text import normalize_newlines
 from promptadmin.releases.models import MAX_SCENARIO_NAME, WORKING
 from promptadmin.releases.selectors import choices as release_choices
 from promptadmin.studio.forms.common import AutoDirSelect
+from promptadmin.studio.forms.lore_options import LoreOptionFields
 
 # The dynamic layers as the form shows them, titled as the assembler titles them.
 DYNAMIC_LAYERS = tuple((scope, LAYER_TITLES[scope]) for scope in assembler.DYNAMIC_SCOPES)
@@ -40,7 +41,7 @@ BLOCK_FORMATS = [(name, f"{block_open('core', name)} ({name})") for name in asse
 BUDGET = forms.NumberInput(attrs={"min": 0, "max": assembler.MAX_BUDGET})
 
 
-class PreviewForm(forms.Form):
+class PreviewForm(LoreOptionFields):
     """Everything a preview depends on, read from the query string so it can be shared.
 
     NPCs come as repeated ``npc`` and ``tier`` parameters, in priority order.
@@ -169,6 +170,7 @@ class PreviewForm(forms.Form):
             "policy": {"block_format": cleaned.get("block_format") or DEFAULT_BLOCK_FORMAT},
             "conversation": cleaned.get("conversation") or None,
             "release": cleaned.get("release") or WORKING,
+            "lore": self.lore_request(cleaned),
         }
         for name in ("first_turn", "token_budget", "npc_budget", "history_budget"):
             if cleaned.get(name) is not None:
@@ -208,6 +210,7 @@ class PreviewForm(forms.Form):
                 self.add_error(None, [f"NPCs: {message}" for message in messages])
                 continue
             name = rest if top in ("state", "policy") and rest else top
+            name = self.lore_field(path) or name
             self.add_error(name if name in self.fields else None, list(messages))
 
     def params(self) -> AssembleParams:

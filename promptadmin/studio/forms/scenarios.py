@@ -15,7 +15,9 @@ from promptadmin.content.models import NPC, Entry
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.releases.models import WORKING, Scenario
 from promptadmin.releases.selectors import choices as release_choices
+from promptadmin.releases.scenarios import stored_lore
 from promptadmin.studio.forms.common import AutoDirSelect
+from promptadmin.studio.forms.lore_options import LoreOptionFields
 from promptadmin.studio.forms.preview import DYNAMIC_LAYERS
 
 #: Each kind of expectation as the form names it (the same words as the preview's).
@@ -42,7 +44,7 @@ class RunForm(forms.Form):
         return self.cleaned_data.get("release") or WORKING
 
 
-class ScenarioForm(forms.Form):
+class ScenarioForm(LoreOptionFields):
     """A saved scenario's settings and expectations.
 
     NPCs come as repeated ``npc`` and ``tier`` fields (priority order), expectations as
@@ -92,6 +94,7 @@ class ScenarioForm(forms.Form):
             "token_budget": scenario.token_budget,
             "npc_budget": scenario.npc_budget,
             "expected_revision": scenario.revision,
+            **LoreOptionFields.lore_initial(stored_lore(scenario)),
             **{
                 name: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 for name, value in state.items()
@@ -202,6 +205,7 @@ class ScenarioForm(forms.Form):
             "first_turn": data["first_turn"],
             "token_budget": data["token_budget"],
             "npc_budget": data["npc_budget"],
+            "lore": self.lore_request(data),
             "npcs": self.npcs,
             "state": self.state,
             "expectations": [*self.expectations, *self.kept_reply_expectations()],
@@ -212,7 +216,9 @@ class ScenarioForm(forms.Form):
         ``npcs.0.tier``, ``expectations.1.text``...)."""
         for key, problems in error.message_dict.items():
             parts = key.split(".")
-            if parts[0] in self.fields:
+            if self.lore_field(key):
+                self.add_error(self.lore_field(key), problems)
+            elif parts[0] in self.fields:
                 self.add_error(parts[0], problems)
             elif parts[0] == "state" and len(parts) > 1 and parts[1] in self.fields:
                 self.add_error(parts[1], problems)

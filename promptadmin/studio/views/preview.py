@@ -59,6 +59,7 @@ def _save_scenario(
             state=dict(params.state),
             token_budget=params.token_budget,
             npc_budget=params.npc_budget,
+            lore=params.lore.to_dict(),
             expectations=[expectation for _field, expectation in expectations],
         )
     except ValidationError as exc:

@@ -21,6 +21,7 @@ from promptadmin.core.errors import StaleRevisionError
 from promptadmin.releases import services
 from promptadmin.releases.models import Scenario
 from promptadmin.releases.scenarios import from_model, run
+from promptadmin.studio.forms.lore_options import lore_words
 from promptadmin.releases.serving import resolve
 from promptadmin.studio.access import render_page, studio_view
 from promptadmin.studio.forms.scenarios import KIND_LABELS, RunForm, ScenarioForm
@@ -47,6 +48,8 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
     rows: list[dict[str, Any]] = [
         {"scenario": scenario, "spec": from_model(scenario), "run": None} for scenario in scenarios
     ]
+    for row in rows:
+        row["lore"] = lore_words(row["spec"].lore)
     ran = None
     if form.is_bound and form.is_valid():
         try:

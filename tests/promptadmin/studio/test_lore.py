@@ -262,3 +262,86 @@ def test_a_bad_world_in_the_url_lists_nothing_and_offers_no_world(
 
 def test_a_nul_in_the_url_is_a_400(viewer: Client, content: Any) -> None:
     assert viewer.get(LIST, {"world": "a\x00b", "q": "\x00"}).status_code == 400
+
+
+# The request's lore option in the preview and in scenarios
+
+PREVIEW = reverse("studio:preview")
+TURN = {
+    "entry": "drowned-bell",
+    "token_budget": 8000,
+    "npc_budget": 600,
+    "input": "Who rang the bell last night?",
+}
+
+
+def test_the_preview_form_takes_the_lore_option(viewer: Client, content: Any) -> None:
+    bell = make(content["world"], title="The bell", content="It was cast from a sunken ship.")
+    html = viewer.get(PREVIEW, TURN).content.decode()
+    assert 'name="lore_budget"' in html and "sunken ship" in html
+    off = viewer.get(PREVIEW, {**TURN, "lore": "off"})
+    assert off.context["preview"].lore == [] and "sunken ship" not in off.content.decode()
+    tight = viewer.get(PREVIEW, {**TURN, "lore_budget": 1}).context["preview"]
+    assert [(row["id"], row["status"]) for row in tight.lore] == [(bell.pk, "left_out")]
+    none_scanned = viewer.get(PREVIEW, {**TURN, "lore_recursion": 0, "lore_scan_depth": 0})
+    assert [row["id"] for row in none_scanned.context["preview"].lore] == [bell.pk]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("lore_budget", "-1"),
+        ("lore_budget", str(10**12)),
+        ("lore_scan_depth", "100000"),
+        ("lore_recursion", "many"),
+        ("lore", "maybe"),
+        ("lore_budget", "1\x00"),
+    ],
+)
+def test_a_bad_lore_option_is_shown_on_its_field(
+    viewer: Client, content: Any, field: str, value: str
+) -> None:
+    response = viewer.get(PREVIEW, {**TURN, field: value})
+    if "\x00" in value:
+        assert response.status_code == 400
+        return
+    form = response.context["form"]
+    assert form.errors.get(field), form.errors
+
+
+def test_saving_the_preview_as_a_scenario_keeps_its_lore_option(
+    author: Client, content: Any
+) -> None:
+    from urllib.parse import urlencode
+
+    from promptadmin.releases.models import Scenario
+
+    query = {**TURN, "lore_budget": 300, "lore": "off"}
+    response = author.post(f"{PREVIEW}?{urlencode(query)}", {"scenario-name": "bell, no lore"})
+    assert response.status_code == 302
+    assert Scenario.objects.get(name="bell, no lore").lore == {"budget": 300, "enabled": False}
+
+
+def test_the_scenario_form_and_list_show_and_save_the_lore_option(
+    author: Client, content: Any
+) -> None:
+    from promptadmin.releases import services as releases
+
+    scenario = releases.scenario_create(
+        actor=None, name="Bell", entry="drowned-bell", lore={"budget": 300}
+    )
+    url = reverse("studio:scenario_edit", args=[scenario.pk])
+    form = author.get(url).content.decode()
+    assert 'name="lore_budget"' in form and 'value="300"' in form
+    assert "lore: 300 tokens" in author.get(reverse("studio:scenario_list")).content.decode()
+    base = {"name": "Bell", "entry": "drowned-bell", "token_budget": "900", "npc_budget": "100"}
+    response = author.post(url, {**base, "lore": "off", "expected_revision": "1"})
+    assert response.status_code == 302
+    scenario.refresh_from_db()
+    assert scenario.lore == {"enabled": False}
+    assert "lore: off" in author.get(reverse("studio:scenario_list")).content.decode()
+    bad = author.post(url, {**base, "lore_scan_depth": "100000", "expected_revision": "2"})
+    assert bad.status_code == 400
+    assert bad.context["form"].errors.get("lore_scan_depth")
+    scenario.refresh_from_db()
+    assert scenario.revision == 2
