@@ -20,6 +20,7 @@ import assembler
 from assembler.lore import LoreActivation
 from assembler.lore import LoreEntry as AssemblerLoreEntry
 from promptadmin.content.models import World
+from promptadmin.content.search import word_search
 from promptadmin.core.cache import generation
 from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.lore.models import LoreEntry
@@ -168,7 +169,8 @@ def lore_list(
 ) -> QuerySet[LoreEntry]:
     """Lore entries, most important first, filtered: ``world`` (a slug: that world's own
     entries; ``every_world``: those of every world), ``group``, ``active``, ``search``
-    (words in the title, the content or the keys, any case)."""
+    (every word starts a word of the title, the keys or the content, any case: on
+    PostgreSQL from the ``lore_search`` GIN index, see :mod:`promptadmin.content.search`)."""
     entries = LoreEntry.objects.select_related("world").order_by("-priority", "id")
     if every_world:
         entries = entries.filter(world__isnull=True)
@@ -179,12 +181,8 @@ def lore_list(
     if active is not None:
         entries = entries.filter(active=active)
     if search:
-        entries = entries.filter(
-            Q(title__icontains=search)
-            | Q(content__icontains=search)
-            # The keys as their JSON text: a word of any key, any case.
-            | Q(keys__icontains=search)
-        )
+        # Without the index, the keys are looked for in their JSON text.
+        entries = word_search(entries, search, fields=("title", "content", "keys"))
     return entries
 
 

@@ -12,10 +12,11 @@ release is a **manifest** naming the bundle of every object:
      "lore": {"": <every world's lore>, slug: <the world's own lore>}}
 
 so an entry's prompt depends on the core and the hashes listed for it, and on the lore of
-every world and of its world (listed under ``lore`` only when there is some); an NPC's part
-on its hash. A lore bundle holds the active lore entries, as :mod:`assembler.lore` uses
-them, so a lore-only change writes one new bundle. A release made before lore entered
-releases has no ``lore`` section: it serves no lore.
+every world and of its world (listed under ``lore`` only when there is some; no section
+without lore, so content without lore keeps the hash it had before lore entered releases);
+an NPC's part on its hash. A lore bundle holds the active lore entries, as
+:mod:`assembler.lore` uses them, so a lore-only change writes one new bundle. A release made
+before lore entered releases has no ``lore`` section: it serves no lore.
 
 A hash never changes meaning: a bundle loaded once serves every release naming it, from a
 per-process memory bounded by ``RELEASE_BUNDLE_MEMORY_MB`` (least recently used first out),
@@ -285,7 +286,9 @@ def manifest_of(
         manifest[section] = {
             row["slug"]: sha_of[(kind, row["slug"])] for row in catalog.get(section, [])
         }
-    manifest[LORE] = {slug: sha for (kind, slug), sha in sorted(sha_of.items()) if kind == LORE}
+    lore = {slug: sha for (kind, slug), sha in sorted(sha_of.items()) if kind == LORE}
+    if lore:  # without lore, the manifest (and the content hash) of a release made before
+        manifest[LORE] = lore
     worlds, rulesets = manifest[SECTIONS["world"]], manifest[SECTIONS["ruleset"]]
     manifest[ENTRIES] = {
         row["slug"]: [

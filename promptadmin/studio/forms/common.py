@@ -13,8 +13,20 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from assembler.request import MAX_BUDGET
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import SEGMENT_SCOPES, is_slug
+
+# A token budget's box: the request parser words what is out of range.
+BUDGET = forms.NumberInput(attrs={"min": 0, "max": MAX_BUDGET})
+
+
+def optional_number(
+    label: str, help_text: str, widget: forms.Widget = BUDGET
+) -> forms.IntegerField:
+    """A whole number a person may leave empty (the request's default then)."""
+    return forms.IntegerField(required=False, widget=widget, label=label, help_text=help_text)
+
 
 # Only the assemblable scopes are ever offered for writing.
 SCOPE_CHOICES = [(scope.value, scope.label) for scope in SEGMENT_SCOPES]

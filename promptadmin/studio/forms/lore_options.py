@@ -10,9 +10,9 @@ from typing import Any
 
 from django import forms
 
-import assembler
 from assembler.lore import DEFAULT_LORE_RECURSION, DEFAULT_LORE_SCAN_DEPTH
 from assembler.request import LoreOptions
+from promptadmin.studio.forms.common import optional_number
 
 LORE_SWITCH = [("on", "On"), ("off", "Off")]
 # The form field of each option (the request's ``lore.budget`` is ``lore_budget``).
@@ -36,23 +36,18 @@ class LoreOptionFields(forms.Form):
         label="Lore",
         help_text="Off: no lore entry enters the prompt.",
     )
-    lore_budget = forms.IntegerField(
-        required=False,
-        widget=forms.NumberInput(attrs={"min": 0, "max": assembler.MAX_BUDGET}),
-        label="Lore budget",
-        help_text="Tokens for the lore layer. Empty: a tenth of the token budget.",
+    lore_budget = optional_number(
+        "Lore budget", "Tokens for the lore layer. Empty: a tenth of the token budget."
     )
-    lore_scan_depth = forms.IntegerField(
-        required=False,
-        widget=NUMBER,
-        label="Lore scan depth",
-        help_text=f"History messages scanned for keys. Empty: {DEFAULT_LORE_SCAN_DEPTH}.",
+    lore_scan_depth = optional_number(
+        "Lore scan depth",
+        f"History messages scanned for keys. Empty: {DEFAULT_LORE_SCAN_DEPTH}.",
+        NUMBER,
     )
-    lore_recursion = forms.IntegerField(
-        required=False,
-        widget=NUMBER,
-        label="Lore recursion",
-        help_text=f"Rounds of lore triggering lore. Empty: {DEFAULT_LORE_RECURSION}.",
+    lore_recursion = optional_number(
+        "Lore recursion",
+        f"Rounds of lore triggering lore. Empty: {DEFAULT_LORE_RECURSION}.",
+        NUMBER,
     )
 
     def lore_request(self, cleaned: Mapping[str, Any]) -> dict[str, Any]:

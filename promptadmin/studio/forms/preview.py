@@ -31,14 +31,13 @@ from promptadmin.core.storedjson import object_from_text
 from promptadmin.core.text import normalize_newlines
 from promptadmin.releases.models import MAX_SCENARIO_NAME, WORKING
 from promptadmin.releases.selectors import choices as release_choices
-from promptadmin.studio.forms.common import AutoDirSelect
+from promptadmin.studio.forms.common import BUDGET, AutoDirSelect, optional_number
 from promptadmin.studio.forms.lore_options import LoreOptionFields
 
 # The dynamic layers as the form shows them, titled as the assembler titles them.
 DYNAMIC_LAYERS = tuple((scope, LAYER_TITLES[scope]) for scope in assembler.DYNAMIC_SCOPES)
 # Each block format, shown by how it opens the core layer.
 BLOCK_FORMATS = [(name, f"{block_open('core', name)} ({name})") for name in assembler.BLOCK_FORMATS]
-BUDGET = forms.NumberInput(attrs={"min": 0, "max": assembler.MAX_BUDGET})
 
 
 class PreviewForm(LoreOptionFields):
@@ -75,12 +74,7 @@ class PreviewForm(LoreOptionFields):
         label="Conversation",
         help_text="A conversation's key: its summary and recent messages make the history layer.",
     )
-    history_budget = forms.IntegerField(
-        required=False,
-        widget=BUDGET,
-        label="History budget",
-        help_text="Empty: the conversation's own.",
-    )
+    history_budget = optional_number("History budget", "Empty: the conversation's own.")
     game_state = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     player = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     rng = forms.CharField(required=False, strip=False, widget=forms.Textarea, label="RNG")

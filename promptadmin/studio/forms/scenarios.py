@@ -14,8 +14,8 @@ from assembler.replies import is_reply_expectation
 from promptadmin.content.models import NPC, Entry
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.releases.models import WORKING, Scenario
-from promptadmin.releases.selectors import choices as release_choices
 from promptadmin.releases.scenarios import stored_lore
+from promptadmin.releases.selectors import choices as release_choices
 from promptadmin.studio.forms.common import AutoDirSelect
 from promptadmin.studio.forms.lore_options import LoreOptionFields
 from promptadmin.studio.forms.preview import DYNAMIC_LAYERS

@@ -21,9 +21,9 @@ from promptadmin.core.errors import StaleRevisionError
 from promptadmin.releases import services
 from promptadmin.releases.models import Scenario
 from promptadmin.releases.scenarios import from_model, run
-from promptadmin.studio.forms.lore_options import lore_words
 from promptadmin.releases.serving import resolve
 from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.forms.lore_options import lore_words
 from promptadmin.studio.forms.scenarios import KIND_LABELS, RunForm, ScenarioForm
 
 # Scenarios judge releases: the page sits in that section (its own would not fit the bar).
