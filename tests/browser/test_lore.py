@@ -67,7 +67,7 @@ def test_an_author_imports_a_world_info_file_from_the_lore_page_dry_run_first(
     sign_in(page, "ada", "/lore/?world=iron-coast")
     page.locator("details.lore-import summary").click()
     form = page.locator("#lore-import-form")
-    expect(form.get_by_label("World")).to_have_value("iron-coast")
+    expect(form.get_by_label("World", exact=True)).to_have_value("iron-coast")
     form.get_by_label("World Info file").set_input_files(str(book))
 
     # A dry run, through the real CSRF check of a browser's form: what would change.

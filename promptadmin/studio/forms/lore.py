@@ -248,6 +248,8 @@ class LoreImportForm(forms.Form):
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Its own ids: the Lore page shows it beside the filters, which have a world too.
+        kwargs.setdefault("auto_id", "import_%s")
         super().__init__(*args, **kwargs)
         worlds = World.objects.order_by("name", "slug").values_list("slug", "name")
         self.fields["world"].choices = [
