@@ -60,6 +60,14 @@ class ScenarioForm(forms.Form):
     player = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     rng = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     input = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    # Checked by the scenario services (the one request parser), as the API's are.
+    conversation = forms.CharField(
+        required=False,
+        label="Conversation",
+        help_text="Playtests send its history to the model as chat messages, before the "
+        "input. Empty: none.",
+        widget=forms.TextInput(attrs={"class": "mono", "spellcheck": "false"}),
+    )
     expected_revision = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
     kinds = [(kind, KIND_LABELS[kind]) for kind in EXPECTATION_KINDS]
@@ -92,6 +100,7 @@ class ScenarioForm(forms.Form):
             "token_budget": scenario.token_budget,
             "npc_budget": scenario.npc_budget,
             "expected_revision": scenario.revision,
+            "conversation": scenario.conversation,
             **{
                 name: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 for name, value in state.items()
@@ -205,6 +214,7 @@ class ScenarioForm(forms.Form):
             "npcs": self.npcs,
             "state": self.state,
             "expectations": [*self.expectations, *self.kept_reply_expectations()],
+            "conversation": data["conversation"],
         }
 
     def add_service_error(self, error: ValidationError) -> None:
