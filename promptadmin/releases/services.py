@@ -404,18 +404,6 @@ def release_label_remove(
     return move
 
 
-SCENARIO_FIELDS = (
-    "name",
-    "entry",
-    "first_turn",
-    "npcs",
-    "state",
-    "token_budget",
-    "npc_budget",
-    "expectations",
-    *REPLY_PARAMS,
-    "conversation",
-)
 #: A scenario's fields that make its assembly request, read by the one request parser.
 SCENARIO_REQUEST_FIELDS = (
     "entry",
@@ -426,6 +414,7 @@ SCENARIO_REQUEST_FIELDS = (
     "npc_budget",
     "conversation",
 )
+SCENARIO_FIELDS = ("name", *SCENARIO_REQUEST_FIELDS, "expectations", *REPLY_PARAMS)
 SCENARIO_DEFAULTS: dict[str, Any] = {
     "first_turn": False,
     "npcs": [],

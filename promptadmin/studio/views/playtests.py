@@ -88,6 +88,8 @@ def _rows(run: PlaytestRun) -> tuple[list[dict[str, Any]], int, int]:
     came); and samples come so far, of samples asked."""
     results = selectors.results(run)
     by_scenario: dict[str, dict[str, Any]] = {}
+    # Runs made before scenarios named conversations hold none.
+    conversations = {item["scenario"]: item.get("conversation") for item in run.plan}
     for result in results:
         row = by_scenario.setdefault(result["scenario"], {"scenario": result["scenario"]})
         row[result["side"]] = result
@@ -107,7 +109,7 @@ def _rows(run: PlaytestRun) -> tuple[list[dict[str, Any]], int, int]:
             if left and right and left["reply"] is not None and right["reply"] is not None:
                 diff = word_diff(left["reply"], right["reply"])
             pairs.append({"before": left, "after": right, "diff": diff})
-        rows.append({**row, "pairs": pairs})
+        rows.append({**row, "pairs": pairs, "conversation": conversations.get(row["scenario"])})
     wanted = sum(1 if item.get("error") is not None else item["samples"] for item in run.plan)
     got = sum(len(result["samples"]) for result in results)
     return rows, got, wanted

@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from promptadmin.content.services import segments
+from promptadmin.conversations.services import conversation_append
 from promptadmin.releases import services
 from promptadmin.releases.models import Scenario
 
@@ -156,3 +157,26 @@ def test_deleting_keeps_the_history(author: Client, viewer: Client, bell: Any) -
     assert "Deleted the scenario &#x27;Bell at night&#x27;." in response.content.decode()
     assert not Scenario.objects.exists()
     assert Scenario.history.filter(id=bell.pk, history_type="-").exists()
+
+
+def test_a_scenario_names_a_conversation_checked_as_the_api_checks_it(
+    author: Client, bell: Any
+) -> None:
+    conversation_append(actor=None, key="tavern-1", messages=[{"role": "user", "content": "Hail."}])
+    base = {"name": "Bell", "entry": "drowned-bell", "token_budget": "900", "npc_budget": "100",
+            "expected_revision": "1"}  # fmt: skip
+    for value, problem in [
+        ("bad key!", "Use 1 to 200 letters, digits"),
+        ("x" * 201, "no more than 200 characters"),
+        ("nobody", "No conversation with key &#x27;nobody&#x27;."),
+    ]:
+        refused = author.post(f"/scenarios/{bell.pk}/", {**base, "conversation": value})
+        assert refused.status_code == 400
+        html = refused.content.decode()
+        # Shown at the field, which stays open with what was typed.
+        assert problem in html and 'name="conversation"' in html, value
+    saved = author.post(f"/scenarios/{bell.pk}/", {**base, "conversation": " tavern-1 "})
+    assert saved.status_code == 302
+    bell.refresh_from_db()
+    assert bell.conversation == "tavern-1"
+    assert 'value="tavern-1"' in author.get(f"/scenarios/{bell.pk}/").content.decode()
