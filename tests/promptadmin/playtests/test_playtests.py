@@ -223,6 +223,21 @@ def test_a_failing_endpoint_fails_the_run_never_a_500(  # type: ignore[no-untype
     assert not PlaytestCall.objects.exists()  # nothing paid is kept: a retry asks again
 
 
+def test_a_seed_goes_only_to_an_endpoint_that_takes_one(  # type: ignore[no-untyped-def]
+    demo, writer, reader, django_capture_on_commit_callbacks
+) -> None:
+    no_seed = b'{"error": {"message": "Unsupported parameter: seed", "type": "invalid"}}'
+    with fake_llm(Reply(status=400, raw=no_seed)) as fake, endpoint(fake.url):
+        fake.respond = npc
+        scenario("seeded", [], seed=7)
+        run = reader.get(
+            playtest(writer, django_capture_on_commit_callbacks, scenarios=["seeded"]).json()["url"]
+        ).json()
+    assert run["status"] == "done", run
+    assert [("seed" in body) for body in fake.requests] == [True, False]
+    assert only(run)["samples"][0]["reply"].startswith("Aye, traveller.")
+
+
 def test_the_client_retries_a_429(  # type: ignore[no-untyped-def]
     demo, writer, reader, django_capture_on_commit_callbacks
 ) -> None:
