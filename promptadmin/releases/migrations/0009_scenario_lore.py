@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('releases', '0007_scenario_playtest_parameters'),
+        ('releases', '0008_scenario_conversation'),
     ]
 
     operations = [
