@@ -492,6 +492,8 @@ PAGES = [
     Page("entries", "entry list", 0.100, "studio:entry_list"),
     Page("npcs", "NPC list", 0.100, "studio:npc_list"),
     Page("publish", "publish page (one segment changed)", 0.100, "studio:release_publish"),
+    Page("preview", "preview page", 0.100, "studio:preview"),
+    Page("entry_new", "new entry form", 0.100, "studio:entry_create"),
 ]
 """Issue 22's targets: every studio page p50 under 100 ms, the dashboard right after an
 edit under 150 ms, search under 100 ms."""
