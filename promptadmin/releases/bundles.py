@@ -482,9 +482,17 @@ class Version:
             found.update(stored_parts(wanted, keep=self._keep))
         return found
 
-    def pinned(self, hashes: Collection[str]) -> Version:
+    @property
+    def loaded(self) -> Mapping[str, Part]:
+        """The bundles this version has read so far, by hash."""
+        return self._parts
+
+    def pinned(self, hashes: Collection[str], known: Mapping[str, Part] | None = None) -> Version:
         """This version with the bundles ``hashes`` read now, once, and kept by it alone
-        (a comparison assembling many scenarios reads what they need in one query)."""
+        (a comparison assembling many scenarios reads what they need in one query).
+        ``known``: bundles read already (by another version, say): a hash names one
+        content, so those are taken as they are, not read again."""
+        known = known or {}
         version = Version(
             self.manifest,
             catalog=self._catalog,
@@ -494,7 +502,8 @@ class Version:
             keep=self._keep,
         )
         version._catalog_read = self._catalog_read
-        version._parts.update(self.parts(hashes))
+        version._parts.update((sha, known[sha]) for sha in hashes if sha in known)
+        version._parts.update(self.parts([sha for sha in hashes if sha not in known]))
         return version
 
     def load(

@@ -397,10 +397,16 @@ def scenario_impact(
     rows = [scenario_unchanged(spec) for spec in scenarios]
     todo = to_assemble(before, after, scenarios)
     names: Mapping[tuple[str, str], str] | None = None  # read once, if anything is missing
+    # Bundles read for the last chunk, on either side: most are the same on both sides
+    # (all but the core's, after a change to the core), and the core's, the worlds' and
+    # the rulesets' serve chunk after chunk. Each is read once, not once per side and
+    # chunk; what is kept stays bounded by two chunks' bundles.
+    previous: Mapping[str, Part] = {}
     for start in range(0, len(todo), CHUNK):
         chunk = [scenarios[index] for index in todo[start : start + CHUNK]]
-        old = before.pinned(_needed(before, chunk))
-        new = after.pinned(_needed(after, chunk))
+        old = before.pinned(_needed(before, chunk), known=previous)
+        new = after.pinned(_needed(after, chunk), known={**previous, **old.loaded})
+        previous = {**old.loaded, **new.loaded}
         for done, (index, spec) in enumerate(zip(todo[start:], chunk, strict=False), start + 1):
             run_before, run_after = evaluate(spec, old), evaluate(spec, new)
             if names is None and (run_before.missing or run_after.missing):
