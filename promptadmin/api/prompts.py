@@ -254,18 +254,11 @@ class VersionCreateView(RenderBeforeCommit, APIView):
         version = prompt_services.prompt_version_create(
             actor=actor_of(request), prompt=prompt, **data
         )
-        resolved = fetch_prompt(
+        resolved, findings = lint_stored(
             component=component,
             agent=agent,
             task_type=prompt.task_type_or_none,
             version=version.number,
-        )
-        findings = lint_prompt(
-            syntax=version.syntax,
-            system=version.system,
-            user_templates=version.user_templates,
-            variables=version.variables,
-            expected_system=prompt.expected_system,
         )
         body = {**resolved.to_dict(), "findings": [finding.to_dict() for finding in findings]}
         return Response(body, status=status.HTTP_201_CREATED, headers={"ETag": resolved.etag})

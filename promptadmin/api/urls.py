@@ -77,6 +77,28 @@ prompt_urls = [
     path("lint", prompts.LintView.as_view(), name="api-lint"),
 ]
 
+DEPRECATED = rf"^(?P<pk>{content.ID_IN_PATH})"
+deprecated_urls = [
+    path("", legacy.DeprecatedListView.as_view(), name="api-deprecated-segments"),
+    path("bulk", legacy.BulkView.as_view(), name="api-deprecated-bulk"),
+    re_path(rf"{DEPRECATED}/copy$", legacy.CopyView.as_view(), name="api-deprecated-copy"),
+    re_path(rf"{DEPRECATED}/dismiss$", legacy.DismissView.as_view(), name="api-deprecated-dismiss"),
+    re_path(rf"{DEPRECATED}/undo$", legacy.UndoView.as_view(), name="api-deprecated-undo"),
+]
+conversation_urls = [
+    path("messages", conversations.AppendMessagesView.as_view(), name="api-conversation-messages"),
+    path("history", conversations.HistoryView.as_view(), name="api-conversation-history"),
+    path("summaries", conversations.SummariesView.as_view(), name="api-conversation-summaries"),
+    path("summarize", conversations.SummarizeView.as_view(), name="api-conversation-summarize"),
+]
+release_label_urls = [
+    path("", releases.LabelListView.as_view(), name="api-release-labels"),
+    path("<str:label>", releases.LabelView.as_view(), name="api-release-label"),
+    path(
+        "<str:label>/history", releases.LabelHistoryView.as_view(), name="api-release-label-history"
+    ),
+]
+
 # The calls a game or a pipeline makes on every turn come first: Django tries the patterns
 # in order, and each one tried costs the request some microseconds.
 v1_urls = [
@@ -87,51 +109,8 @@ v1_urls = [
     path("me", identity.MeView.as_view(), name="api-me"),
     path("imports/", legacy.ImportView.as_view(), name="api-imports"),
     path("imports/<int:pk>", legacy.ImportJobView.as_view(), name="api-import"),
-    path(
-        "deprecated-segments/",
-        legacy.DeprecatedListView.as_view(),
-        name="api-deprecated-segments",
-    ),
-    path(
-        "deprecated-segments/bulk",
-        legacy.BulkView.as_view(),
-        name="api-deprecated-bulk",
-    ),
-    re_path(
-        rf"^deprecated-segments/(?P<pk>{content.ID_IN_PATH})/copy$",
-        legacy.CopyView.as_view(),
-        name="api-deprecated-copy",
-    ),
-    re_path(
-        rf"^deprecated-segments/(?P<pk>{content.ID_IN_PATH})/dismiss$",
-        legacy.DismissView.as_view(),
-        name="api-deprecated-dismiss",
-    ),
-    re_path(
-        rf"^deprecated-segments/(?P<pk>{content.ID_IN_PATH})/undo$",
-        legacy.UndoView.as_view(),
-        name="api-deprecated-undo",
-    ),
-    path(
-        "conversations/<str:key>/messages",
-        conversations.AppendMessagesView.as_view(),
-        name="api-conversation-messages",
-    ),
-    path(
-        "conversations/<str:key>/history",
-        conversations.HistoryView.as_view(),
-        name="api-conversation-history",
-    ),
-    path(
-        "conversations/<str:key>/summaries",
-        conversations.SummariesView.as_view(),
-        name="api-conversation-summaries",
-    ),
-    path(
-        "conversations/<str:key>/summarize",
-        conversations.SummarizeView.as_view(),
-        name="api-conversation-summarize",
-    ),
+    path("deprecated-segments/", include(deprecated_urls)),
+    path("conversations/<str:key>/", include(conversation_urls)),
     path("releases/", releases.ReleaseListView.as_view(), name="api-releases"),
     path("releases/<str:name>/", releases.ReleaseDetailView.as_view(), name="api-release"),
     path(
@@ -139,13 +118,7 @@ v1_urls = [
         releases.CompareView.as_view(),
         name="api-release-compare",
     ),
-    path("release-labels/", releases.LabelListView.as_view(), name="api-release-labels"),
-    path("release-labels/<str:label>", releases.LabelView.as_view(), name="api-release-label"),
-    path(
-        "release-labels/<str:label>/history",
-        releases.LabelHistoryView.as_view(),
-        name="api-release-label-history",
-    ),
+    path("release-labels/", include(release_label_urls)),
     path("lore/test", lore.LoreTestView.as_view(), name="api-lore-test"),
     path("lore/import", lore.LoreImportView.as_view(), name="api-lore-import"),
     path("lore/export", lore.LoreExportView.as_view(), name="api-lore-export"),

@@ -315,25 +315,19 @@ class Segment(models.Model):
                 condition=Q(active=True, scope=Scope.CORE),
                 name="segment_active_core",
             ),
-            models.Index(
-                fields=("ruleset", "scope", "sort_order", "id"),
-                condition=Q(active=True, ruleset__isnull=False),
-                name="segment_active_ruleset",
-            ),
-            models.Index(
-                fields=("world", "scope", "sort_order", "id"),
-                condition=Q(active=True, world__isnull=False),
-                name="segment_active_world",
-            ),
-            models.Index(
-                fields=("entry", "scope", "sort_order", "id"),
-                condition=Q(active=True, entry__isnull=False),
-                name="segment_active_entry",
-            ),
-            models.Index(
-                fields=("npc", "tier", "sort_order", "id"),
-                condition=Q(active=True, npc__isnull=False),
-                name="segment_active_npc",
+            *(
+                models.Index(
+                    fields=(ref, order, "sort_order", "id"),
+                    condition=Q(active=True, **{f"{ref}__isnull": False}),
+                    name=f"segment_active_{ref}",
+                )
+                # An NPC's segments are ordered by tier first, the others by scope.
+                for ref, order in (
+                    ("ruleset", "scope"),
+                    ("world", "scope"),
+                    ("entry", "scope"),
+                    ("npc", "tier"),
+                )
             ),
             models.Index(fields=("scope", "active"), name="segment_scope_active"),
             # The segment list's sorts (either direction): read in order from an index.
