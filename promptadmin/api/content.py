@@ -7,6 +7,7 @@ Reads send a strong ETag; PUT, PATCH and DELETE need it back in If-Match (see
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from django.db.models import Prefetch, Q, QuerySet
@@ -101,6 +102,16 @@ def _cast(rows: list[dict[str, Any]]) -> list[catalog.CastMember]:
     if unknown:
         raise ValidationError({"cast": [f"Unknown NPC slugs: {', '.join(unknown)}."]})
     return [catalog.CastMember(npc=found[row["npc"]], tier=row.get("tier", 0)) for row in rows]
+
+
+def restored(request: Request, obj: Any, body: type[Any], restore: Callable[..., Any]) -> Any:
+    """``obj`` brought back to the revision the request's ``body`` names, as a new revision
+    (``restore(actor=, revision=, expected_revision=)``); If-Match is optional."""
+    serializer = body(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    expected = expected_revision(request, obj) if "If-Match" in request.headers else None
+    revision = serializer.validated_data["revision"]
+    return restore(actor=actor_of(request), revision=revision, expected_revision=expected)
 
 
 class PutOrPatch:
@@ -397,13 +408,5 @@ class SegmentViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, pk: str) -> Response:
         segment = get_object_or_404(Segment, pk=pk)
-        body = s.SegmentRestoreSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        expected = expected_revision(request, segment) if "If-Match" in request.headers else None
-        segment = segments.segment_restore(
-            actor=actor_of(request),
-            segment=segment,
-            revision=body.validated_data["revision"],
-            expected_revision=expected,
-        )
-        return self.render(segment)
+        restore = partial(segments.segment_restore, segment=segment)
+        return self.render(restored(request, segment, s.SegmentRestoreSerializer, restore))

@@ -43,37 +43,34 @@ def not_found(request: HttpRequest, path: str = "") -> JsonResponse:
 
 NAME = prompts.NAME_IN_PATH
 ADDRESS = rf"^prompts/(?P<component>{NAME})/(?P<agent>{NAME})"
-prompt_urls = [
-    path("prompts/", prompts.PromptListView.as_view(), name="api-prompts"),
+a_prompt_urls = [
+    re_path(r"^versions/$", prompts.VersionCreateView.as_view(), name="api-prompt-versions"),
     re_path(
-        rf"{ADDRESS}/versions/$", prompts.VersionCreateView.as_view(), name="api-prompt-versions"
+        r"^labels/history$", prompts.LabelHistoryView.as_view(), name="api-prompt-label-history"
     ),
     re_path(
-        rf"{ADDRESS}/labels/history$",
-        prompts.LabelHistoryView.as_view(),
-        name="api-prompt-label-history",
-    ),
-    re_path(
-        rf"{ADDRESS}/labels/(?P<label>[a-z0-9_.-]{{1,36}})$",
+        r"^labels/(?P<label>[a-z0-9_.-]{1,36})$",
         prompts.LabelView.as_view(),
         name="api-prompt-label",
     ),
-    path("interfaces/", prompts.InterfaceListView.as_view(), name="api-interfaces"),
+]
+interface_urls = [
+    path("", prompts.InterfaceListView.as_view(), name="api-interfaces"),
+    re_path(rf"^(?P<name>{NAME})$", prompts.InterfaceDetailView.as_view(), name="api-interface"),
+]
+adapter_instruction_urls = [
+    path("", prompts.AdapterInstructionListView.as_view(), name="api-adapter-instructions"),
     re_path(
-        rf"^interfaces/(?P<name>{NAME})$",
-        prompts.InterfaceDetailView.as_view(),
-        name="api-interface",
-    ),
-    path(
-        "adapter-instructions/",
-        prompts.AdapterInstructionListView.as_view(),
-        name="api-adapter-instructions",
-    ),
-    re_path(
-        r"^adapter-instructions/(?P<pk>[0-9]{1,18})$",
+        r"^(?P<pk>[0-9]{1,18})$",
         prompts.AdapterInstructionDetailView.as_view(),
         name="api-adapter-instruction",
     ),
+]
+prompt_urls = [
+    path("prompts/", prompts.PromptListView.as_view(), name="api-prompts"),
+    re_path(rf"{ADDRESS}/", include(a_prompt_urls)),
+    path("interfaces/", include(interface_urls)),
+    path("adapter-instructions/", include(adapter_instruction_urls)),
     path("lint", prompts.LintView.as_view(), name="api-lint"),
 ]
 

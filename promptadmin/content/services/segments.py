@@ -23,9 +23,10 @@ from promptadmin.content.models import (
 from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.errors import StaleRevisionError
+from promptadmin.core.revisions import save_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
-from promptadmin.core.tokens import cached_count, tokenizer
+from promptadmin.core.tokens import store_count
 
 Ref = World | Ruleset | Entry | NPC | None
 
@@ -86,13 +87,6 @@ def assign_ref(segment: Segment, ref: Ref) -> None:
         setattr(segment, name, ref if name == wanted else None)
 
 
-def count_tokens(segment: Segment) -> None:
-    """Store the segment's token count with the encoding it was made with."""
-    tok = tokenizer()
-    segment.token_count = tok.count(segment.content)
-    segment.token_encoding = tok.name
-
-
 def validate_segment(segment: Segment, exclude: list[str] | None = None) -> None:
     if segment.active and not segment.content.strip():
         # An active segment is assembled: an empty block would only cost tokens and hide
@@ -136,7 +130,7 @@ def segment_create(
     )
     assign_ref(segment, ref)
     validate_segment(segment)
-    count_tokens(segment)
+    store_count(segment)
     record_actor(segment, actor)
     segment.save()
     content_changed()
@@ -167,7 +161,7 @@ def segment_import_legacy(
         updated_by=user_or_none(actor),
     )
     validate_segment(segment)
-    count_tokens(segment)
+    store_count(segment)
     record_actor(segment, actor)
     segment.save()
     return segment
@@ -256,13 +250,7 @@ def segment_update(
     if not changed:
         return current
     validate_segment(current)
-    if "content" in changed or cached_count(current) is None:
-        count_tokens(current)
-        changed += ["token_count", "token_encoding"]
-    current.revision += 1
-    current.updated_by = user_or_none(actor)
-    record_actor(current, actor)
-    current.save(update_fields=[*changed, "revision", "updated_by", "updated_at"])
+    save_revision(current, actor, changed)
     content_changed()
     return current
 
