@@ -22,33 +22,19 @@ from django.db import transaction
 from assembler.lore import LoreError
 from assembler.storable import StoredJsonError, check_stored_json, has_lone_surrogate
 from promptadmin.content.models import World
-from promptadmin.core.actors import Actor, record_actor, user_or_none
+from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import generation_changed
 from promptadmin.core.errors import StaleRevisionError
-from promptadmin.core.revisions import save_revision
+from promptadmin.core.revisions import save_first_revision, save_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
-from promptadmin.core.tokens import store_count
 from promptadmin.lore import worldinfo
-from promptadmin.lore.models import LoreEntry
+from promptadmin.lore.models import ASSEMBLED_FIELDS, LoreEntry
 from promptadmin.lore.selectors import LORE_GENERATION_KEY
 
 CHANGING_LORE = "Changing lore"
 
-EDITABLE_FIELDS = (
-    "world",
-    "title",
-    "content",
-    "keys",
-    "whole_words",
-    "case_sensitive",
-    "priority",
-    "group",
-    "constant",
-    "recursive",
-    "active",
-    "metadata",
-)
+EDITABLE_FIELDS = ("world", *ASSEMBLED_FIELDS, "active", "metadata")
 """What an author may change, and what a restore brings back."""
 
 TEXT_FIELDS = ("title", "content", "group")
@@ -167,13 +153,9 @@ def lore_entry_create(
     entry = LoreEntry(
         **values,
         import_key=import_key,
-        created_by=user_or_none(actor),
-        updated_by=user_or_none(actor),
     )
     validate_entry(entry)
-    store_count(entry)
-    record_actor(entry, actor)
-    entry.save()
+    save_first_revision(entry, actor)
     lore_changed()
     return entry
 

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from assembler.request import INT32, MAX_TEXT, MAX_TIER
 from promptadmin.api import fields as f
+from promptadmin.api.pagination import page_of
 from promptadmin.api.serializers.common import StrictSerializer, slug_field, storable_json
 from promptadmin.content.kinds import KINDS, Kind
 from promptadmin.content.models import SEGMENT_SCOPES, Scope, slug_validator
@@ -207,8 +208,4 @@ class SegmentRevisionSerializer(SegmentFieldsSerializer):
         return None
 
 
-class SegmentHistoryPageSerializer(serializers.Serializer):
-    count = f.Integer()
-    next = serializers.URLField(allow_null=True)
-    previous = serializers.URLField(allow_null=True)
-    results = SegmentRevisionSerializer(many=True)
+SegmentHistoryPageSerializer = page_of("SegmentHistoryPageSerializer", SegmentRevisionSerializer)

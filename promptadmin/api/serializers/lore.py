@@ -27,6 +27,7 @@ from assembler.lore import (
 from assembler.request import INT32
 from assembler.result import LoreStatus
 from promptadmin.api import fields as f
+from promptadmin.api.pagination import page_of
 from promptadmin.api.serializers.common import (
     StrictSerializer,
     slug_field,
@@ -213,11 +214,7 @@ class LoreRevisionSerializer(LoreFieldsSerializer):
         return self.CHANGES[record.history_type]
 
 
-class LoreHistoryPageSerializer(serializers.Serializer):
-    count = f.Integer()
-    next = serializers.URLField(allow_null=True)
-    previous = serializers.URLField(allow_null=True)
-    results = LoreRevisionSerializer(many=True)
+LoreHistoryPageSerializer = page_of("LoreHistoryPageSerializer", LoreRevisionSerializer)
 
 
 class LoreTestInputSerializer(StrictSerializer):

@@ -20,13 +20,12 @@ from promptadmin.content.models import (
     Segment,
     World,
 )
-from promptadmin.core.actors import Actor, record_actor, user_or_none
+from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import content_changed
 from promptadmin.core.errors import StaleRevisionError
-from promptadmin.core.revisions import save_revision
+from promptadmin.core.revisions import save_first_revision, save_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
-from promptadmin.core.tokens import store_count
 
 Ref = World | Ruleset | Entry | NPC | None
 
@@ -125,14 +124,10 @@ def segment_create(
         active=active,
         sort_order=sort_order,
         tier=tier,
-        created_by=user_or_none(actor),
-        updated_by=user_or_none(actor),
     )
     assign_ref(segment, ref)
     validate_segment(segment)
-    store_count(segment)
-    record_actor(segment, actor)
-    segment.save()
+    save_first_revision(segment, actor)
     content_changed()
     return segment
 
@@ -157,13 +152,9 @@ def segment_import_legacy(
         metadata={} if metadata is None else metadata,
         import_key=import_key,
         active=False,
-        created_by=user_or_none(actor),
-        updated_by=user_or_none(actor),
     )
     validate_segment(segment)
-    store_count(segment)
-    record_actor(segment, actor)
-    segment.save()
+    save_first_revision(segment, actor)
     return segment
 
 
