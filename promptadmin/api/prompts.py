@@ -53,7 +53,7 @@ from promptadmin.prompts.selectors import (
     ResolvedPrompt,
     fetch_and_render,
     fetch_prompt,
-    lint_stored,
+    lint_resolved,
     prompts_with_labels,
 )
 from promptadmin.prompts.services import interfaces as interface_services
@@ -254,12 +254,13 @@ class VersionCreateView(RenderBeforeCommit, APIView):
         version = prompt_services.prompt_version_create(
             actor=actor_of(request), prompt=prompt, **data
         )
-        resolved, findings = lint_stored(
+        resolved = fetch_prompt(
             component=component,
             agent=agent,
             task_type=prompt.task_type_or_none,
             version=version.number,
         )
+        findings = lint_resolved(resolved)
         body = {**resolved.to_dict(), "findings": [finding.to_dict() for finding in findings]}
         return Response(body, status=status.HTTP_201_CREATED, headers={"ETag": resolved.etag})
 
@@ -395,13 +396,14 @@ class LintView(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         if "component" in data:
-            resolved, findings = lint_stored(
+            resolved = fetch_prompt(
                 component=data["component"],
                 agent=data["agent"],
                 task_type=data.get("task_type") or None,
                 label=data.get("label"),
                 version=data.get("version"),
             )
+            findings = lint_resolved(resolved)
             return Response(
                 {
                     "findings": [finding.to_dict() for finding in findings],
