@@ -412,6 +412,7 @@ SCENARIO_REQUEST_FIELDS = (
     "state",
     "token_budget",
     "npc_budget",
+    "lore",
     "conversation",
 )
 SCENARIO_FIELDS = ("name", *SCENARIO_REQUEST_FIELDS, "expectations", *REPLY_PARAMS)
@@ -421,6 +422,7 @@ SCENARIO_DEFAULTS: dict[str, Any] = {
     "state": {},
     "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
     "npc_budget": assembler.DEFAULT_NPC_BUDGET,
+    "lore": {},
     "expectations": [],
     **REPLY_PARAMS,
     "conversation": "",
@@ -503,6 +505,7 @@ def _scenario_fields(
         "state": normalize_values(dict(params.state)),
         "token_budget": params.token_budget,
         "npc_budget": params.npc_budget,
+        "lore": params.lore.to_dict(),
         "expectations": expectations,
         **replies,
         "temperature": float(replies["temperature"]),

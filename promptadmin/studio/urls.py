@@ -64,6 +64,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("lore/test/", lore.lore_test, name="lore_test"),
     path("lore/check/", lore.lore_check, name="lore_check"),
     path("lore/batch/", lore.lore_batch, name="lore_batch"),
+    path("lore/import/", lore.lore_import, name="lore_import"),
     path("lore/<int:pk>/", lore.lore_edit, name="lore_edit"),
     path("lore/<int:pk>/delete/", lore.lore_delete, name="lore_delete"),
     path("lore/<int:pk>/history/", lore.lore_history, name="lore_history"),
