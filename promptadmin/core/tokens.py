@@ -45,6 +45,13 @@ def cached_count(segment: CountedText) -> int | None:
     return None
 
 
+def store_count(text: CountedText) -> None:
+    """Count the text's tokens now and keep the count with the encoding it was made with."""
+    tok = tokenizer()
+    text.token_count = tok.count(text.content)
+    text.token_encoding = tok.name
+
+
 def token_count(segment: CountedText) -> int:
     """The segment's tokens: its cached count while still valid, else counted now."""
     count = cached_count(segment)

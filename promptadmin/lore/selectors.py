@@ -23,7 +23,7 @@ from promptadmin.content.models import World
 from promptadmin.content.search import word_search
 from promptadmin.core.cache import generation
 from promptadmin.core.tokens import cached_count, tokenizer
-from promptadmin.lore.models import LoreEntry
+from promptadmin.lore.models import ASSEMBLED_FIELDS, LoreEntry
 
 LORE_GENERATION_KEY = "lore:generation"
 
@@ -31,20 +31,7 @@ LORE_GENERATION_KEY = "lore:generation"
 KEPT_BOOKS = 16
 
 # What a release's lore bundle keeps of each active entry: what assembly uses.
-BUNDLE_FIELDS = (
-    "id",
-    "title",
-    "content",
-    "keys",
-    "whole_words",
-    "case_sensitive",
-    "priority",
-    "group",
-    "constant",
-    "recursive",
-    "token_count",
-    "token_encoding",
-)
+BUNDLE_FIELDS = ("id", *ASSEMBLED_FIELDS, "token_count", "token_encoding")
 
 _COLUMNS = BUNDLE_FIELDS
 

@@ -40,7 +40,7 @@ from promptadmin.content.assembly import EntryBundle, NpcBundle, segment_for_ass
 from promptadmin.content.models import Scope
 from promptadmin.lore.selectors import bundle_book
 from promptadmin.releases.models import Release, ReleaseBundle
-from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet, SnapSegment
+from promptadmin.releases.snapshot import CATALOG_KEYS, ROW_FIELDS, ContentSet, SnapSegment
 
 BUNDLE_FORMAT = 1
 MANIFEST_FORMAT = 1
@@ -61,20 +61,6 @@ BUNDLE_KIND: dict[str, str] = {
 # Where a manifest lists each kind's bundles: under the catalog's section ("npcs").
 SECTIONS: dict[str, str] = {kind: CATALOG_KEYS[kind] for kind in ("world", "ruleset", "npc")}
 ENTRIES = CATALOG_KEYS["entry"]
-
-# What a bundle keeps of each segment (its owner is the bundle's).
-ROW_FIELDS = (
-    "id",
-    "scope",
-    "title",
-    "content",
-    "metadata",
-    "version",
-    "tier",
-    "sort_order",
-    "token_count",
-    "token_encoding",
-)
 
 Manifest = dict[str, Any]
 

@@ -17,13 +17,13 @@ from assembler.replies import (
     MAX_TEMPERATURE,
     REPLY_KINDS,
 )
-from assembler.request import MAX_CONVERSATION_KEY, MAX_NPCS, MAX_SLUG
+from assembler.request import MAX_CONVERSATION_KEY, MAX_SLUG
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.assembly import (
     LoreOptionsSerializer,
-    NpcRequestField,
     OutcomeSerializer,
     StateSerializer,
+    npcs_field,
 )
 from promptadmin.api.serializers.common import StrictSerializer, utf8_text
 from promptadmin.releases.models import (
@@ -194,12 +194,7 @@ class ScenarioInputSerializer(StrictSerializer):
     name = f.Text(max_length=MAX_SCENARIO_NAME)
     entry = f.Text(max_length=MAX_SLUG, help_text="Entry slug.")
     first_turn = f.Flag(required=False)
-    npcs = serializers.ListField(
-        child=NpcRequestField(),
-        required=False,
-        max_length=MAX_NPCS,
-        help_text="Most important first.",
-    )
+    npcs = npcs_field(required=False, help_text="Most important first.")
     state = StateSerializer(required=False)
     token_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
     npc_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)

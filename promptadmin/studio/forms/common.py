@@ -128,6 +128,19 @@ def resolve_picked(value: str, kinds: Iterable[str]) -> models.Model | None:
     return found[0] if found else None
 
 
+def clean_picked(value: str, kinds: Iterable[str] = tuple(KINDS)) -> models.Model | None:
+    """What a form's :class:`ObjectPicker` field holds: None when left empty, else the
+    object it names; a ValidationError on the field when it names none or several."""
+    if not value:
+        return None
+    obj = resolve_picked(value, kinds)  # AmbiguousObject: an error on the field
+    if obj is None:
+        if ":" in value:
+            raise ValidationError("That object no longer exists; choose another.")
+        raise ValidationError(f"Nothing is called '{value}'; choose from the list.")
+    return obj
+
+
 class ObjectPicker(forms.Widget):
     """A searchable picker of worlds, rulesets, entries or NPCs: a text box that lists
     matches as you type (htmx asks ``studio:object_picker``; arrow keys and Enter choose,

@@ -17,6 +17,7 @@ from assembler.lore import (
 )
 from assembler.request import MAX_SLUG
 from promptadmin.content.models import World, is_slug
+from promptadmin.lore.services import EDITABLE_FIELDS
 from promptadmin.lore.worldinfo import MAX_FILE_BYTES
 from promptadmin.studio.forms.common import AutoDirSelect
 
@@ -154,19 +155,8 @@ class LoreForm(forms.Form):
         return {name: data[name] for name in EDITABLE}
 
 
-EDITABLE = (
-    "world",
-    "title",
-    "keys",
-    "content",
-    "whole_words",
-    "case_sensitive",
-    "priority",
-    "group",
-    "constant",
-    "recursive",
-    "active",
-)
+# What the form edits: every field an author may change but the metadata.
+EDITABLE = tuple(name for name in EDITABLE_FIELDS if name != "metadata")
 
 
 class LoreBatchForm(forms.Form):

@@ -7,6 +7,8 @@ the management commands do; the pages only parse, call and render.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -247,27 +249,30 @@ def deprecated_dismiss(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, f"Segment #{pk} was not dismissed. {_form_errors(form)}")
         return _back(request)
-    try:
-        deprecated.deprecated_dismiss(
-            actor=request.user, segment=source, reason=form.cleaned_data["reason"]
-        )
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, f"Dismissed #{pk}. It is kept; undo puts it back to pending.")
-    return _back(request)
+    dismiss = partial(
+        deprecated.deprecated_dismiss,
+        actor=request.user,
+        segment=source,
+        reason=form.cleaned_data["reason"],
+    )
+    return _change(request, dismiss, f"Dismissed #{pk}. It is kept; undo puts it back to pending.")
 
 
 @admin_view
 @require_POST
 def deprecated_undo(request: HttpRequest, pk: int) -> HttpResponse:
-    source = _source(pk)
+    undo = partial(deprecated.deprecated_undo, actor=request.user, segment=_source(pk))
+    return _change(request, undo, f"#{pk} is pending again (any copy is kept, inactive).")
+
+
+def _change(request: HttpRequest, change: Callable[[], object], done: str) -> HttpResponse:
+    """Make ``change``; say ``done``, or why it was refused; back to the list."""
     try:
-        deprecated.deprecated_undo(actor=request.user, segment=source)
+        change()
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"#{pk} is pending again (any copy is kept, inactive).")
+        messages.success(request, done)
     return _back(request)
 
 
