@@ -35,6 +35,7 @@ from promptadmin.api.preconditions import (
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import releases as s
 from promptadmin.releases import selectors, services
+from promptadmin.releases.impact import unassembled
 from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
 
 CONFIRM = {
@@ -195,20 +196,13 @@ COMPARE = {
             "saved": True,
             "entry": "drowned-bell",
             "first_turn": True,
+            **unassembled(),
             "tokens_before": 508,
             "tokens_after": 597,
             "cuts_added": [CUT],
-            "cuts_removed": [],
             "expectations_failing": [
                 {"expectation": "fits without cuts", "reason": f"1 cut: {CUT}"}
             ],
-            "expectations_fixed": [],
-            "expectations_still_failing": [],
-            "error_before": None,
-            "error_after": None,
-            "new": False,
-            "missing_before": [],
-            "missing_after": [],
             "outcome_before": {"left_out": [], "shortened": [], "lowered": []},
             "outcome_after": {"left_out": [LEFT_OUT], "shortened": [], "lowered": []},
             "changed": True,

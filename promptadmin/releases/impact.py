@@ -355,8 +355,14 @@ def scenario_changes(
 def scenario_unchanged(spec: ScenarioSpec) -> dict[str, Any]:
     """A scenario whose bundles are the same on both sides: its prompt is too, so it is
     not assembled (nothing about its tokens or expectations is known here)."""
+    return {**_scenario(spec), **unassembled(), "preview_query": spec.preview_query()}
+
+
+def unassembled() -> dict[str, Any]:
+    """A scenario row's findings when it is not assembled: nothing known, nothing changed.
+
+    The API's example row starts from these too, so it lists every field in this order."""
     return {
-        **_scenario(spec),
         "tokens_before": None,
         "tokens_after": None,
         "cuts_added": [],
@@ -373,7 +379,6 @@ def scenario_unchanged(spec: ScenarioSpec) -> dict[str, Any]:
         "outcome_after": None,
         "changed": False,
         "assembled": False,
-        "preview_query": spec.preview_query(),
     }
 
 

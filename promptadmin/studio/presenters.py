@@ -17,6 +17,7 @@ from assembler.explain import (
     outcome_counts,
 )
 from assembler.render import LAYER_TITLES, render_state
+from assembler.result import Meta, TruncationStep
 from promptadmin.content.assembly import Preview
 
 # The studio lists all of an entry's rulesets under one heading.
@@ -48,17 +49,14 @@ class Layer:
 
 
 @dataclass
-class Step:
-    number: int
-    scope: str
-    action: str
-    reason: str
-    # The cut in an author's words, from the assembler (one place for the API and us).
-    explanation: str
-    tokens_before: int
-    tokens_after: int
-    segment_url: str | None
-    npc: str | None
+class Step(TruncationStep):
+    """A step of the trace as the page shows it: numbered, with its segment's editor.
+
+    ``explanation`` is the cut in an author's words, from the assembler (one place for
+    the API and us)."""
+
+    number: int = 0
+    segment_url: str | None = None
 
 
 @dataclass
@@ -80,13 +78,8 @@ class Lost:
 @dataclass
 class PreviewPage:
     prompt: str
-    tokens: int
-    tokens_estimated: int
-    budget: int
-    npc_budget: int
-    over_budget: bool
-    encoding: str
-    content_hash: str
+    # The assembly's own report: its counts, budgets, encoding and hash are shown as is.
+    meta: Meta
     layers: list[Layer]
     blocks: list[Layer]
     steps: list[Step]
@@ -102,7 +95,7 @@ class PreviewPage:
 
     @property
     def used_percent(self) -> float:
-        return percent(self.tokens, self.budget)
+        return percent(self.meta.tokens, self.meta.token_budget)
 
     @property
     def empty_layers(self) -> list[str]:
@@ -201,15 +194,9 @@ def present(
         blocks.append(layer)
     steps = [
         Step(
+            **step.to_dict(),
             number=number,
-            scope=step.scope,
-            action=step.action,
-            reason=step.reason,
-            explanation=step.explanation,
-            tokens_before=step.tokens_before,
-            tokens_after=step.tokens_after,
             segment_url=segment_url(step.segment_id) if step.segment_id else None,
-            npc=step.npc,
         )
         for number, step in enumerate(meta.truncated, start=1)
     ]
@@ -224,13 +211,7 @@ def present(
     ]
     return PreviewPage(
         prompt=result.prompt,
-        tokens=meta.tokens,
-        tokens_estimated=meta.tokens_estimated,
-        budget=meta.token_budget,
-        npc_budget=meta.npc_budget,
-        over_budget=meta.over_budget,
-        encoding=meta.encoding,
-        content_hash=meta.content_hash,
+        meta=meta,
         layers=layers,
         blocks=blocks,
         steps=steps,

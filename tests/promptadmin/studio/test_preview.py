@@ -61,7 +61,7 @@ def test_lowering_the_budget_explains_every_cut_in_plain_words(viewer: Client) -
     assert first.startswith(f"entry_start segment #{opening.pk} 'Opening' dropped: prompt ")
     assert first.endswith(" tokens over budget")
     assert later and later[0].endswith(f"after dropping entry_start segment #{opening.pk}")
-    assert page.tokens <= 250
+    assert page.meta.tokens <= 250
     assert page.steps[0].segment_url == f"/segments/{opening.pk}/"
     # What was seen (5): the page shows the cut in an author's words, not the engineers'.
     html = response.content.decode()
@@ -139,7 +139,7 @@ def test_inactive_segments_are_listed_but_not_assembled(viewer: Client) -> None:
 
 def test_a_budget_the_core_alone_exceeds_is_flagged(viewer: Client) -> None:
     response = preview(viewer, token_budget=20)
-    assert response.context["preview"].over_budget
+    assert response.context["preview"].meta.over_budget
     assert "Over budget: the core and ruleset layers alone do not fit" in response.content.decode()
 
 
@@ -198,7 +198,7 @@ def test_an_npc_listed_twice_is_named(viewer: Client) -> None:
 def test_a_link_naming_only_the_entry_previews_at_the_default_budgets(viewer: Client) -> None:
     response = viewer.get(URL, {"entry": "drowned-bell"})
     page = response.context["preview"]
-    assert (page.budget, page.npc_budget) == (8000, 600)
+    assert (page.meta.token_budget, page.meta.npc_budget) == (8000, 600)
     assert response.context["form"]["token_budget"].value() == "8000"
     assert page.blocks[-1].scope != "entry_start"  # a later turn unless asked
 
