@@ -7,6 +7,7 @@ Reads send a strong ETag; PUT, PATCH and DELETE need it back in If-Match (see
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
@@ -125,6 +126,81 @@ class PutOrPatch:
 
     def partial_update(self, request: Request, **kwargs: Any) -> Response:
         return self.change(request, partial=True, **kwargs)
+
+
+@dataclass(frozen=True)
+class Writes:
+    """The services behind a resource's writes, and the keyword they take its object by."""
+
+    argument: str
+    create: Callable[..., Any]
+    update: Callable[..., Any]
+    delete: Callable[..., Any]
+    restore: Callable[..., Any]
+
+
+def restore_schema(
+    tags: list[str], body: type[Any], output: type[Any], errors: dict[int, Any]
+) -> Any:
+    """The OpenAPI description of a ``restore`` action (``errors``: its 4xx answers)."""
+    return extend_schema(
+        tags=tags,
+        request=body,
+        responses={200: output, **errors},
+        parameters=[IF_MATCH_OPTIONAL, ETAG],
+        summary="Bring back a revision's content and settings, as a new revision",
+    )
+
+
+class ByIdViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
+    """A resource by id with an ETag; PUT, PATCH and DELETE check If-Match against its
+    revision. A subclass names its ``model`` and ``writes``, and says how a body parses
+    (``parse``, given the object changed or None) and how an object renders (``render``)."""
+
+    permission_classes = [ReadOrWrite]
+    lookup_value_regex = ID_IN_PATH
+    model: ClassVar[type[Any]]
+    writes: ClassVar[Writes]
+
+    def parse(self, request: Request, current: Any, *, partial: bool = False) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def render(self, obj: Any, status_code: int = status.HTTP_200_OK) -> Response:
+        raise NotImplementedError
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return self.render(get_object_or_404(self.get_queryset(), pk=pk))
+
+    def create(self, request: Request) -> Response:
+        data = self.parse(request, None)
+        obj = self.writes.create(actor=actor_of(request), **data)
+        return self.render(obj, status.HTTP_201_CREATED)
+
+    def change(self, request: Request, pk: str, *, partial: bool) -> Response:
+        obj = get_object_or_404(self.model, pk=pk)
+        data = self.parse(request, obj, partial=partial)
+        expected = expected_revision(request, obj)
+        obj = self.writes.update(
+            actor=actor_of(request),
+            **{self.writes.argument: obj},
+            expected_revision=expected,
+            **data,
+        )
+        return self.render(obj)
+
+    def destroy(self, request: Request, pk: str) -> Response:
+        obj = get_object_or_404(self.model, pk=pk)
+        expected = expected_revision(request, obj)
+        self.writes.delete(
+            actor=actor_of(request), **{self.writes.argument: obj}, expected_revision=expected
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def restore_to(self, request: Request, pk: str, body: type[Any]) -> Response:
+        """The object brought back to the revision ``body`` names, as a new revision."""
+        obj = get_object_or_404(self.model, pk=pk)
+        restore = partial(self.writes.restore, **{self.writes.argument: obj})
+        return self.render(restored(request, obj, body, restore))
 
 
 def catalog_schema(name: str, input_: type, output: type) -> Any:
@@ -306,11 +382,17 @@ SEGMENT_TAGS = ["segments"]
         parameters=[IF_MATCH],
     ),
 )
-class SegmentViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
+class SegmentViewSet(ByIdViewSet):
     """Segments by id; filter by scope, owner, active flag and text."""
 
-    permission_classes = [ReadOrWrite]
-    lookup_value_regex = ID_IN_PATH
+    model = Segment
+    writes = Writes(
+        "segment",
+        segments.segment_create,
+        segments.segment_update,
+        segments.segment_delete,
+        segments.segment_restore,
+    )
 
     def get_queryset(self) -> QuerySet[Segment]:
         return Segment.objects.select_related(*KINDS).order_by("scope", "sort_order", "id")
@@ -319,11 +401,14 @@ class SegmentViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
         data = s.SegmentOutputSerializer(segment, context=self.get_serializer_context()).data
         return with_etag(data, etag(segment), status_code)
 
-    def parse(self, request: Request, scope: str, *, partial: bool = False) -> dict[str, Any]:
+    def parse(
+        self, request: Request, current: Segment | None, *, partial: bool = False
+    ) -> dict[str, Any]:
         serializer = s.SegmentInputSerializer(data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         if "ref" in data:
+            scope = current.scope if current is not None else ""
             data["ref"] = self._ref(data.get("scope", scope), data["ref"])
         return data
 
@@ -362,31 +447,6 @@ class SegmentViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
             queryset = segment_search(queryset, filters["search"])
         return queryset
 
-    def retrieve(self, request: Request, pk: str) -> Response:
-        return self.render(get_object_or_404(self.get_queryset(), pk=pk))
-
-    def create(self, request: Request) -> Response:
-        data = self.parse(request, scope="")
-        segment = segments.segment_create(actor=actor_of(request), **data)
-        return self.render(segment, status.HTTP_201_CREATED)
-
-    def change(self, request: Request, pk: str, *, partial: bool) -> Response:
-        segment = get_object_or_404(Segment, pk=pk)
-        data = self.parse(request, segment.scope, partial=partial)
-        expected = expected_revision(request, segment)
-        segment = segments.segment_update(
-            actor=actor_of(request), segment=segment, expected_revision=expected, **data
-        )
-        return self.render(segment)
-
-    def destroy(self, request: Request, pk: str) -> Response:
-        segment = get_object_or_404(Segment, pk=pk)
-        expected = expected_revision(request, segment)
-        segments.segment_delete(
-            actor=actor_of(request), segment=segment, expected_revision=expected
-        )
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
     @extend_schema(
         tags=SEGMENT_TAGS,
         responses=s.SegmentHistoryPageSerializer,
@@ -399,15 +459,9 @@ class SegmentViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
         page = self.paginate_queryset(records)
         return self.get_paginated_response(s.SegmentRevisionSerializer(page, many=True).data)
 
-    @extend_schema(
-        tags=SEGMENT_TAGS,
-        request=s.SegmentRestoreSerializer,
-        responses={200: s.SegmentOutputSerializer, **PRECONDITION_ERRORS},
-        parameters=[IF_MATCH_OPTIONAL, ETAG],
-        summary="Bring back a revision's content and settings, as a new revision",
+    @restore_schema(
+        SEGMENT_TAGS, s.SegmentRestoreSerializer, s.SegmentOutputSerializer, PRECONDITION_ERRORS
     )
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, pk: str) -> Response:
-        segment = get_object_or_404(Segment, pk=pk)
-        restore = partial(segments.segment_restore, segment=segment)
-        return self.render(restored(request, segment, s.SegmentRestoreSerializer, restore))
+        return self.restore_to(request, pk, s.SegmentRestoreSerializer)

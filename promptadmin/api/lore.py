@@ -7,13 +7,12 @@ calls one service in :mod:`promptadmin.lore.services`.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import status, viewsets
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -23,16 +22,14 @@ from rest_framework.views import APIView
 
 from assembler.lore import LoreError
 from promptadmin.api.authentication import actor_of
-from promptadmin.api.content import ID_IN_PATH, PAGE_PARAMETERS, PutOrPatch, restored
+from promptadmin.api.content import PAGE_PARAMETERS, ByIdViewSet, Writes, restore_schema
 from promptadmin.api.errors import ClientErrorResponseSerializer, ValidationErrorResponseSerializer
-from promptadmin.api.permissions import CanRead, CanWrite, ReadOrWrite
+from promptadmin.api.permissions import CanRead, CanWrite
 from promptadmin.api.preconditions import (
     ETAG,
     IF_MATCH,
-    IF_MATCH_OPTIONAL,
     PRECONDITION_ERRORS,
     etag,
-    expected_revision,
     with_etag,
 )
 from promptadmin.api.responses import RenderBeforeCommit
@@ -84,11 +81,17 @@ def _world(slug: str | None, field: str = "world") -> World | None:
         tags=TAGS, responses={204: None, **PRECONDITION_ERRORS}, parameters=[IF_MATCH]
     ),
 )
-class LoreViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
+class LoreViewSet(ByIdViewSet):
     """Lore entries by id; filter by world, group, active flag and text."""
 
-    permission_classes = [ReadOrWrite]
-    lookup_value_regex = ID_IN_PATH
+    model = LoreEntry
+    writes = Writes(
+        "entry",
+        services.lore_entry_create,
+        services.lore_entry_update,
+        services.lore_entry_delete,
+        services.lore_entry_restore,
+    )
 
     def get_queryset(self) -> QuerySet[LoreEntry]:
         return LoreEntry.objects.select_related("world").order_by("-priority", "id")
@@ -96,7 +99,9 @@ class LoreViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
     def render(self, entry: LoreEntry, status_code: int = status.HTTP_200_OK) -> Response:
         return with_etag(s.LoreOutputSerializer(entry).data, etag(entry), status_code)
 
-    def parse(self, request: Request, *, partial: bool = False) -> dict[str, Any]:
+    def parse(
+        self, request: Request, current: LoreEntry | None, *, partial: bool = False
+    ) -> dict[str, Any]:
         body = s.LoreInputSerializer(data=request.data, partial=partial)
         body.is_valid(raise_exception=True)
         data = body.service_fields()
@@ -119,29 +124,6 @@ class LoreViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
         page = self.paginate_queryset(found)
         return self.get_paginated_response(s.LoreOutputSerializer(page, many=True).data)
 
-    def retrieve(self, request: Request, pk: str) -> Response:
-        return self.render(get_object_or_404(self.get_queryset(), pk=pk))
-
-    def create(self, request: Request) -> Response:
-        data = self.parse(request)
-        entry = services.lore_entry_create(actor=actor_of(request), **data)
-        return self.render(entry, status.HTTP_201_CREATED)
-
-    def change(self, request: Request, pk: str, *, partial: bool) -> Response:
-        entry = get_object_or_404(LoreEntry, pk=pk)
-        data = self.parse(request, partial=partial)
-        expected = expected_revision(request, entry)
-        entry = services.lore_entry_update(
-            actor=actor_of(request), entry=entry, expected_revision=expected, **data
-        )
-        return self.render(entry)
-
-    def destroy(self, request: Request, pk: str) -> Response:
-        entry = get_object_or_404(LoreEntry, pk=pk)
-        expected = expected_revision(request, entry)
-        services.lore_entry_delete(actor=actor_of(request), entry=entry, expected_revision=expected)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
     @extend_schema(tags=TAGS, responses=s.LoreHistoryPageSerializer, parameters=PAGE_PARAMETERS)
     @action(detail=True, methods=["get"])
     def history(self, request: Request, pk: str) -> Response:
@@ -150,18 +132,12 @@ class LoreViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
         page = self.paginate_queryset(records)
         return self.get_paginated_response(s.LoreRevisionSerializer(page, many=True).data)
 
-    @extend_schema(
-        tags=TAGS,
-        request=s.LoreRestoreSerializer,
-        responses={200: s.LoreOutputSerializer, **BAD_INPUT, **PRECONDITION_ERRORS},
-        parameters=[IF_MATCH_OPTIONAL, ETAG],
-        summary="Bring back a revision's content and settings, as a new revision",
+    @restore_schema(
+        TAGS, s.LoreRestoreSerializer, s.LoreOutputSerializer, {**BAD_INPUT, **PRECONDITION_ERRORS}
     )
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, pk: str) -> Response:
-        entry = get_object_or_404(LoreEntry, pk=pk)
-        restore = partial(services.lore_entry_restore, entry=entry)
-        return self.render(restored(request, entry, s.LoreRestoreSerializer, restore))
+        return self.restore_to(request, pk, s.LoreRestoreSerializer)
 
 
 class LoreTestView(APIView):

@@ -109,6 +109,13 @@ def validate_entry(entry: LoreEntry) -> None:
         raise ValidationError({error.field: message[:1].upper() + message[1:] + "."}) from None
 
 
+def _arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The editable fields among a service's ``locals()``, taken before it sets any local
+    of its own: each field is named once, in the service's signature, and one added to
+    EDITABLE_FIELDS and to a signature is passed on with no third list to update."""
+    return {name: arguments[name] for name in EDITABLE_FIELDS if name in arguments}
+
+
 def lore_changed() -> None:
     """Once the transaction commits, every process loads the changed lore afresh."""
     generation_changed(LORE_GENERATION_KEY)
@@ -134,26 +141,8 @@ def lore_entry_create(
 ) -> LoreEntry:
     """Create a lore entry of ``world`` (None: of every world)."""
     require(actor, role=Role.AUTHOR, action=CHANGING_LORE)
-    values = _normalized(
-        {
-            "world": world,
-            "title": title,
-            "content": content,
-            "keys": list(keys),
-            "whole_words": whole_words,
-            "case_sensitive": case_sensitive,
-            "priority": priority,
-            "group": group,
-            "constant": constant,
-            "recursive": recursive,
-            "active": active,
-            "metadata": metadata,
-        }
-    )
-    entry = LoreEntry(
-        **values,
-        import_key=import_key,
-    )
+    values = _arguments(locals())
+    entry = LoreEntry(**_normalized({**values, "keys": list(keys)}), import_key=import_key)
     validate_entry(entry)
     save_first_revision(entry, actor)
     lore_changed()
@@ -211,20 +200,7 @@ def lore_entry_update(
     Fields left ``UNSET`` keep their value. Returns the saved entry (unchanged, with no
     new revision, when nothing differs)."""
     require(actor, role=Role.AUTHOR, action=CHANGING_LORE)
-    given = {
-        "world": world,
-        "title": title,
-        "content": content,
-        "keys": list(keys) if isinstance(keys, list | tuple) else keys,
-        "whole_words": whole_words,
-        "case_sensitive": case_sensitive,
-        "priority": priority,
-        "group": group,
-        "constant": constant,
-        "recursive": recursive,
-        "active": active,
-        "metadata": metadata,
-    }
+    given = _arguments(locals())
     changes = {name: value for name, value in given.items() if value is not UNSET}
     return _apply(_lock(entry, expected_revision), changes, actor)
 

@@ -21,6 +21,14 @@ from promptadmin.conversations.models import (
 from promptadmin.conversations.selectors import HistoryBlock
 
 
+def _history_budget(
+    kind: type[serializers.IntegerField], help_text: str
+) -> serializers.IntegerField:
+    """An optional history budget, the same bounds in a body (``f.Integer``: a JSON number)
+    and in a query string (``IntegerField``: digits)."""
+    return kind(required=False, min_value=1, max_value=MAX_BUDGET, help_text=help_text)
+
+
 class MessageInputSerializer(StrictSerializer):
     role = serializers.ChoiceField(choices=Role.choices)
     content = f.Text(max_length=MAX_MESSAGE_CHARS, trim_whitespace=False)
@@ -34,11 +42,8 @@ class AppendInputSerializer(StrictSerializer):
         allow_empty=False,
         help_text=f"1 to {MAX_MESSAGES_PER_APPEND} messages, oldest first.",
     )
-    history_budget = f.Integer(
-        required=False,
-        min_value=1,
-        max_value=MAX_BUDGET,
-        help_text="Tokens the history block may take (set on creation, or changed).",
+    history_budget = _history_budget(
+        f.Integer, "Tokens the history block may take (set on creation, or changed)."
     )
 
 
@@ -49,11 +54,9 @@ class AppendOutputSerializer(serializers.Serializer):
 
 
 class HistoryQuerySerializer(StrictSerializer):
-    budget = serializers.IntegerField(
-        required=False,
-        min_value=1,
-        max_value=MAX_BUDGET,
-        help_text="Token budget of the block; default: the conversation's history budget.",
+    budget = _history_budget(
+        serializers.IntegerField,
+        "Token budget of the block; default: the conversation's history budget.",
     )
 
 
