@@ -36,7 +36,7 @@ from promptadmin.releases.scenarios import ScenarioSpec
 logger = logging.getLogger(__name__)
 
 # Change it when what a report holds changes: a report cached by older code is not read.
-REPORT_FORMAT = 2
+REPORT_FORMAT = 3
 REPORT_TTL_SECONDS = 24 * 3600
 # More scenarios to assemble again than this, and the publish page hands them to a task.
 INLINE_SCENARIOS = 60
