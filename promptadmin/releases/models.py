@@ -18,7 +18,7 @@ from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
 import assembler
-from assembler.request import MAX_SLUG
+from assembler.request import MAX_CONVERSATION_KEY, MAX_SLUG
 from promptadmin.core.storedjson import validate_stored_json
 
 WORKING = "working"
@@ -212,6 +212,12 @@ class Scenario(models.Model):
     max_tokens = models.PositiveIntegerField(default=300)
     seed = models.BigIntegerField(null=True, blank=True)
     samples = models.PositiveSmallIntegerField(default=1)
+    # A conversation whose history a playtest sends as chat messages (assembler.replies):
+    # its key, read by the one request parser; blank: none. A database default too, so
+    # rows written by older code (historical models included) get one.
+    conversation = models.CharField(
+        max_length=MAX_CONVERSATION_KEY, blank=True, default="", db_default=""
+    )
     revision = models.PositiveIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

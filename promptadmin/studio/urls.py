@@ -100,6 +100,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("scenarios/", scenarios.scenario_list, name="scenario_list"),
     path("scenarios/<int:pk>/", scenarios.scenario_edit, name="scenario_edit"),
     path("scenarios/<int:pk>/delete/", scenarios.scenario_delete, name="scenario_delete"),
+    path("scenarios/<int:pk>/playtest/", playtests.scenario_playtest, name="scenario_playtest"),
 ]
 for kind in CATALOG_KINDS:
     prefix = KINDS[kind].section

@@ -17,7 +17,7 @@ from assembler.replies import (
     MAX_TEMPERATURE,
     REPLY_KINDS,
 )
-from assembler.request import MAX_NPCS, MAX_SLUG
+from assembler.request import MAX_CONVERSATION_KEY, MAX_NPCS, MAX_SLUG
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.assembly import (
     NpcRequestField,
@@ -215,6 +215,14 @@ class ScenarioInputSerializer(StrictSerializer):
     samples = f.Integer(
         required=False, min_value=1, max_value=MAX_SAMPLES, help_text="Playtests: replies per side."
     )
+    conversation = f.Text(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=MAX_CONVERSATION_KEY,
+        help_text="Playtests: a conversation's key; its history is sent as chat messages "
+        "before the input. Blank or null: none.",
+    )
 
 
 class ScenarioSerializer(serializers.Serializer):
@@ -233,6 +241,7 @@ class ScenarioSerializer(serializers.Serializer):
     max_tokens = f.Integer(required=False, default=300)
     seed = f.Integer(required=False, allow_null=True)
     samples = f.Integer(required=False, default=1)
+    conversation = f.Text(required=False, default="", help_text="A conversation's key, or blank.")
     revision = f.Integer(read_only=True)
 
     @staticmethod
@@ -251,6 +260,7 @@ class ScenarioSerializer(serializers.Serializer):
             "max_tokens": scenario.max_tokens,
             "seed": scenario.seed,
             "samples": scenario.samples,
+            "conversation": scenario.conversation,
             "revision": scenario.revision,
         }
 

@@ -10,7 +10,13 @@ from django.core.exceptions import ValidationError
 
 import assembler
 from assembler.impact import EXPECTATION_KINDS, EXPECTATION_VALUE_KEYS, MAX_EXPECTATIONS
-from assembler.replies import is_reply_expectation
+from assembler.replies import (
+    MAX_REPLY_TOKENS,
+    MAX_SAMPLES,
+    MAX_TEMPERATURE,
+    REPLY_FIELDS,
+    REPLY_KINDS,
+)
 from promptadmin.content.models import NPC, Entry
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.releases.models import WORKING, Scenario
@@ -24,7 +30,15 @@ KIND_LABELS = {
     "keeps_segment": "Keeps segment #",
     "contains": "Contains text",
     "max_tokens": "At most N tokens",
+    "reply_contains": "Reply contains text",
+    "reply_excludes": "Reply leaves out text",
+    "reply_matches": "Reply matches a pattern",
+    "reply_json": "Reply is JSON, valid by a schema",
+    "reply_max_tokens": "Reply has at most N tokens",
+    "judge": "The model judges the reply by a rubric",
 }
+#: Where each kind of expectation keeps its value: the prompt's, then the reply's.
+VALUE_KEYS = {**EXPECTATION_VALUE_KEYS, **REPLY_FIELDS}
 # Rows shown beyond those filled, to add more.
 BLANK_ROWS = 2
 
@@ -60,9 +74,35 @@ class ScenarioForm(forms.Form):
     player = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     rng = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     input = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    # Checked by the scenario services (the one request parser), as the API's are.
+    conversation = forms.CharField(
+        required=False,
+        label="Conversation",
+        help_text="Playtests send its history to the model as chat messages, before the "
+        "input. Empty: none.",
+        widget=forms.TextInput(attrs={"class": "mono", "spellcheck": "false"}),
+    )
+    # How a playtest asks the model; the scenario services check them (assembler.replies).
+    # Left out (empty): unchanged.
+    temperature = forms.FloatField(required=False, min_value=0, max_value=MAX_TEMPERATURE)
+    max_tokens = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_REPLY_TOKENS,
+        label="Reply tokens",
+        help_text="At most.",
+    )
+    seed = forms.IntegerField(required=False, help_text="Sent when set and the model takes one.")
+    samples = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_SAMPLES,
+        help_text="Replies asked for on each side.",
+    )
     expected_revision = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
     kinds = [(kind, KIND_LABELS[kind]) for kind in EXPECTATION_KINDS]
+    reply_kinds = [(kind, KIND_LABELS[kind]) for kind in REPLY_KINDS]
 
     def __init__(self, data: Any = None, *, scenario: Scenario) -> None:
         super().__init__(data, initial=self.initial_of(scenario))
@@ -92,6 +132,11 @@ class ScenarioForm(forms.Form):
             "token_budget": scenario.token_budget,
             "npc_budget": scenario.npc_budget,
             "expected_revision": scenario.revision,
+            "conversation": scenario.conversation,
+            "temperature": scenario.temperature,
+            "max_tokens": scenario.max_tokens,
+            "seed": scenario.seed,
+            "samples": scenario.samples,
             **{
                 name: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 for name, value in state.items()
@@ -124,10 +169,11 @@ class ScenarioForm(forms.Form):
         else:
             rows = []
             for item in self.scenario.expectations:
-                if is_reply_expectation(item):
-                    continue  # kept as it is: see kept_reply_expectations
-                key = EXPECTATION_VALUE_KEYS.get(item.get("kind", ""))
-                rows.append({"kind": item.get("kind"), "value": item.get(key, "") if key else ""})
+                key = VALUE_KEYS.get(item.get("kind", ""))
+                value = item.get(key, "") if key else ""
+                if not isinstance(value, str | int):  # a JSON schema: shown as JSON
+                    value = json.dumps(value, ensure_ascii=False)
+                rows.append({"kind": item.get("kind"), "value": value})
         return rows + [{"kind": "", "value": ""} for _ in range(BLANK_ROWS)]
 
     def _clean_npcs(self) -> None:
@@ -154,8 +200,8 @@ class ScenarioForm(forms.Form):
             self.add_error(None, f"A scenario has at most {MAX_EXPECTATIONS} expectations.")
             return
         for number, (kind, value) in enumerate(rows, start=1):
-            key = EXPECTATION_VALUE_KEYS.get(kind)
-            if kind not in EXPECTATION_VALUE_KEYS:
+            key = VALUE_KEYS.get(kind)
+            if kind not in VALUE_KEYS:
                 self.add_error(None, f"Expectation {number}: choose what to expect.")
                 continue
             item: dict[str, Any] = {"kind": kind}
@@ -166,6 +212,12 @@ class ScenarioForm(forms.Form):
                     self.add_error(
                         None, f"Expectation {number} ({KIND_LABELS[kind]}): a whole number."
                     )
+                    continue
+            elif key == "schema":
+                try:
+                    item[key] = object_from_text(value, f"Expectation {number} (schema)")
+                except ValidationError as exc:
+                    self.add_error(None, exc)
                     continue
             elif key is not None:
                 item[key] = value
@@ -189,10 +241,6 @@ class ScenarioForm(forms.Form):
         self._clean_expectations()
         return cleaned
 
-    def kept_reply_expectations(self) -> list[dict[str, Any]]:
-        """What the scenario expects of a model's reply (playtests): kept as they are."""
-        return [item for item in self.scenario.expectations if is_reply_expectation(item)]
-
     def changes(self) -> dict[str, Any]:
         """The scenario's fields, as ``scenario_update`` takes them."""
         data = self.cleaned_data
@@ -204,7 +252,14 @@ class ScenarioForm(forms.Form):
             "npc_budget": data["npc_budget"],
             "npcs": self.npcs,
             "state": self.state,
-            "expectations": [*self.expectations, *self.kept_reply_expectations()],
+            "expectations": self.expectations,
+            "conversation": data["conversation"],
+            "seed": data["seed"],
+            **{
+                name: data[name]
+                for name in ("temperature", "max_tokens", "samples")
+                if data[name] is not None
+            },
         }
 
     def add_service_error(self, error: ValidationError) -> None:

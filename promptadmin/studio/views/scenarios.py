@@ -18,11 +18,14 @@ from django.views.decorators.http import require_POST
 
 from promptadmin.content.assembly import AssemblyInputError
 from promptadmin.core.errors import StaleRevisionError
+from promptadmin.playtests.endpoint import OFF
+from promptadmin.playtests.endpoint import enabled as playtests_enabled
 from promptadmin.releases import services
 from promptadmin.releases.models import Scenario
 from promptadmin.releases.scenarios import from_model, run
 from promptadmin.releases.serving import resolve
 from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.forms.playtests import before_and_after
 from promptadmin.studio.forms.scenarios import KIND_LABELS, RunForm, ScenarioForm
 
 # Scenarios judge releases: the page sits in that section (its own would not fit the bar).
@@ -113,6 +116,8 @@ def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
             "form": form,
             "kind_labels": KIND_LABELS,
             "preview_url": _preview_url(scenario),
+            "playtest_form": before_and_after(),
+            "playtests_off": None if playtests_enabled() else OFF,
         },
         status=status,
     )
