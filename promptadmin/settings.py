@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -44,35 +45,38 @@ def env_bool(name: str, default: bool = False) -> bool:
     )
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def _env_number(name: str, default: float, parse: Callable[[str], float], kind: str) -> float:
+    """``NAME`` read by ``parse`` (unset or blank: ``default``), as ``kind`` says it."""
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from None
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {kind}.") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"{name}={raw!r} must be a finite number.")
+    return value
+
+
+def _in_range(name: str, value: float, minimum: float | None, maximum: float | None) -> None:
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} must be at most {maximum}.")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    value = int(_env_number(name, default, int, "an integer"))
+    _in_range(name, value, minimum, None)
     return value
 
 
 def env_float(
     name: str, default: float, *, minimum: float | None = None, maximum: float | None = None
 ) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ImproperlyConfigured(f"{name}={raw!r} must be a finite number.")
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
-    if maximum is not None and value > maximum:
-        raise ImproperlyConfigured(f"{name}={value} must be at most {maximum}.")
+    value = _env_number(name, default, float, "a number")
+    _in_range(name, value, minimum, maximum)
     return value
 
 

@@ -10,13 +10,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from assembler import AssemblyResult
 from assembler.request import AssembleParams, parse_assemble_params, parse_preview_params
 from promptadmin.api.errors import ClientErrorResponseSerializer
 from promptadmin.api.hotpath import Answer, HotView
 from promptadmin.api.permissions import CanRead
 from promptadmin.api.serializers import assembly as s
 from promptadmin.content.assembly import assemble_prompt, preview_prompt
-from promptadmin.releases.serving import resolve
+from promptadmin.releases.serving import Served, resolve
 
 A_TURN = OpenApiExample(
     "A turn in the demo game",
@@ -46,16 +47,27 @@ OVER_BUDGET = OpenApiResponse(
 )
 
 
+def assembly_schema(operation_id: str, request: type, response: type, summary: str) -> Any:
+    """How an endpoint that assembles a turn's prompt is documented: the request
+    /assemble takes, the same examples, and 422 when ``strict`` refuses."""
+    return extend_schema(
+        operation_id=operation_id,
+        tags=["assembly"],
+        request=request,
+        responses={200: response, 422: OVER_BUDGET},
+        examples=[A_TURN, FROM_A_RELEASE],
+        summary=summary,
+    )
+
+
 class AssembleView(HotView):
     permission_classes = [CanRead]
 
-    @extend_schema(
-        operation_id="assemble",
-        tags=["assembly"],
-        request=s.AssembleInputSerializer,
-        responses={200: s.AssembleOutputSerializer, 422: OVER_BUDGET},
-        examples=[A_TURN, FROM_A_RELEASE],
-        summary="Assemble the prompt for a turn",
+    @assembly_schema(
+        "assemble",
+        s.AssembleInputSerializer,
+        s.AssembleOutputSerializer,
+        "Assemble the prompt for a turn",
     )
     def post(self, request: Request) -> Response:
         return Response(assembled(parse_assemble_params(request.data)))
@@ -69,21 +81,24 @@ def assembled(params: AssembleParams) -> dict[str, Any]:
     result = assemble_prompt(params, load=served.load, lore=served.lore)
     # Meta.to_dict() is the assembler's own JSON form; AssembleOutputSerializer documents
     # it, and the schema tests check that responses conform.
+    return {"prompt": result.prompt, "meta": _meta(result, served)}
+
+
+def _meta(result: AssemblyResult, served: Served) -> dict[str, Any]:
+    """The answer's ``meta``: the assembler's own, and the release that served the content."""
     meta = result.meta.to_dict()
     meta["release"] = served.to_dict()
-    return {"prompt": result.prompt, "meta": meta}
+    return meta
 
 
 class PreviewView(APIView):
     permission_classes = [CanRead]
 
-    @extend_schema(
-        operation_id="preview",
-        tags=["assembly"],
-        request=s.PreviewInputSerializer,
-        responses={200: s.PreviewOutputSerializer, 422: OVER_BUDGET},
-        examples=[A_TURN, FROM_A_RELEASE],
-        summary="Assemble as /assemble would, and list every segment with its fate",
+    @assembly_schema(
+        "preview",
+        s.PreviewInputSerializer,
+        s.PreviewOutputSerializer,
+        "Assemble as /assemble would, and list every segment with its fate",
     )
     def post(self, request: Request) -> Response:
         params, include_inactive = parse_preview_params(request.data)
@@ -92,6 +107,5 @@ class PreviewView(APIView):
             params, include_inactive=include_inactive, load=served.load, lore=served.lore
         )
         result = preview.result
-        meta = result.meta.to_dict()
-        meta["release"] = served.to_dict()
+        meta = _meta(result, served)
         return Response({"prompt": result.prompt, "meta": meta, "segments": preview.segments})

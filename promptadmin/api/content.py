@@ -6,9 +6,11 @@ Reads send a strong ETag; PUT, PATCH and DELETE need it back in If-Match (see
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -48,6 +50,7 @@ from promptadmin.content.models import (
     Segment,
     World,
 )
+from promptadmin.content.search import segment_search
 from promptadmin.content.services import catalog, segments
 
 SLUG_IN_PATH = r"[a-z0-9]+(?:[-_][a-z0-9]+)*"
@@ -102,6 +105,28 @@ def _cast(rows: list[dict[str, Any]]) -> list[catalog.CastMember]:
     return [catalog.CastMember(npc=found[row["npc"]], tier=row.get("tier", 0)) for row in rows]
 
 
+def restored(request: Request, obj: Any, body: type[Any], restore: Callable[..., Any]) -> Any:
+    """``obj`` brought back to the revision the request's ``body`` names, as a new revision
+    (``restore(actor=, revision=, expected_revision=)``); If-Match is optional."""
+    serializer = body(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    expected = expected_revision(request, obj) if "If-Match" in request.headers else None
+    revision = serializer.validated_data["revision"]
+    return restore(actor=actor_of(request), revision=revision, expected_revision=expected)
+
+
+class PutOrPatch:
+    """PUT and PATCH make the same change through :meth:`change`; PATCH may leave fields out."""
+
+    change: Callable[..., Response]  # (request, <lookup>, *, partial)
+
+    def update(self, request: Request, **kwargs: Any) -> Response:
+        return self.change(request, partial=False, **kwargs)
+
+    def partial_update(self, request: Request, **kwargs: Any) -> Response:
+        return self.change(request, partial=True, **kwargs)
+
+
 def catalog_schema(name: str, input_: type, output: type) -> Any:
     """The OpenAPI description of one catalog resource's six operations."""
     tags = [name]
@@ -134,7 +159,7 @@ def catalog_schema(name: str, input_: type, output: type) -> Any:
     )
 
 
-class CatalogViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
+class CatalogViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
     """Worlds, rulesets and NPCs: ``slug``, ``name``, ``description``."""
 
     model: ClassVar[type[World | Ruleset | NPC]]
@@ -167,13 +192,7 @@ class CatalogViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
         obj = catalog.catalog_create(actor=actor_of(request), model=self.model, **data)
         return self.render(obj, status.HTTP_201_CREATED)
 
-    def update(self, request: Request, slug: str) -> Response:
-        return self._change(request, slug, partial=False)
-
-    def partial_update(self, request: Request, slug: str) -> Response:
-        return self._change(request, slug, partial=True)
-
-    def _change(self, request: Request, slug: str, *, partial: bool) -> Response:
+    def change(self, request: Request, slug: str, *, partial: bool) -> Response:
         data = self.parse(request, partial=partial)
         obj = get_object_or_404(self.model, slug=slug)
         expected = expected_revision(request, obj)
@@ -241,7 +260,7 @@ class EntryViewSet(CatalogViewSet):
         entry = catalog.entry_create(actor=actor_of(request), **self.parse(request))
         return self.render(entry, status.HTTP_201_CREATED)
 
-    def _change(self, request: Request, slug: str, *, partial: bool) -> Response:
+    def change(self, request: Request, slug: str, *, partial: bool) -> Response:
         data = self.parse(request, partial=partial)
         entry = get_object_or_404(Entry, slug=slug)
         expected = expected_revision(request, entry)
@@ -287,7 +306,7 @@ SEGMENT_TAGS = ["segments"]
         parameters=[IF_MATCH],
     ),
 )
-class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
+class SegmentViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
     """Segments by id; filter by scope, owner, active flag and text."""
 
     permission_classes = [ReadOrWrite]
@@ -339,8 +358,8 @@ class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
         if filters.get("active") is not None:
             queryset = queryset.filter(active=filters["active"])
         if filters.get("search"):
-            search = filters["search"]
-            queryset = queryset.filter(Q(content__icontains=search) | Q(title__icontains=search))
+            # The studio's search: every word a prefix, looked up in the full-text index.
+            queryset = segment_search(queryset, filters["search"])
         return queryset
 
     def retrieve(self, request: Request, pk: str) -> Response:
@@ -351,13 +370,7 @@ class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
         segment = segments.segment_create(actor=actor_of(request), **data)
         return self.render(segment, status.HTTP_201_CREATED)
 
-    def update(self, request: Request, pk: str) -> Response:
-        return self._change(request, pk, partial=False)
-
-    def partial_update(self, request: Request, pk: str) -> Response:
-        return self._change(request, pk, partial=True)
-
-    def _change(self, request: Request, pk: str, *, partial: bool) -> Response:
+    def change(self, request: Request, pk: str, *, partial: bool) -> Response:
         segment = get_object_or_404(Segment, pk=pk)
         data = self.parse(request, segment.scope, partial=partial)
         expected = expected_revision(request, segment)
@@ -396,13 +409,5 @@ class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, pk: str) -> Response:
         segment = get_object_or_404(Segment, pk=pk)
-        body = s.SegmentRestoreSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        expected = expected_revision(request, segment) if "If-Match" in request.headers else None
-        segment = segments.segment_restore(
-            actor=actor_of(request),
-            segment=segment,
-            revision=body.validated_data["revision"],
-            expected_revision=expected,
-        )
-        return self.render(segment)
+        restore = partial(segments.segment_restore, segment=segment)
+        return self.render(restored(request, segment, s.SegmentRestoreSerializer, restore))

@@ -7,6 +7,7 @@ calls one service in :mod:`promptadmin.lore.services`.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.db.models import QuerySet
@@ -22,7 +23,7 @@ from rest_framework.views import APIView
 
 from assembler.lore import LoreError
 from promptadmin.api.authentication import actor_of
-from promptadmin.api.content import ID_IN_PATH, PAGE_PARAMETERS
+from promptadmin.api.content import ID_IN_PATH, PAGE_PARAMETERS, PutOrPatch, restored
 from promptadmin.api.errors import ClientErrorResponseSerializer, ValidationErrorResponseSerializer
 from promptadmin.api.permissions import CanRead, CanWrite, ReadOrWrite
 from promptadmin.api.preconditions import (
@@ -83,7 +84,7 @@ def _world(slug: str | None, field: str = "world") -> World | None:
         tags=TAGS, responses={204: None, **PRECONDITION_ERRORS}, parameters=[IF_MATCH]
     ),
 )
-class LoreViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
+class LoreViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
     """Lore entries by id; filter by world, group, active flag and text."""
 
     permission_classes = [ReadOrWrite]
@@ -126,13 +127,7 @@ class LoreViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
         entry = services.lore_entry_create(actor=actor_of(request), **data)
         return self.render(entry, status.HTTP_201_CREATED)
 
-    def update(self, request: Request, pk: str) -> Response:
-        return self._change(request, pk, partial=False)
-
-    def partial_update(self, request: Request, pk: str) -> Response:
-        return self._change(request, pk, partial=True)
-
-    def _change(self, request: Request, pk: str, *, partial: bool) -> Response:
+    def change(self, request: Request, pk: str, *, partial: bool) -> Response:
         entry = get_object_or_404(LoreEntry, pk=pk)
         data = self.parse(request, partial=partial)
         expected = expected_revision(request, entry)
@@ -165,16 +160,8 @@ class LoreViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def restore(self, request: Request, pk: str) -> Response:
         entry = get_object_or_404(LoreEntry, pk=pk)
-        body = s.LoreRestoreSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        expected = expected_revision(request, entry) if "If-Match" in request.headers else None
-        entry = services.lore_entry_restore(
-            actor=actor_of(request),
-            entry=entry,
-            revision=body.validated_data["revision"],
-            expected_revision=expected,
-        )
-        return self.render(entry)
+        restore = partial(services.lore_entry_restore, entry=entry)
+        return self.render(restored(request, entry, s.LoreRestoreSerializer, restore))
 
 
 class LoreTestView(APIView):

@@ -5,6 +5,8 @@ from typing import Any
 from rest_framework import pagination, serializers
 from rest_framework.request import Request
 
+from promptadmin.api import fields as f
+
 MAX_PAGE_SIZE = 200
 
 
@@ -53,3 +55,16 @@ class PageNumberPagination(pagination.PageNumberPagination):
                 parameter["schema"].update({"minimum": 1, "maximum": MAX_PAGE_SIZE})
                 parameter["description"] = f"Results per page: 1 to {MAX_PAGE_SIZE} (default 50)."
         return parameters
+
+
+def page_of(name: str, item: type[serializers.Serializer]) -> type[serializers.Serializer]:
+    """The documented shape of a page of ``item``, as :class:`PageNumberPagination`
+    answers it, for a view that pages by hand; ``name`` is the serializer's (its schema
+    component's) name."""
+    fields = {
+        "count": f.Integer(),
+        "next": serializers.URLField(allow_null=True),
+        "previous": serializers.URLField(allow_null=True),
+        "results": item(many=True),
+    }
+    return type(name, (serializers.Serializer,), fields)

@@ -53,7 +53,7 @@ from promptadmin.prompts.selectors import (
     ResolvedPrompt,
     fetch_and_render,
     fetch_prompt,
-    lint_stored,
+    lint_resolved,
     prompts_with_labels,
 )
 from promptadmin.prompts.services import interfaces as interface_services
@@ -260,13 +260,7 @@ class VersionCreateView(RenderBeforeCommit, APIView):
             task_type=prompt.task_type_or_none,
             version=version.number,
         )
-        findings = lint_prompt(
-            syntax=version.syntax,
-            system=version.system,
-            user_templates=version.user_templates,
-            variables=version.variables,
-            expected_system=prompt.expected_system,
-        )
+        findings = lint_resolved(resolved)
         body = {**resolved.to_dict(), "findings": [finding.to_dict() for finding in findings]}
         return Response(body, status=status.HTTP_201_CREATED, headers={"ETag": resolved.etag})
 
@@ -402,13 +396,14 @@ class LintView(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         if "component" in data:
-            resolved, findings = lint_stored(
+            resolved = fetch_prompt(
                 component=data["component"],
                 agent=data["agent"],
                 task_type=data.get("task_type") or None,
                 label=data.get("label"),
                 version=data.get("version"),
             )
+            findings = lint_resolved(resolved)
             return Response(
                 {
                     "findings": [finding.to_dict() for finding in findings],

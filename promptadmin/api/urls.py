@@ -43,38 +43,57 @@ def not_found(request: HttpRequest, path: str = "") -> JsonResponse:
 
 NAME = prompts.NAME_IN_PATH
 ADDRESS = rf"^prompts/(?P<component>{NAME})/(?P<agent>{NAME})"
-prompt_urls = [
-    path("prompts/", prompts.PromptListView.as_view(), name="api-prompts"),
+a_prompt_urls = [
+    re_path(r"^versions/$", prompts.VersionCreateView.as_view(), name="api-prompt-versions"),
     re_path(
-        rf"{ADDRESS}/versions/$", prompts.VersionCreateView.as_view(), name="api-prompt-versions"
+        r"^labels/history$", prompts.LabelHistoryView.as_view(), name="api-prompt-label-history"
     ),
     re_path(
-        rf"{ADDRESS}/labels/history$",
-        prompts.LabelHistoryView.as_view(),
-        name="api-prompt-label-history",
-    ),
-    re_path(
-        rf"{ADDRESS}/labels/(?P<label>[a-z0-9_.-]{{1,36}})$",
+        r"^labels/(?P<label>[a-z0-9_.-]{1,36})$",
         prompts.LabelView.as_view(),
         name="api-prompt-label",
     ),
-    path("interfaces/", prompts.InterfaceListView.as_view(), name="api-interfaces"),
+]
+interface_urls = [
+    path("", prompts.InterfaceListView.as_view(), name="api-interfaces"),
+    re_path(rf"^(?P<name>{NAME})$", prompts.InterfaceDetailView.as_view(), name="api-interface"),
+]
+adapter_instruction_urls = [
+    path("", prompts.AdapterInstructionListView.as_view(), name="api-adapter-instructions"),
     re_path(
-        rf"^interfaces/(?P<name>{NAME})$",
-        prompts.InterfaceDetailView.as_view(),
-        name="api-interface",
-    ),
-    path(
-        "adapter-instructions/",
-        prompts.AdapterInstructionListView.as_view(),
-        name="api-adapter-instructions",
-    ),
-    re_path(
-        r"^adapter-instructions/(?P<pk>[0-9]{1,18})$",
+        r"^(?P<pk>[0-9]{1,18})$",
         prompts.AdapterInstructionDetailView.as_view(),
         name="api-adapter-instruction",
     ),
+]
+prompt_urls = [
+    path("prompts/", prompts.PromptListView.as_view(), name="api-prompts"),
+    re_path(rf"{ADDRESS}/", include(a_prompt_urls)),
+    path("interfaces/", include(interface_urls)),
+    path("adapter-instructions/", include(adapter_instruction_urls)),
     path("lint", prompts.LintView.as_view(), name="api-lint"),
+]
+
+DEPRECATED = rf"^(?P<pk>{content.ID_IN_PATH})"
+deprecated_urls = [
+    path("", legacy.DeprecatedListView.as_view(), name="api-deprecated-segments"),
+    path("bulk", legacy.BulkView.as_view(), name="api-deprecated-bulk"),
+    re_path(rf"{DEPRECATED}/copy$", legacy.CopyView.as_view(), name="api-deprecated-copy"),
+    re_path(rf"{DEPRECATED}/dismiss$", legacy.DismissView.as_view(), name="api-deprecated-dismiss"),
+    re_path(rf"{DEPRECATED}/undo$", legacy.UndoView.as_view(), name="api-deprecated-undo"),
+]
+conversation_urls = [
+    path("messages", conversations.AppendMessagesView.as_view(), name="api-conversation-messages"),
+    path("history", conversations.HistoryView.as_view(), name="api-conversation-history"),
+    path("summaries", conversations.SummariesView.as_view(), name="api-conversation-summaries"),
+    path("summarize", conversations.SummarizeView.as_view(), name="api-conversation-summarize"),
+]
+release_label_urls = [
+    path("", releases.LabelListView.as_view(), name="api-release-labels"),
+    path("<str:label>", releases.LabelView.as_view(), name="api-release-label"),
+    path(
+        "<str:label>/history", releases.LabelHistoryView.as_view(), name="api-release-label-history"
+    ),
 ]
 
 # The calls a game or a pipeline makes on every turn come first: Django tries the patterns
@@ -87,51 +106,8 @@ v1_urls = [
     path("me", identity.MeView.as_view(), name="api-me"),
     path("imports/", legacy.ImportView.as_view(), name="api-imports"),
     path("imports/<int:pk>", legacy.ImportJobView.as_view(), name="api-import"),
-    path(
-        "deprecated-segments/",
-        legacy.DeprecatedListView.as_view(),
-        name="api-deprecated-segments",
-    ),
-    path(
-        "deprecated-segments/bulk",
-        legacy.BulkView.as_view(),
-        name="api-deprecated-bulk",
-    ),
-    re_path(
-        rf"^deprecated-segments/(?P<pk>{content.ID_IN_PATH})/copy$",
-        legacy.CopyView.as_view(),
-        name="api-deprecated-copy",
-    ),
-    re_path(
-        rf"^deprecated-segments/(?P<pk>{content.ID_IN_PATH})/dismiss$",
-        legacy.DismissView.as_view(),
-        name="api-deprecated-dismiss",
-    ),
-    re_path(
-        rf"^deprecated-segments/(?P<pk>{content.ID_IN_PATH})/undo$",
-        legacy.UndoView.as_view(),
-        name="api-deprecated-undo",
-    ),
-    path(
-        "conversations/<str:key>/messages",
-        conversations.AppendMessagesView.as_view(),
-        name="api-conversation-messages",
-    ),
-    path(
-        "conversations/<str:key>/history",
-        conversations.HistoryView.as_view(),
-        name="api-conversation-history",
-    ),
-    path(
-        "conversations/<str:key>/summaries",
-        conversations.SummariesView.as_view(),
-        name="api-conversation-summaries",
-    ),
-    path(
-        "conversations/<str:key>/summarize",
-        conversations.SummarizeView.as_view(),
-        name="api-conversation-summarize",
-    ),
+    path("deprecated-segments/", include(deprecated_urls)),
+    path("conversations/<str:key>/", include(conversation_urls)),
     path("releases/", releases.ReleaseListView.as_view(), name="api-releases"),
     path("releases/<str:name>/", releases.ReleaseDetailView.as_view(), name="api-release"),
     path(
@@ -139,13 +115,7 @@ v1_urls = [
         releases.CompareView.as_view(),
         name="api-release-compare",
     ),
-    path("release-labels/", releases.LabelListView.as_view(), name="api-release-labels"),
-    path("release-labels/<str:label>", releases.LabelView.as_view(), name="api-release-label"),
-    path(
-        "release-labels/<str:label>/history",
-        releases.LabelHistoryView.as_view(),
-        name="api-release-label-history",
-    ),
+    path("release-labels/", include(release_label_urls)),
     path("lore/test", lore.LoreTestView.as_view(), name="api-lore-test"),
     path("lore/import", lore.LoreImportView.as_view(), name="api-lore-import"),
     path("lore/export", lore.LoreExportView.as_view(), name="api-lore-export"),

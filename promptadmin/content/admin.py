@@ -35,28 +35,8 @@ from promptadmin.content.search import segment_search
 from promptadmin.content.services import api_keys, catalog, segments
 from promptadmin.content.services.segments import EDITABLE_FIELDS
 from promptadmin.core import storedjson
-from promptadmin.core.admin import ListsAtScale
+from promptadmin.core.admin import SuperuserOnly
 from promptadmin.core.errors import ConflictError, StaleRevisionError
-
-
-class SuperuserOnly(ListsAtScale):
-    """The admin is for superusers; staff authors use the studio. Its lists are paged and
-    counted at a bounded cost (a game holds 100,000 segments)."""
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_active and request.user.is_superuser)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    has_add_permission = has_module_permission  # type: ignore[assignment]
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
 
 BLIND_DELETE = (
     "The delete form did not say which revision you saw, so nothing was deleted: "

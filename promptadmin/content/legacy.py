@@ -268,16 +268,23 @@ def _json_records(text: _Text) -> Iterator[tuple[int, Any]]:
             if pos < end or not more():
                 return
 
+    def closed() -> bool:
+        """Whether the array closes here; nothing but whitespace may follow its ']'."""
+        nonlocal pos
+        if pos >= len(buffer) or buffer[pos] != "]":
+            return False
+        pos += 1
+        skip()
+        if pos < len(buffer):
+            raise ExportError("Unexpected text after the JSON array.", line)
+        return True
+
     skip()
     if pos >= len(buffer) or buffer[pos] != "[":
         raise ExportError("A JSON export must be an array of rows ([{...}, ...]).", line)
     pos += 1
     skip()
-    if pos < len(buffer) and buffer[pos] == "]":
-        pos += 1
-        skip()
-        if pos < len(buffer):
-            raise ExportError("Unexpected text after the JSON array.", line)
+    if closed():
         return
     while True:
         start_line = line
@@ -310,11 +317,7 @@ def _json_records(text: _Text) -> Iterator[tuple[int, Any]]:
             pos += 1
             skip()
             continue
-        if pos < len(buffer) and buffer[pos] == "]":
-            pos += 1
-            skip()
-            if pos < len(buffer):
-                raise ExportError("Unexpected text after the JSON array.", line)
+        if closed():
             return
         raise ExportError("The file is not valid JSON: expected ',' or ']'.", line)
 

@@ -315,25 +315,19 @@ class Segment(models.Model):
                 condition=Q(active=True, scope=Scope.CORE),
                 name="segment_active_core",
             ),
-            models.Index(
-                fields=("ruleset", "scope", "sort_order", "id"),
-                condition=Q(active=True, ruleset__isnull=False),
-                name="segment_active_ruleset",
-            ),
-            models.Index(
-                fields=("world", "scope", "sort_order", "id"),
-                condition=Q(active=True, world__isnull=False),
-                name="segment_active_world",
-            ),
-            models.Index(
-                fields=("entry", "scope", "sort_order", "id"),
-                condition=Q(active=True, entry__isnull=False),
-                name="segment_active_entry",
-            ),
-            models.Index(
-                fields=("npc", "tier", "sort_order", "id"),
-                condition=Q(active=True, npc__isnull=False),
-                name="segment_active_npc",
+            *(
+                models.Index(
+                    fields=(ref, order, "sort_order", "id"),
+                    condition=Q(active=True, **{f"{ref}__isnull": False}),
+                    name=f"segment_active_{ref}",
+                )
+                # An NPC's segments are ordered by tier first, the others by scope.
+                for ref, order in (
+                    ("ruleset", "scope"),
+                    ("world", "scope"),
+                    ("entry", "scope"),
+                    ("npc", "tier"),
+                )
             ),
             models.Index(fields=("scope", "active"), name="segment_scope_active"),
             # The segment list's sorts (either direction): read in order from an index.
@@ -432,11 +426,9 @@ class ApiKey(AbstractAPIKey):
         return self.scope == ApiKeyScope.ADMIN
 
 
-class ImportJob(models.Model):
-    """A legacy import run in the background: the upload (kept as :class:`ImportChunk`
-    rows until it has been read), then the report (``ImportReport.as_dict()``) or why it
-    failed. Progress while it runs is kept in the cache (the import is one transaction,
-    whose writes nobody sees before it ends)."""
+class Job(models.Model):
+    """Work the workers do in the background: who asked for it (a person, or a service
+    with an API key) and when it was made, started and finished; the newest first."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -444,16 +436,6 @@ class ImportJob(models.Model):
         DONE = "done"
         FAILED = "failed"
 
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
-    file_name = models.CharField(max_length=255)
-    format = models.CharField(max_length=8)
-    size = models.PositiveBigIntegerField(help_text="Bytes uploaded.")
-    refs = models.JSONField(default=dict, blank=True, validators=[validate_stored_json])
-    dry_run = models.BooleanField(default=False)
-    skip_invalid = models.BooleanField(default=False)
-    rows_read = models.PositiveBigIntegerField(default=0)
-    report = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -465,7 +447,28 @@ class ImportJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        abstract = True
         ordering = ("-created_at", "-id")
+
+
+class ImportJob(Job):
+    """A legacy import run in the background: the upload (kept as :class:`ImportChunk`
+    rows until it has been read), then the report (``ImportReport.as_dict()``) or why it
+    failed. Progress while it runs is kept in the cache (the import is one transaction,
+    whose writes nobody sees before it ends)."""
+
+    status = models.CharField(max_length=8, choices=Job.Status.choices, default=Job.Status.QUEUED)
+    file_name = models.CharField(max_length=255)
+    format = models.CharField(max_length=8)
+    size = models.PositiveBigIntegerField(help_text="Bytes uploaded.")
+    refs = models.JSONField(default=dict, blank=True, validators=[validate_stored_json])
+    dry_run = models.BooleanField(default=False)
+    skip_invalid = models.BooleanField(default=False)
+    rows_read = models.PositiveBigIntegerField(default=0)
+    report = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta(Job.Meta):
         constraints = [
             models.CheckConstraint(
                 condition=Q(status__in=["queued", "running", "done", "failed"]),

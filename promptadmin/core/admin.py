@@ -1,4 +1,5 @@
-"""The record of stored JSON repairs, for admins to read (written by migrations only)."""
+"""What every app's admin shares (paged lists, superusers only, read-only models), and the
+record of stored JSON repairs, for admins to read (written by migrations only)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,28 @@ class ListsAtScale:
     paginator = CappedPaginator
 
 
-@admin.register(StoredJsonRepair)
-class StoredJsonRepairAdmin(ListsAtScale, admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ("model", "row_id", "field", "path", "original", "repaired_at")
-    list_filter = ("model", "field")
+class SuperuserOnly(ListsAtScale):
+    """The admin is for superusers; staff authors use the studio. Its lists are paged and
+    counted at a bounded cost (a game holds 100,000 segments)."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.is_superuser)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    has_add_permission = has_module_permission  # type: ignore[assignment]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+
+class ReadOnly:
+    """Rows only services (or migrations) write: the admin shows them and changes nothing,
+    since its generic forms would bypass the services' validation, locks and audit."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -33,3 +52,13 @@ class StoredJsonRepairAdmin(ListsAtScale, admin.ModelAdmin):  # type: ignore[typ
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ReadOnlyAdmin(ReadOnly, SuperuserOnly, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Read-only, for superusers."""
+
+
+@admin.register(StoredJsonRepair)
+class StoredJsonRepairAdmin(ReadOnly, ListsAtScale, admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("model", "row_id", "field", "path", "original", "repaired_at")
+    list_filter = ("model", "field")

@@ -27,6 +27,19 @@ from promptadmin.core.storedjson import validate_stored_json
 
 IMPORT_KEY_LENGTH = 64
 
+ASSEMBLED_FIELDS = (
+    "title",
+    "content",
+    "keys",
+    "whole_words",
+    "case_sensitive",
+    "priority",
+    "group",
+    "constant",
+    "recursive",
+)
+"""What the assembler reads of an entry (see :meth:`LoreEntry.for_assembly`)."""
+
 
 class LoreEntry(models.Model):
     """One piece of lore and the keys that call it up."""

@@ -22,32 +22,19 @@ from django.db import transaction
 from assembler.lore import LoreError
 from assembler.storable import StoredJsonError, check_stored_json, has_lone_surrogate
 from promptadmin.content.models import World
-from promptadmin.core.actors import Actor, record_actor, user_or_none
+from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import generation_changed
 from promptadmin.core.errors import StaleRevisionError
+from promptadmin.core.revisions import save_first_revision, save_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
-from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.lore import worldinfo
-from promptadmin.lore.models import LoreEntry
+from promptadmin.lore.models import ASSEMBLED_FIELDS, LoreEntry
 from promptadmin.lore.selectors import LORE_GENERATION_KEY
 
 CHANGING_LORE = "Changing lore"
 
-EDITABLE_FIELDS = (
-    "world",
-    "title",
-    "content",
-    "keys",
-    "whole_words",
-    "case_sensitive",
-    "priority",
-    "group",
-    "constant",
-    "recursive",
-    "active",
-    "metadata",
-)
+EDITABLE_FIELDS = ("world", *ASSEMBLED_FIELDS, "active", "metadata")
 """What an author may change, and what a restore brings back."""
 
 TEXT_FIELDS = ("title", "content", "group")
@@ -122,12 +109,6 @@ def validate_entry(entry: LoreEntry) -> None:
         raise ValidationError({error.field: message[:1].upper() + message[1:] + "."}) from None
 
 
-def _count_tokens(entry: LoreEntry) -> None:
-    tok = tokenizer()
-    entry.token_count = tok.count(entry.content)
-    entry.token_encoding = tok.name
-
-
 def lore_changed() -> None:
     """Once the transaction commits, every process loads the changed lore afresh."""
     generation_changed(LORE_GENERATION_KEY)
@@ -172,13 +153,9 @@ def lore_entry_create(
     entry = LoreEntry(
         **values,
         import_key=import_key,
-        created_by=user_or_none(actor),
-        updated_by=user_or_none(actor),
     )
     validate_entry(entry)
-    _count_tokens(entry)
-    record_actor(entry, actor)
-    entry.save()
+    save_first_revision(entry, actor)
     lore_changed()
     return entry
 
@@ -205,13 +182,7 @@ def _apply(current: LoreEntry, changes: dict[str, Any], actor: Actor) -> LoreEnt
     if not changed:
         return current
     validate_entry(current)
-    if "content" in changed or cached_count(current) is None:
-        _count_tokens(current)
-        changed += ["token_count", "token_encoding"]
-    current.revision += 1
-    current.updated_by = user_or_none(actor)
-    record_actor(current, actor)
-    current.save(update_fields=[*changed, "revision", "updated_by", "updated_at"])
+    save_revision(current, actor, changed)
     lore_changed()
     return current
 

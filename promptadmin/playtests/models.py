@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import models
 
-from promptadmin.content.models import ApiKey
+from promptadmin.content.models import Job
 
 
-class PlaytestRun(models.Model):
+class PlaytestRun(Job):
     """One playtest: scenarios on a release (and, to compare, another), sent to a model."""
-
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
 
     class Side(models.TextChoices):
         RELEASE = "release"
         COMPARE_TO = "compare_to"
 
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(max_length=16, choices=Job.Status.choices, default=Job.Status.QUEUED)
     release = models.CharField(max_length=100, help_text="working, a label or a release name.")
     compare_to = models.CharField(max_length=100, blank=True, help_text="Empty: none.")
     model = models.CharField(max_length=200)
@@ -35,18 +28,6 @@ class PlaytestRun(models.Model):
     # A publish made while a reply expectation of this run failed, confirmed by its author.
     confirmed_at = models.DateTimeField(null=True, blank=True)
     confirmed_by = models.CharField(max_length=200, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    api_key = models.ForeignKey(
-        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ("-created_at", "-id")
 
     def __str__(self) -> str:
         return f"playtest #{self.pk} ({self.status})"

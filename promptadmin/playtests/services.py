@@ -19,10 +19,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
-from django.db import IntegrityError, connections, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -39,6 +38,7 @@ from assembler.replies import (
 from assembler.storable import StoredJsonError, check_stored_json
 from promptadmin.content.assembly import AssemblyInputError, conversation_history
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
+from promptadmin.core.jobs import JobTask
 from promptadmin.core.roles import Role, require
 from promptadmin.core.tokens import tokenizer
 from promptadmin.playtests.endpoint import OFF, Answer, CallFailed, Endpoint, enabled
@@ -54,6 +54,7 @@ logger = logging.getLogger(__name__)
 PLAYTESTING = "Running playtests"
 ALL = "all"
 TASK = "promptadmin.playtests.tasks.run_playtest"
+_task = JobTask(TASK, "playtest")
 MAX_SCENARIOS = 200
 
 
@@ -216,33 +217,8 @@ def playtest_create(
             created_by=user_or_none(actor),
             api_key=actor if is_key(actor) else None,
         )
-        transaction.on_commit(lambda: _enqueue(run.pk))
+        transaction.on_commit(lambda: _task.enqueue(run.pk))
     return run
-
-
-def _enqueue(run_id: int) -> None:
-    """Send the run's task; without a broker run it here (as imports are)."""
-    task = current_app.tasks[TASK]
-    if current_app.conf.task_always_eager:
-        if settings.SUMMARIZER_IN_BACKGROUND:
-            _background.submit(_run_in_background, task, run_id)
-        else:
-            task.apply(args=[run_id], throw=False)
-        return
-    try:
-        task.delay(run_id)
-    except Exception:  # the broker is down: the run stays queued
-        logger.exception("playtest #%s could not be enqueued", run_id)
-
-
-_background = ThreadPoolExecutor(1, thread_name_prefix="playtests")
-
-
-def _run_in_background(task: Any, run_id: int) -> None:
-    try:
-        task.apply(args=[run_id], throw=False)
-    finally:
-        connections.close_all()
 
 
 def _claim(run_id: int) -> bool:

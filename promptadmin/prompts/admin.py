@@ -7,12 +7,9 @@ label events; the admin's generic forms would bypass all of that.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
-from promptadmin.core.admin import ListsAtScale
+from promptadmin.core.admin import ReadOnlyAdmin
 from promptadmin.prompts.models import (
     AdapterInstruction,
     Interface,
@@ -21,23 +18,6 @@ from promptadmin.prompts.models import (
     Prompt,
     PromptVersion,
 )
-
-
-class ReadOnlyAdmin(ListsAtScale, admin.ModelAdmin):  # type: ignore[type-arg]
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_active and request.user.is_superuser)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Prompt)

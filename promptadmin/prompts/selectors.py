@@ -224,33 +224,22 @@ def _fetch(
     return resolved
 
 
-def lint_stored(
-    *,
-    component: str,
-    agent: str,
-    task_type: str | None = None,
-    label: str | None = None,
-    version: int | None = None,
-) -> tuple[ResolvedPrompt, list[FormatFinding]]:
-    """The version :func:`fetch_prompt` finds, and its lint findings against the
+def lint_resolved(resolved: ResolvedPrompt) -> list[FormatFinding]:
+    """The lint findings of a version :func:`fetch_prompt` found, against the
     ``expected_system`` of the prompt it belongs to (read now: the expectation may have
     changed since the version was made)."""
-    resolved = fetch_prompt(
-        component=component, agent=agent, task_type=task_type, label=label, version=version
-    )
     expected = (
         Prompt.objects.filter(pk=resolved.prompt_id)
         .values_list("expected_system", flat=True)
         .first()
     )
-    findings = lint_prompt(
+    return lint_prompt(
         syntax=resolved.syntax,
         system=resolved.system,
         user_templates=resolved.user_templates,
         variables=resolved.variables,
         expected_system=expected,
     )
-    return resolved, findings
 
 
 def adapter_context_findings(task: str) -> list[FormatFinding]:

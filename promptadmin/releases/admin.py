@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from promptadmin.core.admin import ListsAtScale
+from promptadmin.core.admin import ReadOnlyAdmin
 from promptadmin.releases.models import (
     Release,
     ReleaseAlias,
@@ -23,25 +23,8 @@ from promptadmin.releases.models import (
 )
 
 
-class ReadOnly(ListsAtScale, admin.ModelAdmin):  # type: ignore[type-arg]
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_active and request.user.is_superuser)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(Release)
-class ReleaseAdmin(ReadOnly):
+class ReleaseAdmin(ReadOnlyAdmin):
     list_display = ("name", "created_at", "created_by", "created_via", "segment_count")
     search_fields = ("name", "aliases__name", "notes")
     exclude = ("catalog", "manifest")
@@ -52,23 +35,23 @@ class ReleaseAdmin(ReadOnly):
 
 
 @admin.register(ReleaseLabel)
-class ReleaseLabelAdmin(ReadOnly):
+class ReleaseLabelAdmin(ReadOnlyAdmin):
     list_display = ("name", "release", "moved_at")
 
 
 @admin.register(ReleaseAlias)
-class ReleaseAliasAdmin(ReadOnly):
+class ReleaseAliasAdmin(ReadOnlyAdmin):
     list_display = ("name", "release", "move")
 
 
 @admin.register(ReleaseLabelMove)
-class ReleaseLabelMoveAdmin(ReadOnly):
+class ReleaseLabelMoveAdmin(ReadOnlyAdmin):
     list_display = ("label", "from_release", "to_release", "at", "by", "via", "note")
     list_filter = ("label",)
 
 
 @admin.register(Scenario.history.model)
-class ScenarioHistoryAdmin(ReadOnly):
+class ScenarioHistoryAdmin(ReadOnlyAdmin):
     """Every version of every scenario: who made, changed or deleted it, when, and what it
     said then (a deleted scenario's last row is its deletion)."""
 

@@ -27,8 +27,7 @@ from django.db import connections
 from promptadmin.releases.bundles import Version, canonical, sha256
 from promptadmin.releases.impact import (
     compare,
-    object_changes,
-    segment_changes,
+    content_changes,
     to_assemble,
 )
 from promptadmin.releases.scenarios import ScenarioSpec
@@ -110,8 +109,7 @@ def started(
     if found is not None:
         return found
     return {
-        "segments": segment_changes(before, after),
-        "objects": object_changes(before, after),
+        **content_changes(before, after),
         "scenarios": [],
         "pending": {"key": key, **progress(key)},
     }

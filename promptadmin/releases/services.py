@@ -124,12 +124,7 @@ def _check_name(name: str, labels: Sequence[str] = (), *, actor: Actor = None) -
     """A new release's name: well-formed, not reserved, and neither a release's nor a
     label's (existing or among ``labels``, moved to it). A name a label had before needs
     an admin: it may be meant for that label again, and only admins move labels."""
-    try:
-        release_name_validator(name)
-    except ValidationError as exc:
-        raise ValidationError({"name": exc.messages}) from None
-    if name == WORKING:
-        raise ValidationError({"name": "'working' names the working copy; choose another name."})
+    _check_not_working("name", name, release_name_validator)
     if name in RESERVED_NAMES:
         raise ValidationError(
             {"name": f"'{name}' is reserved for a label; no release takes it. Choose another name."}
@@ -263,13 +258,18 @@ def _check_names(name: str | None, labels: Sequence[str], *, actor: Actor) -> No
         _check_name(name, labels, actor=actor)
 
 
-def _check_label(label: str) -> None:
+def _check_not_working(field: str, value: str, validator: Callable[[str], None]) -> None:
+    """``value`` passes ``validator`` and is not the working copy's name (errors on ``field``)."""
     try:
-        label_validator(label)
+        validator(value)
     except ValidationError as exc:
-        raise ValidationError({"label": exc.messages}) from None
-    if label == WORKING:
-        raise ValidationError({"label": "'working' names the working copy; choose another label."})
+        raise ValidationError({field: exc.messages}) from None
+    if value == WORKING:
+        raise ValidationError({field: f"'working' names the working copy; choose another {field}."})
+
+
+def _check_label(label: str) -> None:
+    _check_not_working("label", label, label_validator)
 
 
 def _holder(name: str) -> Release | None:
@@ -412,6 +412,7 @@ SCENARIO_REQUEST_FIELDS = (
     "state",
     "token_budget",
     "npc_budget",
+    "lore",
     "conversation",
 )
 SCENARIO_FIELDS = ("name", *SCENARIO_REQUEST_FIELDS, "expectations", *REPLY_PARAMS)
@@ -421,6 +422,7 @@ SCENARIO_DEFAULTS: dict[str, Any] = {
     "state": {},
     "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
     "npc_budget": assembler.DEFAULT_NPC_BUDGET,
+    "lore": {},
     "expectations": [],
     **REPLY_PARAMS,
     "conversation": "",
@@ -503,6 +505,7 @@ def _scenario_fields(
         "state": normalize_values(dict(params.state)),
         "token_budget": params.token_budget,
         "npc_budget": params.npc_budget,
+        "lore": params.lore.to_dict(),
         "expectations": expectations,
         **replies,
         "temperature": float(replies["temperature"]),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from django.db import connection, transaction
@@ -23,6 +23,7 @@ from promptadmin.content.models import (
     Segment,
 )
 from promptadmin.core.tokens import tokenizer
+from promptadmin.lore.selectors import lore_rows
 
 T = TypeVar("T")
 
@@ -60,12 +61,18 @@ class SnapSegment:
     token_encoding: str
 
 
+# What a release keeps of each segment beside its owner (a bundle's rows: these alone).
+ROW_FIELDS = tuple(f.name for f in fields(SnapSegment) if f.name != "owner")
+
+
 @dataclass(frozen=True)
 class ContentSet:
-    """The objects and the active segments of one version of the game content."""
+    """The objects and the active segments of one version of the game content, and its
+    active lore entries as bundles hold them, by world slug ("": every world's)."""
 
     catalog: Mapping[str, list[dict[str, Any]]]
     segments: Mapping[int, SnapSegment]
+    lore: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     # Worked out once: the bundles (see releases.bundles.built).
     _built: list[Any] = field(default_factory=list, repr=False, compare=False)
 
@@ -141,10 +148,10 @@ def one_snapshot(read: Callable[[], T]) -> T:
 
 
 def _read_working_content() -> ContentSet:
-    """Every object and active segment, in six queries."""
+    """Every object, active segment and active lore entry, in seven queries."""
     catalog = working_catalog()
     segments = {row.id: row for row in segments_of(catalog, Q())}
-    return ContentSet(catalog=catalog, segments=segments)
+    return ContentSet(catalog=catalog, segments=segments, lore=lore_rows())
 
 
 def segments_of(catalog: Mapping[str, list[dict[str, Any]]], where: Q) -> list[SnapSegment]:
@@ -156,43 +163,20 @@ def segments_of(catalog: Mapping[str, list[dict[str, Any]]], where: Q) -> list[S
     }
     tok = tokenizer()
     found = []
-    rows = Segment.objects.filter(where, active=True, scope__in=SEGMENT_SCOPES).values_list(
-        "id",
-        "scope",
-        *REF_COLUMNS,
-        "title",
-        "content",
-        "metadata",
-        "version",
-        "tier",
-        "sort_order",
-        "token_count",
-        "token_encoding",
+    rows = Segment.objects.filter(where, active=True, scope__in=SEGMENT_SCOPES).values(
+        *ROW_FIELDS, *REF_COLUMNS
     )
-    for pk, scope, *refs, title, content, metadata, version, tier, order, count, encoding in rows:
+    for row in rows:
         owner: str | None = ""
-        for field_name, ref in zip(REF_COLUMNS, refs, strict=True):
+        for field_name in REF_COLUMNS:
+            ref = row.pop(field_name)
             if ref is not None:
                 owner = slugs[field_name].get(ref)
         if owner is None:
             # Only under READ COMMITTED: its object was made (or it moved to one) after
             # the catalog was read, so it belongs to a later state of the content.
             continue
-        if count is None or encoding != tok.name:
-            count, encoding = tok.count(content), tok.name
-        found.append(
-            SnapSegment(
-                id=pk,
-                scope=scope,
-                owner=owner,
-                title=title.strip(),
-                content=content,
-                metadata=metadata,
-                version=version,
-                tier=tier,
-                sort_order=order,
-                token_count=count,
-                token_encoding=encoding,
-            )
-        )
+        if row["token_count"] is None or row["token_encoding"] != tok.name:
+            row.update(token_count=tok.count(row["content"]), token_encoding=tok.name)
+        found.append(SnapSegment(owner=owner, **{**row, "title": row["title"].strip()}))
     return found

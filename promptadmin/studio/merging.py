@@ -136,6 +136,45 @@ def merge_or_conflict(
     return saved, conflict, message, None
 
 
+def save_merging(
+    *,
+    obj: T,
+    expected: int,
+    mine: Values,
+    save: Callable[[T, Values, int], T],
+    reread: Callable[[T], T],
+    names: list[str],
+    labels: Mapping[str, str],
+    values_of: Callable[[Any], Values],
+    show: Callable[[str, Any], str] = lambda name, value: diffs.show(value),
+    text_fields: tuple[str, ...] = (),
+) -> tuple[T | None, Conflict | None, str, ValidationError | None]:
+    """Save ``mine`` over ``obj`` as loaded at revision ``expected`` (``save(obj, values,
+    expected_revision)``); when someone saved since, merge with the object as ``reread``
+    finds it now (see :func:`merge_or_conflict`).
+
+    Returns (the saved object or None, the conflict to decide or None, the message saying
+    what was merged, if anything, and the errors that refused the merge). The service's
+    other refusals of the first save (ValidationError...) are the caller's to show.
+    """
+    try:
+        return save(obj, mine, expected), None, "", None
+    except StaleRevisionError:
+        pass
+    merged, conflict, message, error = merge_or_conflict(
+        current=reread(obj),
+        expected=expected,
+        mine=mine,
+        names=names,
+        labels=labels,
+        values_of=values_of,
+        save=lambda now, values: save(now, values, now.revision),  # type: ignore[attr-defined]
+        show=show,
+        text_fields=text_fields,
+    )
+    return merged, None if merged is not None else conflict, message, error
+
+
 def _history_user(obj: Any) -> Any:
     history = getattr(obj, "history", None)
     if history is None:

@@ -172,6 +172,19 @@ def catalog_list(kind: str) -> QuerySet[Any]:
     return KINDS[kind].model._default_manager.order_by("name", "slug")
 
 
+# What links entries to a world or a ruleset: the model and its column pointing there.
+ENTRY_LINKS: dict[type[Any], tuple[type[Any], str]] = {
+    World: (Entry, "world_id"),
+    Ruleset: (EntryRuleset, "ruleset_id"),
+}
+
+
+def _counts(model: type[Any], column: str, ids: list[int]) -> dict[int, int]:
+    """How many rows of ``model`` point at each of ``ids`` through ``column``."""
+    rows = model.objects.filter(**{f"{column}__in": ids}).order_by()
+    return dict(rows.values_list(column).annotate(n=Count("id")))
+
+
 def with_use_counts(objects: list[Any]) -> list[Any]:
     """``objects`` (one page of worlds, rulesets, NPCs or entries) with how many segments
     (``segment_count``) and entries (``entry_count``: worlds and rulesets) use each: one
@@ -181,27 +194,8 @@ def with_use_counts(objects: list[Any]) -> list[Any]:
     model = type(objects[0])
     key = kind_of(objects[0]).key
     ids = [obj.pk for obj in objects]
-    segments = dict(
-        Segment.objects.filter(**{f"{key}_id__in": ids})
-        .order_by()
-        .values_list(f"{key}_id")
-        .annotate(n=Count("id"))
-    )
-    entries: dict[int, int] = {}
-    if model is World:
-        entries = dict(
-            Entry.objects.filter(world_id__in=ids)
-            .order_by()
-            .values_list("world_id")
-            .annotate(n=Count("id"))
-        )
-    elif model is Ruleset:
-        entries = dict(
-            EntryRuleset.objects.filter(ruleset_id__in=ids)
-            .order_by()
-            .values_list("ruleset_id")
-            .annotate(n=Count("id"))
-        )
+    segments = _counts(Segment, f"{key}_id", ids)
+    entries = _counts(*ENTRY_LINKS[model], ids) if model in ENTRY_LINKS else {}
     for obj in objects:
         obj.segment_count = segments.get(obj.pk, 0)
         obj.entry_count = entries.get(obj.pk, 0)

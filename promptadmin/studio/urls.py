@@ -24,6 +24,20 @@ from promptadmin.studio.views import (
     segments,
 )
 
+# Under prompts/<pk>/ and conversations/<key>/.
+prompt_patterns = [
+    path("", prompts.prompt_detail, name="prompt_detail"),
+    path("versions/new/", prompts.prompt_version_create, name="prompt_version_create"),
+    path("versions/check/", prompts.prompt_version_check, name="prompt_version_check"),
+    path("labels/", prompts.prompt_label_set, name="prompt_label_set"),
+    path("labels/remove/", prompts.prompt_label_remove, name="prompt_label_remove"),
+    path("playground/", prompts.prompt_playground, name="prompt_playground"),
+]
+conversation_patterns = [
+    path("", conversations.conversation_detail, name="conversation_detail"),
+    path("summarize/", conversations.conversation_summarize, name="conversation_summarize"),
+]
+
 studio_patterns: list[URLPattern | URLResolver] = [
     path("", dashboard.dashboard, name="dashboard"),
     path("health/", dashboard.entry_health, name="entry_health"),
@@ -50,6 +64,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("lore/test/", lore.lore_test, name="lore_test"),
     path("lore/check/", lore.lore_check, name="lore_check"),
     path("lore/batch/", lore.lore_batch, name="lore_batch"),
+    path("lore/import/", lore.lore_import, name="lore_import"),
     path("lore/<int:pk>/", lore.lore_edit, name="lore_edit"),
     path("lore/<int:pk>/delete/", lore.lore_delete, name="lore_delete"),
     path("lore/<int:pk>/history/", lore.lore_history, name="lore_history"),
@@ -63,33 +78,9 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("deprecated/<int:pk>/undo/", deprecated.deprecated_undo, name="deprecated_undo"),
     path("prompts/", prompts.prompt_list, name="prompt_list"),
     path("prompts/new/", prompts.prompt_create, name="prompt_create"),
-    path("prompts/<int:pk>/", prompts.prompt_detail, name="prompt_detail"),
-    path(
-        "prompts/<int:pk>/versions/new/",
-        prompts.prompt_version_create,
-        name="prompt_version_create",
-    ),
-    path(
-        "prompts/<int:pk>/versions/check/",
-        prompts.prompt_version_check,
-        name="prompt_version_check",
-    ),
-    path("prompts/<int:pk>/labels/", prompts.prompt_label_set, name="prompt_label_set"),
-    path(
-        "prompts/<int:pk>/labels/remove/", prompts.prompt_label_remove, name="prompt_label_remove"
-    ),
-    path("prompts/<int:pk>/playground/", prompts.prompt_playground, name="prompt_playground"),
+    path("prompts/<int:pk>/", include(prompt_patterns)),
     path("conversations/", conversations.conversation_list, name="conversation_list"),
-    path(
-        "conversations/<str:key>/",
-        conversations.conversation_detail,
-        name="conversation_detail",
-    ),
-    path(
-        "conversations/<str:key>/summarize/",
-        conversations.conversation_summarize,
-        name="conversation_summarize",
-    ),
+    path("conversations/<str:key>/", include(conversation_patterns)),
     path("releases/", releases.release_list, name="release_list"),
     path("releases/publish/", releases.release_publish, name="release_publish"),
     path("playtests/", playtests.playtest_list, name="playtest_list"),

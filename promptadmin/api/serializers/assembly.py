@@ -7,7 +7,7 @@ whose fields, limits and choices they are built from.
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import Any, get_args
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -53,6 +53,11 @@ from promptadmin.conversations.models import KEY_MAX_LENGTH, key_validator
 )
 class NpcRequestField(serializers.Field):
     """An NPC slug (tier 0) or ``{"npc": slug, "tier": n}`` (schema only)."""
+
+
+def npcs_field(**kwargs: Any) -> serializers.ListField:
+    """A request's NPCs (at most ``MAX_NPCS``), as /assemble and scenarios take them."""
+    return serializers.ListField(child=NpcRequestField(), max_length=MAX_NPCS, **kwargs)
 
 
 @extend_schema_field(
@@ -136,12 +141,7 @@ class AssembleInputSerializer(StrictSerializer):
     npc_budget = f.Integer(
         min_value=0, max_value=assembler.MAX_BUDGET, default=assembler.DEFAULT_NPC_BUDGET
     )
-    npcs = serializers.ListField(
-        child=NpcRequestField(),
-        default=list,
-        max_length=MAX_NPCS,
-        help_text="NPCs in priority order, most important first.",
-    )
+    npcs = npcs_field(default=list, help_text="NPCs in priority order, most important first.")
     state = StateSerializer(required=False)
     policy = PolicySerializer(required=False)
     strict = f.Flag(

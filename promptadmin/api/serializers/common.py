@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail, ValidationError
@@ -58,3 +58,14 @@ def storable_json(value: Any) -> None:
 
 def slug_field(**kwargs: Any) -> serializers.CharField:
     return f.Text(max_length=MAX_SLUG, **kwargs)
+
+
+class OrderedSerializer(serializers.Serializer):
+    """Its JSON has its fields in ``ORDER`` (clients and the schema see them in that
+    order), whichever class declares them."""
+
+    ORDER: ClassVar[tuple[str, ...]]
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        return {name: fields[name] for name in self.ORDER}

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from assembler.request import INT32, MAX_TEXT, MAX_TIER
 from promptadmin.api import fields as f
-from promptadmin.api.serializers.common import StrictSerializer, slug_field, storable_json
+from promptadmin.api.pagination import page_of
+from promptadmin.api.serializers import revisions
+from promptadmin.api.serializers.common import (
+    OrderedSerializer,
+    StrictSerializer,
+    slug_field,
+    storable_json,
+)
 from promptadmin.content.kinds import KINDS, Kind
 from promptadmin.content.models import SEGMENT_SCOPES, Scope, slug_validator
 from promptadmin.content.services.catalog import MAX_CAST
-from promptadmin.core.tokens import token_count
 
 
 class CatalogInputSerializer(StrictSerializer):
@@ -85,14 +91,12 @@ class SegmentInputSerializer(StrictSerializer):
     tier = f.Integer(min_value=0, max_value=MAX_TIER, default=0)
 
 
-class SegmentFieldsSerializer(serializers.Serializer):
+class SegmentFieldsSerializer(OrderedSerializer):
     """The fields a segment and each of its recorded revisions share.
 
     ``ORDER`` lists a subclass's fields in the order its JSON has them (clients and the
     schema see them in that order).
     """
-
-    ORDER: ClassVar[tuple[str, ...]]
 
     title = f.Text(allow_blank=True)
     content = f.Text(allow_blank=True)
@@ -102,15 +106,11 @@ class SegmentFieldsSerializer(serializers.Serializer):
     sort_order = f.Integer()
     tier = f.Integer()
 
-    def get_fields(self) -> dict[str, serializers.Field]:
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.ORDER}
-
 
 SEGMENT_FIELDS = ("title", "content", "metadata", "version", "active", "sort_order", "tier")
 
 
-class SegmentOutputSerializer(SegmentFieldsSerializer):
+class SegmentOutputSerializer(SegmentFieldsSerializer, revisions.CurrentRevisionSerializer):
     ORDER = (
         "id",
         "scope",
@@ -125,16 +125,6 @@ class SegmentOutputSerializer(SegmentFieldsSerializer):
     id = f.Integer()
     scope = serializers.ChoiceField(choices=Scope.choices)
     ref = f.Text(source="ref_slug", allow_null=True)
-    token_count = serializers.SerializerMethodField(
-        help_text="Tokens of the content in the configured encoding."
-    )
-    revision = f.Integer(help_text="Bumped by every saved change.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-    def get_token_count(self, segment: Any) -> int:
-        # Counted with another encoding (before `manage.py recount_tokens`): count afresh.
-        return token_count(segment)
 
 
 class SegmentFilterSerializer(serializers.Serializer):
@@ -146,7 +136,11 @@ class SegmentFilterSerializer(serializers.Serializer):
     search = serializers.CharField(
         required=False,
         max_length=200,
-        help_text="Text the content or the title contains (any case).",
+        help_text=(
+            "Words to find (any case): each must begin a word of the title or the content,"
+            " or be part of the owner's name. Looked up in a full-text index; the order"
+            " stays the list's."
+        ),
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:
@@ -164,39 +158,13 @@ class SegmentRestoreSerializer(StrictSerializer):
     revision = f.Integer(min_value=1, max_value=INT32)
 
 
-class SegmentRevisionSerializer(SegmentFieldsSerializer):
+class SegmentRevisionSerializer(SegmentFieldsSerializer, revisions.RevisionRecordSerializer):
     """One recorded state of a segment (django-simple-history), newest first."""
 
-    ORDER = (
-        "revision",
-        "change",
-        "changed_at",
-        "changed_by",
-        "changed_via",
-        "scope",
-        "ref",
-        *SEGMENT_FIELDS,
-    )
+    ORDER = (*revisions.RevisionRecordSerializer.HISTORY_FIELDS, "scope", "ref", *SEGMENT_FIELDS)
 
-    revision = f.Integer()
-    change = serializers.SerializerMethodField()
-    changed_at = serializers.DateTimeField(source="history_date")
-    changed_by = f.Text(
-        source="history_user.username", allow_null=True, help_text="The person who made it."
-    )
-    changed_via = f.Text(
-        source="history_change_reason",
-        allow_null=True,
-        help_text="The API key a service made it with: \"API key 'name' (prefix)\".",
-    )
     scope = f.Text()
     ref = serializers.SerializerMethodField()
-
-    CHANGES: ClassVar[dict[str, str]] = {"+": "created", "~": "changed", "-": "deleted"}
-
-    @extend_schema_field(serializers.ChoiceField(choices=["created", "changed", "deleted"]))
-    def get_change(self, record: Any) -> str:
-        return self.CHANGES[record.history_type]
 
     @extend_schema_field(f.Text(allow_null=True))
     def get_ref(self, record: Any) -> str | None:
@@ -207,8 +175,4 @@ class SegmentRevisionSerializer(SegmentFieldsSerializer):
         return None
 
 
-class SegmentHistoryPageSerializer(serializers.Serializer):
-    count = f.Integer()
-    next = serializers.URLField(allow_null=True)
-    previous = serializers.URLField(allow_null=True)
-    results = SegmentRevisionSerializer(many=True)
+SegmentHistoryPageSerializer = page_of("SegmentHistoryPageSerializer", SegmentRevisionSerializer)

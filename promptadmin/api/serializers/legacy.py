@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from assembler.request import MAX_TEXT
 from promptadmin.api import fields as f
+from promptadmin.api.pagination import page_of
 from promptadmin.api.serializers.common import StrictSerializer, slug_field
 from promptadmin.api.serializers.content import ScopeField
 from promptadmin.content.legacy import FORMATS, MAX_UPLOAD_BYTES, ExportError, parse_refs
@@ -165,11 +166,7 @@ class DeprecatedSegmentSerializer(serializers.Serializer):
         return {"scope": hint.scope, "ref": hint.slug} if hint else None
 
 
-class DeprecatedPageSerializer(serializers.Serializer):
-    count = f.Integer()
-    next = serializers.URLField(allow_null=True)
-    previous = serializers.URLField(allow_null=True)
-    results = DeprecatedSegmentSerializer(many=True)
+DeprecatedPageSerializer = page_of("DeprecatedPageSerializer", DeprecatedSegmentSerializer)
 
 
 class CopyInputSerializer(StrictSerializer):

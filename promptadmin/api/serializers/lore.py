@@ -7,7 +7,7 @@ same input with the same words.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, get_args
+from typing import Any, get_args
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -27,13 +27,15 @@ from assembler.lore import (
 from assembler.request import INT32
 from assembler.result import LoreStatus
 from promptadmin.api import fields as f
+from promptadmin.api.pagination import page_of
+from promptadmin.api.serializers import revisions
 from promptadmin.api.serializers.common import (
+    OrderedSerializer,
     StrictSerializer,
     slug_field,
     storable_json,
     utf8_text,
 )
-from promptadmin.core.tokens import token_count
 from promptadmin.lore.worldinfo import MAX_FILE_BYTES
 
 
@@ -99,10 +101,8 @@ class LoreMatchOutputSerializer(serializers.Serializer):
     case_sensitive = f.Flag()
 
 
-class LoreFieldsSerializer(serializers.Serializer):
+class LoreFieldsSerializer(OrderedSerializer):
     """The fields an entry and each of its recorded revisions share, in ``ORDER``."""
-
-    ORDER: ClassVar[tuple[str, ...]]
 
     world = serializers.SerializerMethodField()
     title = f.Text(allow_blank=True)
@@ -115,10 +115,6 @@ class LoreFieldsSerializer(serializers.Serializer):
     recursive = f.Flag()
     active = f.Flag()
     metadata = serializers.DictField()
-
-    def get_fields(self) -> dict[str, serializers.Field]:
-        fields = super().get_fields()
-        return {name: fields[name] for name in self.ORDER}
 
     @extend_schema_field(f.Text(allow_null=True, help_text="World slug; null: every world."))
     def get_world(self, entry: Any) -> str | None:
@@ -151,19 +147,10 @@ LORE_FIELDS = (
 )
 
 
-class LoreOutputSerializer(LoreFieldsSerializer):
+class LoreOutputSerializer(LoreFieldsSerializer, revisions.CurrentRevisionSerializer):
     ORDER = ("id", *LORE_FIELDS, "token_count", "revision", "created_at", "updated_at")
 
     id = f.Integer()
-    token_count = serializers.SerializerMethodField(
-        help_text="Tokens of the content in the configured encoding."
-    )
-    revision = f.Integer(help_text="Bumped by every saved change; the ETag names it.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-    def get_token_count(self, entry: Any) -> int:
-        return token_count(entry)
 
 
 class LoreFilterSerializer(serializers.Serializer):
@@ -181,7 +168,8 @@ class LoreFilterSerializer(serializers.Serializer):
     search = serializers.CharField(
         required=False,
         max_length=200,
-        help_text="Text the title, the content or a key contains (any case).",
+        help_text="Words, each the start of a word of the title, a key or the content (any "
+        "case; every word must match).",
     )
 
 
@@ -189,35 +177,13 @@ class LoreRestoreSerializer(StrictSerializer):
     revision = f.Integer(min_value=1, max_value=INT32)
 
 
-class LoreRevisionSerializer(LoreFieldsSerializer):
+class LoreRevisionSerializer(LoreFieldsSerializer, revisions.RevisionRecordSerializer):
     """One recorded state of a lore entry, newest first."""
 
-    ORDER = ("revision", "change", "changed_at", "changed_by", "changed_via", *LORE_FIELDS)
-
-    revision = f.Integer()
-    change = serializers.SerializerMethodField()
-    changed_at = serializers.DateTimeField(source="history_date")
-    changed_by = f.Text(
-        source="history_user.username", allow_null=True, help_text="The person who made it."
-    )
-    changed_via = f.Text(
-        source="history_change_reason",
-        allow_null=True,
-        help_text="The API key a service made it with: \"API key 'name' (prefix)\".",
-    )
-
-    CHANGES: ClassVar[dict[str, str]] = {"+": "created", "~": "changed", "-": "deleted"}
-
-    @extend_schema_field(serializers.ChoiceField(choices=["created", "changed", "deleted"]))
-    def get_change(self, record: Any) -> str:
-        return self.CHANGES[record.history_type]
+    ORDER = (*revisions.RevisionRecordSerializer.HISTORY_FIELDS, *LORE_FIELDS)
 
 
-class LoreHistoryPageSerializer(serializers.Serializer):
-    count = f.Integer()
-    next = serializers.URLField(allow_null=True)
-    previous = serializers.URLField(allow_null=True)
-    results = LoreRevisionSerializer(many=True)
+LoreHistoryPageSerializer = page_of("LoreHistoryPageSerializer", LoreRevisionSerializer)
 
 
 class LoreTestInputSerializer(StrictSerializer):

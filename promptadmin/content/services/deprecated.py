@@ -36,6 +36,7 @@ from promptadmin.core.actors import Actor, record_actor, user_or_none
 from promptadmin.core.cache import content_changed
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
+from promptadmin.core.tokens import store_count
 
 
 class Status(models.TextChoices):
@@ -500,7 +501,7 @@ def _copy_batch(
             why = " ".join(exc.messages).rstrip(".")
             skipped.append(Skipped(row.pk, f"cannot be copied: {why}"))
             continue
-        segments.count_tokens(copy)
+        store_count(copy)
         record_actor(copy, actor)
         sources.append(row)
         copies.append(copy)

@@ -14,15 +14,13 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, BinaryIO
 
-from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -34,6 +32,7 @@ from promptadmin.content.services.legacy_import import (
     segments_import,
 )
 from promptadmin.core.actors import Actor, is_key, user_or_none
+from promptadmin.core.jobs import JobTask
 from promptadmin.core.roles import Role, require
 
 logger = logging.getLogger(__name__)
@@ -111,40 +110,14 @@ def import_job_create(
             data = upload.read(CHUNK_BYTES)
         job.size = size
         job.save(update_fields=["size"])
-        transaction.on_commit(lambda: _enqueue(job.pk))
+        transaction.on_commit(lambda: _task.enqueue(job.pk))
     return job
 
 
 # The import task, found by name in Celery's registry: the task module imports this one,
 # never the other way round.
 TASK = "promptadmin.content.tasks.run_import"
-# Imports made in this process when there is no broker: one at a time (they take the same
-# lock anyway), on a thread started on first use, so the upload's request does not wait.
-_background = ThreadPoolExecutor(1, thread_name_prefix="imports")
-
-
-def _enqueue(job_id: int) -> None:
-    """Send the import task to the workers. Without a broker (``make run``), run it in this
-    process: on a background thread, as summaries are (``SUMMARIZER_IN_BACKGROUND``), or
-    else here and now (the test suite)."""
-    task = current_app.tasks[TASK]
-    if current_app.conf.task_always_eager:
-        if settings.SUMMARIZER_IN_BACKGROUND:
-            _background.submit(_run_in_background, task, job_id)
-        else:
-            task.apply(args=[job_id], throw=False)
-        return
-    try:
-        task.delay(job_id)
-    except Exception:  # the broker is down: the job stays queued, and says so
-        logger.exception("import #%s could not be enqueued", job_id)
-
-
-def _run_in_background(task: Any, job_id: int) -> None:
-    try:
-        task.apply(args=[job_id], throw=False)
-    finally:
-        connections.close_all()  # this thread's own connection
+_task = JobTask(TASK, "import")
 
 
 class ChunkReader(io.RawIOBase):

@@ -20,12 +20,12 @@ from promptadmin.content.models import (
     Segment,
     World,
 )
-from promptadmin.core.actors import Actor, record_actor, user_or_none
+from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import content_changed
 from promptadmin.core.errors import StaleRevisionError
+from promptadmin.core.revisions import save_first_revision, save_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
-from promptadmin.core.tokens import cached_count, tokenizer
 
 Ref = World | Ruleset | Entry | NPC | None
 
@@ -86,13 +86,6 @@ def assign_ref(segment: Segment, ref: Ref) -> None:
         setattr(segment, name, ref if name == wanted else None)
 
 
-def count_tokens(segment: Segment) -> None:
-    """Store the segment's token count with the encoding it was made with."""
-    tok = tokenizer()
-    segment.token_count = tok.count(segment.content)
-    segment.token_encoding = tok.name
-
-
 def validate_segment(segment: Segment, exclude: list[str] | None = None) -> None:
     if segment.active and not segment.content.strip():
         # An active segment is assembled: an empty block would only cost tokens and hide
@@ -131,14 +124,10 @@ def segment_create(
         active=active,
         sort_order=sort_order,
         tier=tier,
-        created_by=user_or_none(actor),
-        updated_by=user_or_none(actor),
     )
     assign_ref(segment, ref)
     validate_segment(segment)
-    count_tokens(segment)
-    record_actor(segment, actor)
-    segment.save()
+    save_first_revision(segment, actor)
     content_changed()
     return segment
 
@@ -163,13 +152,9 @@ def segment_import_legacy(
         metadata={} if metadata is None else metadata,
         import_key=import_key,
         active=False,
-        created_by=user_or_none(actor),
-        updated_by=user_or_none(actor),
     )
     validate_segment(segment)
-    count_tokens(segment)
-    record_actor(segment, actor)
-    segment.save()
+    save_first_revision(segment, actor)
     return segment
 
 
@@ -256,13 +241,7 @@ def segment_update(
     if not changed:
         return current
     validate_segment(current)
-    if "content" in changed or cached_count(current) is None:
-        count_tokens(current)
-        changed += ["token_count", "token_encoding"]
-    current.revision += 1
-    current.updated_by = user_or_none(actor)
-    record_actor(current, actor)
-    current.save(update_fields=[*changed, "revision", "updated_by", "updated_at"])
+    save_revision(current, actor, changed)
     content_changed()
     return current
 

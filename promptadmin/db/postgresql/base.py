@@ -17,6 +17,8 @@ again, once, on a fresh connection; a write is never run twice.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
@@ -34,19 +36,21 @@ class _NotesLostConnection:
 
     db: Any
 
-    def _execute(self, *args: Any) -> Any:
+    @contextmanager
+    def _noting_lost(self) -> Iterator[None]:
         try:
-            return super()._execute(*args)  # type: ignore[misc]
+            yield
         except (OperationalError, InterfaceError):
             self.db.note_if_lost()
             raise
 
+    def _execute(self, *args: Any) -> Any:
+        with self._noting_lost():
+            return super()._execute(*args)  # type: ignore[misc]
+
     def _executemany(self, *args: Any) -> Any:
-        try:
+        with self._noting_lost():
             return super()._executemany(*args)  # type: ignore[misc]
-        except (OperationalError, InterfaceError):
-            self.db.note_if_lost()
-            raise
 
 
 class CursorWrapper(_NotesLostConnection, utils.CursorWrapper):

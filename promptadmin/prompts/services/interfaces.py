@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -82,6 +83,24 @@ def _locked(row: Row, expected_updated_at: datetime | None) -> Row:
     return current
 
 
+def _refuse_unknown(function: str, changes: dict[str, Any], fields: Iterable[str]) -> None:
+    unknown = set(changes) - set(fields)
+    if unknown:
+        raise TypeError(f"{function}() got unexpected fields: {', '.join(sorted(unknown))}")
+
+
+def _save_changes(row: Row, changes: dict[str, Any], actor: Actor) -> Row:
+    """Save the fields of ``changes`` whose values differ from ``row``'s; none: no write."""
+    changed = [name for name, value in changes.items() if getattr(row, name) != value]
+    if changed:
+        for name in changed:
+            setattr(row, name, changes[name])
+        record_actor(row, actor)
+        row.save(update_fields=[*changed, "updated_at"])
+        prompts_changed()
+    return row
+
+
 @transaction.atomic
 def interface_update(
     *,
@@ -94,20 +113,10 @@ def interface_update(
     ``expected_updated_at``: when it last changed as the caller saw it (StaleStateError
     when it changed since)."""
     require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
-    unknown = set(changes) - set(INTERFACE_FIELDS)
-    if unknown:
-        raise TypeError(f"interface_update() got unexpected fields: {', '.join(sorted(unknown))}")
+    _refuse_unknown("interface_update", changes, INTERFACE_FIELDS)
     interface = _locked(interface, expected_updated_at)
     _check_interface(changes, interface)
-    changed = [name for name, value in changes.items() if getattr(interface, name) != value]
-    if not changed:
-        return interface
-    for name in changed:
-        setattr(interface, name, changes[name])
-    record_actor(interface, actor)
-    interface.save(update_fields=[*changed, "updated_at"])
-    prompts_changed()
-    return interface
+    return _save_changes(interface, changes, actor)
 
 
 @transaction.atomic
@@ -206,26 +215,14 @@ def adapter_instruction_update(
     """Change some of an adapter instruction's fields; saves only what changed.
     ``expected_updated_at`` as for interface_update."""
     require(actor, role=Role.AUTHOR, action=CHANGING_PROMPTS)
-    unknown = set(changes) - set(ADAPTER_FIELDS)
-    if unknown:
-        raise TypeError(
-            f"adapter_instruction_update() got unexpected fields: {', '.join(sorted(unknown))}"
-        )
+    _refuse_unknown("adapter_instruction_update", changes, ADAPTER_FIELDS)
     instruction = _locked(instruction, expected_updated_at)
     changes = {
         name: normalize_newlines(value) if name in ADAPTER_TEXTS else value
         for name, value in changes.items()
     }
     _check_adapter(changes)
-    changed = [name for name, value in changes.items() if getattr(instruction, name) != value]
-    if not changed:
-        return instruction
-    for name in changed:
-        setattr(instruction, name, changes[name])
-    record_actor(instruction, actor)
-    instruction.save(update_fields=[*changed, "updated_at"])
-    prompts_changed()
-    return instruction
+    return _save_changes(instruction, changes, actor)
 
 
 @transaction.atomic

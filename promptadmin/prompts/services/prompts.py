@@ -308,26 +308,22 @@ def prompt_version_create(
     Prompt.objects.filter(pk=prompt.pk).update(last_version_number=number)
     prompt.last_version_number = number
     user, author_label = attribution(actor, max_length=LABEL_COLUMN)
+    content = {
+        "syntax": syntax,
+        "system": system,
+        "user_templates": ordered,
+        "variables": declared,
+        "task": task,
+        "config": config_value,
+    }
     version = PromptVersion(
         prompt=prompt,
         number=number,
-        syntax=syntax,
-        system=system,
-        user_templates=ordered,
-        variables=declared,
-        task=task,
-        config=config_value,
+        **content,
         commit_message=commit_message,
         author=user,
         author_label=author_label,
-        content_hash=content_hash(
-            syntax=syntax,
-            system=system,
-            user_templates=ordered,
-            variables=declared,
-            task=task,
-            config=config_value,
-        ),
+        content_hash=content_hash(**content),
     )
     version.save()
     for name in dict.fromkeys(labels):

@@ -8,13 +8,13 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from promptadmin.content.kinds import KINDS, scope_kind
+from promptadmin.content.kinds import scope_kind
 from promptadmin.content.legacy import FORMATS, MAX_UPLOAD_BYTES, ExportError, parse_refs
 from promptadmin.content.models import DEPRECATED_SCOPES, SEGMENT_SCOPES
 from promptadmin.content.services.deprecated import MAX_REASON, Action, Status
 from promptadmin.studio.forms.common import (
     ObjectPicker,
-    resolve_picked,
+    clean_picked,
 )
 
 
@@ -83,13 +83,7 @@ class TargetMixin(forms.Form):
         self.fields["object"].widget.labels = labels or {}
 
     def clean_object(self) -> models.Model | None:
-        value = self.cleaned_data["object"]
-        if not value:
-            return None
-        obj = resolve_picked(value, KINDS)  # AmbiguousObject: an error on the field
-        if obj is None:
-            raise ValidationError("That object does not exist; choose another.")
-        return obj
+        return clean_picked(self.cleaned_data["object"])
 
     def check_target(self, cleaned: dict[str, Any], *, required: bool) -> None:
         scope = cleaned.get("scope")

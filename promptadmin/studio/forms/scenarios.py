@@ -17,12 +17,19 @@ from assembler.replies import (
     REPLY_FIELDS,
     REPLY_KINDS,
 )
-from promptadmin.content.models import NPC, Entry
+from promptadmin.content.models import Entry
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.releases.models import WORKING, Scenario
+from promptadmin.releases.scenarios import stored_lore
 from promptadmin.releases.selectors import choices as release_choices
-from promptadmin.studio.forms.common import AutoDirSelect
-from promptadmin.studio.forms.preview import DYNAMIC_LAYERS
+from promptadmin.studio.forms.common import ObjectPicker, picked_slug
+from promptadmin.studio.forms.lore_options import LoreOptionFields
+from promptadmin.studio.forms.preview import (
+    DYNAMIC_LAYERS,
+    ENTRY_PICKER,
+    posted_npcs,
+    with_npc_pickers,
+)
 
 #: Each kind of expectation as the form names it (the same words as the preview's).
 KIND_LABELS = {
@@ -56,7 +63,7 @@ class RunForm(forms.Form):
         return self.cleaned_data.get("release") or WORKING
 
 
-class ScenarioForm(forms.Form):
+class ScenarioForm(LoreOptionFields):
     """A saved scenario's settings and expectations.
 
     NPCs come as repeated ``npc`` and ``tier`` fields (priority order), expectations as
@@ -64,7 +71,8 @@ class ScenarioForm(forms.Form):
     """
 
     name = forms.CharField(max_length=100, label="Name")
-    entry = forms.ChoiceField(widget=AutoDirSelect)
+    # A picker (a game has thousands of entries): an entry's slug, or its name typed.
+    entry = forms.CharField(widget=ObjectPicker(("entry",), bare=True))
     first_turn = forms.BooleanField(
         required=False, help_text="Include the entry's opening (entry_start)."
     )
@@ -107,13 +115,6 @@ class ScenarioForm(forms.Form):
     def __init__(self, data: Any = None, *, scenario: Scenario) -> None:
         super().__init__(data, initial=self.initial_of(scenario))
         self.scenario = scenario
-        self.fields["entry"].choices = list(
-            Entry.objects.order_by("name").values_list("slug", "name")
-        )
-        if scenario.entry not in dict(self.fields["entry"].choices):
-            # An entry deleted since: shown as it is, for the author to choose another.
-            self.fields["entry"].choices.append((scenario.entry, f"{scenario.entry} (missing)"))
-        self.npc_options = list(NPC.objects.order_by("name").values_list("slug", "name"))
         for name, label in DYNAMIC_LAYERS:
             field = self.fields[name]
             field.label = label
@@ -132,6 +133,7 @@ class ScenarioForm(forms.Form):
             "token_budget": scenario.token_budget,
             "npc_budget": scenario.npc_budget,
             "expected_revision": scenario.revision,
+            **LoreOptionFields.lore_initial(stored_lore(scenario)),
             "conversation": scenario.conversation,
             "temperature": scenario.temperature,
             "max_tokens": scenario.max_tokens,
@@ -144,19 +146,28 @@ class ScenarioForm(forms.Form):
             },
         }
 
+    def clean_entry(self) -> str:
+        """The entry's slug; the scenario's own entry stands even if deleted since (shown
+        as it is, for the author to choose another)."""
+        value = self.cleaned_data["entry"]
+        slug = picked_slug(ENTRY_PICKER, value, None)
+        if slug != self.scenario.entry and not Entry.objects.filter(slug=slug).exists():
+            raise ValidationError(f"No entry is called '{value}'; choose from the list.")
+        return slug
+
     def npc_rows(self) -> list[dict[str, Any]]:
         if self.is_bound:
             tiers = self.data.getlist("tier")
             rows = [
                 {"slug": slug, "tier": tiers[i] if i < len(tiers) else "0"}
-                for i, slug in enumerate(self.data.getlist("npc"))
+                for i, slug in enumerate(posted_npcs(self.data))
                 if slug
             ]
         else:
             rows = [
                 {"slug": item["npc"], "tier": item.get("tier", 0)} for item in self.scenario.npcs
             ]
-        return rows + [{"slug": "", "tier": "0"} for _ in range(BLANK_ROWS)]
+        return with_npc_pickers(rows + [{"slug": "", "tier": "0"} for _ in range(BLANK_ROWS)])
 
     def expectation_rows(self) -> list[dict[str, Any]]:
         if self.is_bound:
@@ -178,7 +189,7 @@ class ScenarioForm(forms.Form):
 
     def _clean_npcs(self) -> None:
         tiers = self.data.getlist("tier")
-        for index, slug in enumerate(self.data.getlist("npc")):
+        for index, slug in enumerate(posted_npcs(self.data)):
             if not slug:
                 continue
             raw = (tiers[index] if index < len(tiers) else "").strip() or "0"
@@ -250,6 +261,7 @@ class ScenarioForm(forms.Form):
             "first_turn": data["first_turn"],
             "token_budget": data["token_budget"],
             "npc_budget": data["npc_budget"],
+            "lore": self.lore_request(data),
             "npcs": self.npcs,
             "state": self.state,
             "expectations": self.expectations,
@@ -267,7 +279,9 @@ class ScenarioForm(forms.Form):
         ``npcs.0.tier``, ``expectations.1.text``...)."""
         for key, problems in error.message_dict.items():
             parts = key.split(".")
-            if parts[0] in self.fields:
+            if self.lore_field(key):
+                self.add_error(self.lore_field(key), problems)
+            elif parts[0] in self.fields:
                 self.add_error(parts[0], problems)
             elif parts[0] == "state" and len(parts) > 1 and parts[1] in self.fields:
                 self.add_error(parts[1], problems)

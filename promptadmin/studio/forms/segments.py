@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.urls import reverse
 
@@ -15,7 +14,7 @@ from promptadmin.core.storedjson import object_from_text
 from promptadmin.studio.forms.common import (
     SCOPE_CHOICES,
     ObjectPicker,
-    resolve_picked,
+    clean_picked,
 )
 
 
@@ -122,15 +121,7 @@ class SegmentForm(forms.Form):
         return object_from_text(raw, "Metadata") if raw else {}
 
     def clean_object(self) -> models.Model | None:
-        value = self.cleaned_data["object"]
-        if not value:
-            return None
-        obj = resolve_picked(value, self.object_kinds or KINDS)
-        if obj is None:
-            if ":" in value:
-                raise ValidationError("That object no longer exists; choose another.")
-            raise ValidationError(f"Nothing is called '{value}'; choose from the list.")
-        return obj
+        return clean_picked(self.cleaned_data["object"], self.object_kinds or KINDS)
 
     def clean_tier(self) -> int:
         return self.cleaned_data["tier"] or 0
@@ -220,13 +211,7 @@ class SegmentFilterForm(forms.Form):
         ]
 
     def clean_object(self) -> models.Model | None:
-        value = self.cleaned_data["object"]
-        if not value:
-            return None
-        obj = resolve_picked(value, KINDS)  # AmbiguousObject: an error on the field
-        if obj is None:
-            raise ValidationError(f"Nothing is called '{value}'; choose from the list.")
-        return obj
+        return clean_picked(self.cleaned_data["object"])
 
     def clean_active(self) -> bool | None:
         return {"yes": True, "no": False}.get(self.cleaned_data["active"])

@@ -93,33 +93,32 @@ def save_catalog_edit(
         mine["world"] = mine["world"].slug
     mine = merging.resolved(request, obj, expected, mine, names, catalog_values)
     try:
-        return save(obj, mine, expected), form, None, ""
-    except StaleRevisionError:
-        current = type(obj)._default_manager.get(pk=obj.pk)
-        merged, conflict, message, error = merging.merge_or_conflict(
-            current=current,
+        saved, conflict, message, error = merging.save_merging(
+            obj=obj,
             expected=expected,
             mine=mine,
+            save=save,
+            reread=lambda stale: type(stale)._default_manager.get(pk=stale.pk),
             names=names,
             labels=LABELS,
             values_of=catalog_values,
-            save=lambda now, values: save(now, values, now.revision),
             text_fields=("description",),
         )
-        if merged is not None:
-            return merged, form, None, message
-        data = request.POST.copy()
-        for name in names:
-            data[name] = conflict.values[name]
-            data.pop(f"resolve_{name}", None)
-        data["expected_revision"] = str(current.revision)
-        form = make_form(data)
-        if form.is_valid() and error is not None:
-            add_service_errors(form, error)
-        return None, form, conflict, ""
     except ValidationError as exc:
         add_service_errors(form, exc)
         return None, form, None, ""
+    if conflict is None:
+        return saved, form, None, message
+    data = request.POST.copy()
+    for name in names:
+        data[name] = conflict.values[name]
+        data.pop(f"resolve_{name}", None)
+        data.pop(f"{name}_search", None)  # a picker's box: its value stands
+    data["expected_revision"] = str(conflict.theirs.revision)
+    form = make_form(data)
+    if form.is_valid() and error is not None:
+        add_service_errors(form, error)
+    return None, form, conflict, ""
 
 
 @studio_view()

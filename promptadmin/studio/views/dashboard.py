@@ -8,8 +8,11 @@ yet published in a fragment of its own, loaded once the page is shown.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 
+from promptadmin.content.models import ContentCheck
 from promptadmin.content.services import health
 from promptadmin.content.services.deprecated import deprecated_counts
 from promptadmin.releases.selectors import unpublished
@@ -18,6 +21,15 @@ from promptadmin.studio.access import HtmxHttpRequest, page_of, render_page, stu
 
 # The entries with findings shown on the dashboard (the worst first); all on their page.
 WORST_SHOWN = 10
+
+
+def _health(state: ContentCheck | None) -> dict[str, Any]:
+    """What each page of the health check shows of it: how recent it is."""
+    return {
+        "section": "dashboard",
+        "state": state,
+        "updating": state is None or not state.up_to_date,
+    }
 
 
 @studio_view()
@@ -35,9 +47,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         request,
         "studio/dashboard.html",
         {
-            "section": "dashboard",
-            "state": state,
-            "updating": state is None or not state.up_to_date,
+            **_health(state),
             "counts": counts,
             "total_active": sum(row.active for row in counts),
             "total_inactive": sum(row.inactive for row in counts),
@@ -59,9 +69,7 @@ def entry_health(request: HttpRequest) -> HttpResponse:
         request,
         "studio/entry_health.html",
         {
-            "section": "dashboard",
-            "state": state,
-            "updating": state is None or not state.up_to_date,
+            **_health(state),
             "page": page_of(request, health.entries_with_findings()),
         },
     )

@@ -7,6 +7,8 @@ the management commands do; the pages only parse, call and render.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,7 +28,7 @@ from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob, Segment
 from promptadmin.content.services import deprecated, import_jobs
 from promptadmin.core.roles import Role
 from promptadmin.core.templatetags.bidi import labelled
-from promptadmin.core.uploads import announced_too_large, limit_upload
+from promptadmin.core.uploads import upload_too_large
 from promptadmin.studio import selectors
 from promptadmin.studio.access import fragment_or_page, page_of, render_page, studio_view
 from promptadmin.studio.forms.deprecated import (
@@ -57,11 +59,7 @@ def legacy_import_page(request: HttpRequest) -> HttpResponse:
     limit = settings.IMPORT_MAX_BYTES
     if request.method != "POST":
         return _legacy_import(request)
-    if announced_too_large(request, limit):
-        return _too_large(request, limit)
-    handler = limit_upload(request, "file", limit)
-    request.POST  # noqa: B018 - parsed here, through the limit, before anything reads it
-    if handler.exceeded:
+    if upload_too_large(request, "file", limit):
         return _too_large(request, limit)
     return _legacy_import(request)
 
@@ -251,27 +249,30 @@ def deprecated_dismiss(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, f"Segment #{pk} was not dismissed. {_form_errors(form)}")
         return _back(request)
-    try:
-        deprecated.deprecated_dismiss(
-            actor=request.user, segment=source, reason=form.cleaned_data["reason"]
-        )
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, f"Dismissed #{pk}. It is kept; undo puts it back to pending.")
-    return _back(request)
+    dismiss = partial(
+        deprecated.deprecated_dismiss,
+        actor=request.user,
+        segment=source,
+        reason=form.cleaned_data["reason"],
+    )
+    return _change(request, dismiss, f"Dismissed #{pk}. It is kept; undo puts it back to pending.")
 
 
 @admin_view
 @require_POST
 def deprecated_undo(request: HttpRequest, pk: int) -> HttpResponse:
-    source = _source(pk)
+    undo = partial(deprecated.deprecated_undo, actor=request.user, segment=_source(pk))
+    return _change(request, undo, f"#{pk} is pending again (any copy is kept, inactive).")
+
+
+def _change(request: HttpRequest, change: Callable[[], object], done: str) -> HttpResponse:
+    """Make ``change``; say ``done``, or why it was refused; back to the list."""
     try:
-        deprecated.deprecated_undo(actor=request.user, segment=source)
+        change()
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"#{pk} is pending again (any copy is kept, inactive).")
+        messages.success(request, done)
     return _back(request)
 
 

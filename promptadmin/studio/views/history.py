@@ -1,7 +1,10 @@
-"""A segment's history: every revision, a diff between any two, and restore."""
+"""A segment's history: every revision, a diff between any two, and restore; the diff and
+the restore are shared with the other histories (lore entries)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -40,9 +43,37 @@ def segment_history(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         return _restore(request, segment)
     revisions = selectors.segment_revisions(segment)
+    return render_page(
+        request,
+        fragment_or_page(request, TEMPLATE, "diff"),
+        {
+            "section": "segments",
+            "segment": segment,
+            "revisions": revisions,
+            **compared(
+                request,
+                ((revision.revision, revision.record) for revision in revisions),
+                _values,
+                diffs.SEGMENT_FIELDS,
+            ),
+        },
+    )
+
+
+def compared(
+    request: HttpRequest,
+    records: Iterable[tuple[int, Any]],
+    values: Callable[[Any], dict[str, Any]],
+    labels: Any,
+) -> dict[str, Any]:
+    """The diff between the two revisions the query names (``a`` and ``b``; by default
+    the one before the newest and the newest), for a history page's context.
+
+    ``records``: (revision number, record) pairs, newest first; ``values`` gives the fields
+    :func:`diffs.field_changes` compares, named by ``labels``."""
     by_number: dict[int, Any] = {}
-    for revision in revisions:  # newest first: the last record of each revision wins
-        by_number.setdefault(revision.revision, revision.record)
+    for number, record in records:  # newest first: the last record of each revision wins
+        by_number.setdefault(number, record)
     numbers = sorted(by_number)
     form = CompareForm(request.GET)
     form.is_valid()
@@ -58,32 +89,29 @@ def segment_history(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "right_title": f"Revision {newer.revision}",
         "same_text": older.content == newer.content,
         "rows": diffs.side_by_side(older.content, newer.content),
-        "fields": diffs.field_changes(_values(older), _values(newer), diffs.SEGMENT_FIELDS),
+        "fields": diffs.field_changes(values(older), values(newer), labels),
     }
-    return render_page(
-        request,
-        fragment_or_page(request, TEMPLATE, "diff"),
-        {
-            "section": "segments",
-            "segment": segment,
-            "revisions": revisions,
-            "diff": diff,
-            "compare_a": min(a, b),
-            "compare_b": max(a, b),
-        },
-    )
+    return {"diff": diff, "compare_a": min(a, b), "compare_b": max(a, b)}
 
 
 def _restore(request: HttpRequest, segment: Segment) -> HttpResponse:
+    restore = partial(segments.segment_restore, segment=segment)
+    return restore_revision(request, segment, restore, "segment", "studio:segment_history")
+
+
+def restore_revision(
+    request: HttpRequest, obj: Any, restore: Callable[..., Any], noun: str, history: str
+) -> HttpResponse:
+    """Restore the revision the form names (``restore(actor=, revision=,
+    expected_revision=)``), say what happened, and go back to the ``history`` page."""
     form = RestoreForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose a revision to restore.")
-        return redirect("studio:segment_history", segment.pk)
+        return redirect(history, obj.pk)
     revision = form.cleaned_data["revision"]
     try:
-        saved = segments.segment_restore(
+        saved = restore(
             actor=request.user,
-            segment=segment,
             revision=revision,
             expected_revision=form.cleaned_data["expected_revision"],
         )
@@ -96,10 +124,10 @@ def _restore(request: HttpRequest, segment: Segment) -> HttpResponse:
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        if saved.revision == segment.revision:
-            messages.info(request, f"The segment already matches revision {revision}.")
+        if saved.revision == obj.revision:
+            messages.info(request, f"The {noun} already matches revision {revision}.")
         else:
             messages.success(
                 request, f"Restored revision {revision}: saved as revision {saved.revision}."
             )
-    return redirect("studio:segment_history", segment.pk)
+    return redirect(history, obj.pk)

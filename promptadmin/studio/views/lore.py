@@ -4,13 +4,16 @@ entry as typed), deletion, history and restore."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
+from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -18,9 +21,11 @@ import assembler
 from assembler.lore import LoreError
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
-from promptadmin.lore import selectors, services
+from promptadmin.core.uploads import upload_too_large
+from promptadmin.lore import selectors, services, worldinfo
 from promptadmin.lore.models import LoreEntry
-from promptadmin.studio import diffs, merging
+from promptadmin.lore.worldinfo import MAX_FILE_BYTES
+from promptadmin.studio import merging
 from promptadmin.studio.access import (
     HtmxHttpRequest,
     fragment_or_page,
@@ -29,17 +34,18 @@ from promptadmin.studio.access import (
     studio_view,
 )
 from promptadmin.studio.forms.common import add_service_errors
-from promptadmin.studio.forms.history import CompareForm, RestoreForm
 from promptadmin.studio.forms.lore import (
     EDITABLE,
     EVERY_WORLD,
     LoreBatchForm,
     LoreFilterForm,
     LoreForm,
+    LoreImportForm,
     LoreTestForm,
     world_of,
 )
 from promptadmin.studio.presenters import highlighted
+from promptadmin.studio.views.history import compared, restore_revision
 
 EDITOR = "studio/lore_edit.html"
 LIST = "studio/lore_list.html"
@@ -94,9 +100,48 @@ def lore_list(request: HtmxHttpRequest) -> HttpResponse:
             "total_tokens": selectors.lore_total_tokens(found),
             "batch": LoreBatchForm(),
             "test_form": LoreTestForm(initial={"world": test_world}),
+            "import_form": LoreImportForm(initial={"world": test_world}),
             "test_world": test_world,
         },
     )
+
+
+@csrf_exempt  # only until the upload limit is in place: then checked, see below
+@studio_view(write=Role.AUTHOR)
+def lore_import(request: HttpRequest) -> HttpResponse:
+    """Import a SillyTavern World Info file into a world: a dry run shows what would
+    change, the import what changed, entry by entry.
+
+    The CSRF check reads the form, so it runs after the upload limit is installed (as the
+    legacy import does), never before and never not at all."""
+    if request.method == "POST" and upload_too_large(request, "file", MAX_FILE_BYTES):
+        refused = f"The file is over {filesizeformat(MAX_FILE_BYTES)}, the most an import takes."
+        return _lore_import(request, refused=refused)
+    return _lore_import(request)
+
+
+@csrf_protect
+def _lore_import(request: HttpRequest, refused: str | None = None) -> HttpResponse:
+    form = LoreImportForm(
+        request.POST if request.method == "POST" and not refused else None,
+        request.FILES if request.method == "POST" and not refused else None,
+        initial={"world": request.GET.get("world", "")},
+    )
+    report = None
+    if form.is_bound and form.is_valid():
+        world = world_of(form.cleaned_data["world"])
+        try:
+            if world is None:
+                raise ValidationError({"world": "No such world."})
+            data = worldinfo.read(form.cleaned_data["file"].read())
+            report = services.lorebook_import(
+                actor=request.user, world=world, data=data, dry_run=form.dry_run
+            )
+        except ValidationError as exc:
+            add_service_errors(form, exc)
+    status = 413 if refused else 400 if form.is_bound and form.errors else 200
+    context = {"section": "lore", "form": form, "report": report, "refused": refused}
+    return render_page(request, "studio/lore_import.html", context, status=status)
 
 
 @studio_view(write=Role.AUTHOR)
@@ -167,17 +212,7 @@ def lore_test(request: HttpRequest) -> HttpResponse:
     world = form.cleaned_data.get("world") or None
     found, error = _activations(world if world_of(world or "") else None, text)
     error = error or form.errors.get("text", [None])[0]
-    return render_page(
-        request,
-        "studio/_lore_test.html",
-        {
-            "found": found,
-            "error": error,
-            "text": text,
-            "pieces": highlighted(text, _spans(found)),
-            "world": world,
-        },
-    )
+    return _tested(request, text, found, error, world=world)
 
 
 @studio_view(write=Role.VIEWER)
@@ -204,17 +239,16 @@ def lore_check(request: HttpRequest) -> HttpResponse:
         found = [a.to_dict() for a in activations]
     except (LoreError, TypeError) as exc:
         error = str(exc).split(": ", 1)[-1]
-    return render_page(
-        request,
-        "studio/_lore_test.html",
-        {
-            "found": found,
-            "error": error,
-            "text": text,
-            "pieces": highlighted(text, _spans(found)),
-            "draft": True,
-        },
-    )
+    return _tested(request, text, found, error, draft=True)
+
+
+def _tested(
+    request: HttpRequest, text: str, found: list[dict[str, Any]], error: Any, **more: Any
+) -> HttpResponse:
+    """A test box's answer: what fired (or why nothing could), the text with it highlighted."""
+    pieces = highlighted(text, _spans(found))
+    context = {"found": found, "error": error, "text": text, "pieces": pieces, **more}
+    return render_page(request, "studio/_lore_test.html", context)
 
 
 def _initial(entry: LoreEntry) -> dict[str, Any]:
@@ -320,48 +354,47 @@ def lore_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 request, entry, expected, _values_of_form(form), MERGE_FIELDS, _values_of
             )
             try:
-                saved = services.lore_entry_update(
-                    actor=request.user,
-                    entry=entry,
-                    expected_revision=expected,
-                    **_service_fields(mine),
-                )
-            except StaleRevisionError:
-                theirs = LoreEntry.objects.select_related("world", "updated_by").get(pk=pk)
-                merged, conflict, message, error = merging.merge_or_conflict(
-                    current=theirs,
+                saved, conflict, message, error = merging.save_merging(
+                    obj=entry,
                     expected=expected,
                     mine=mine,
+                    save=lambda current, values, revision: services.lore_entry_update(
+                        actor=request.user,
+                        entry=current,
+                        expected_revision=revision,
+                        **_service_fields(values),
+                    ),
+                    reread=lambda stale: LoreEntry.objects.select_related(
+                        "world", "updated_by"
+                    ).get(pk=stale.pk),
                     names=MERGE_FIELDS,
                     labels=MERGE_LABELS,
                     values_of=_values_of,
-                    save=lambda current, values: services.lore_entry_update(
-                        actor=request.user,
-                        entry=current,
-                        expected_revision=current.revision,
-                        **_service_fields(values),
-                    ),
                     text_fields=("content",),
                 )
-                if merged is not None:
-                    messages.success(request, message)
-                    return redirect("studio:lore_edit", merged.pk)
-                form = LoreForm(_rebound(request, conflict.values, theirs.revision), editing=True)
-                if form.is_valid() and error is not None:
-                    add_service_errors(form, error)
-                entry = theirs
-                status = 409
             except LoreEntry.DoesNotExist:
                 form.add_error(None, DELETED_MESSAGE)
                 status = 409
             except ValidationError as exc:
                 add_service_errors(form, exc)
             else:
-                if saved.revision == entry.revision:
-                    messages.info(request, "Nothing changed, so nothing was saved.")
+                if conflict is not None:
+                    entry = conflict.theirs
+                    form = LoreForm(
+                        _rebound(request, conflict.values, entry.revision), editing=True
+                    )
+                    if form.is_valid() and error is not None:
+                        add_service_errors(form, error)
+                    status = 409
+                elif message:
+                    messages.success(request, message)
+                    return redirect("studio:lore_edit", saved.pk)
                 else:
-                    messages.success(request, f"Saved revision {saved.revision}.")
-                return redirect("studio:lore_edit", saved.pk)
+                    if saved.revision == entry.revision:
+                        messages.info(request, "Nothing changed, so nothing was saved.")
+                    else:
+                        messages.success(request, f"Saved revision {saved.revision}.")
+                    return redirect("studio:lore_edit", saved.pk)
     else:
         form = LoreForm(initial=_initial(entry), editing=True)
     return render_page(
@@ -425,26 +458,6 @@ def lore_history(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         return _restore(request, entry)
     records = selectors.lore_revisions(entry)
-    by_number: dict[int, Any] = {}
-    for record in records:  # newest first: the last record of each revision wins
-        by_number.setdefault(record.revision, record)
-    numbers = sorted(by_number)
-    form = CompareForm(request.GET)
-    form.is_valid()
-    data = getattr(form, "cleaned_data", {})
-    newest = numbers[-1]
-    b = data.get("b") if data.get("b") in by_number else newest
-    a = data.get("a") if data.get("a") in by_number else (numbers[-2] if len(numbers) > 1 else b)
-    older, newer = by_number[min(a, b)], by_number[max(a, b)]
-    diff = {
-        "a": older.revision,
-        "b": newer.revision,
-        "left_title": f"Revision {older.revision}",
-        "right_title": f"Revision {newer.revision}",
-        "same_text": older.content == newer.content,
-        "rows": diffs.side_by_side(older.content, newer.content),
-        "fields": diffs.field_changes(_shown(older), _shown(newer), FIELD_LABELS),
-    }
     return render_page(
         request,
         fragment_or_page(request, "studio/lore_history.html", "diff"),
@@ -452,39 +465,11 @@ def lore_history(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "section": "lore",
             "entry": entry,
             "records": records,
-            "diff": diff,
-            "compare_a": min(a, b),
-            "compare_b": max(a, b),
+            **compared(request, ((r.revision, r) for r in records), _shown, FIELD_LABELS),
         },
     )
 
 
 def _restore(request: HttpRequest, entry: LoreEntry) -> HttpResponse:
-    form = RestoreForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Choose a revision to restore.")
-        return redirect("studio:lore_history", entry.pk)
-    revision = form.cleaned_data["revision"]
-    try:
-        saved = services.lore_entry_restore(
-            actor=request.user,
-            entry=entry,
-            revision=revision,
-            expected_revision=form.cleaned_data["expected_revision"],
-        )
-    except StaleRevisionError as exc:
-        messages.error(
-            request,
-            f"Someone saved revision {exc.current} while you were reading: nothing was "
-            "restored. Check the latest revision, then restore again if you still want to.",
-        )
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        if saved.revision == entry.revision:
-            messages.info(request, f"The entry already matches revision {revision}.")
-        else:
-            messages.success(
-                request, f"Restored revision {revision}: saved as revision {saved.revision}."
-            )
-    return redirect("studio:lore_history", entry.pk)
+    restore = partial(services.lore_entry_restore, entry=entry)
+    return restore_revision(request, entry, restore, "entry", "studio:lore_history")

@@ -277,38 +277,10 @@ def _saved(request: HttpRequest, saved: Segment, message: str, *, panel: bool) -
     return redirect("studio:segment_edit", saved.pk)
 
 
-def _merged(
-    request: HttpRequest, form: SegmentForm, expected: int, mine: dict[str, Any], *, panel: bool
-) -> HttpResponse | _Editor:
-    """After a stale save: this author's changes merged into the current segment and
-    saved, or the fields both authors changed shown for a decision (nothing saved)."""
-    theirs = Segment.objects.select_related(*RELATED).get(pk=form.segment.pk)
-    merged, conflict, message, error = merging.merge_or_conflict(
-        current=theirs,
-        expected=expected,
-        mine=mine,
-        names=MERGE_FIELDS,
-        labels=MERGE_LABELS,
-        values_of=_values_of,
-        save=lambda current, values: segments.segment_update(
-            actor=request.user,
-            segment=current,
-            expected_revision=current.revision,
-            **_service_fields(values, form),
-        ),
-        show=_show,
-        text_fields=("content",),
-    )
-    if merged is not None:
-        return _saved(request, merged, message, panel=panel)
-    rebound = SegmentForm(_rebound(request, conflict.values, theirs.revision), segment=theirs)
-    if rebound.is_valid() and error is not None:
-        add_service_errors(rebound, error, SEGMENT_ERROR_FIELDS)
-    return _Editor(rebound, theirs, conflict=conflict, status=409)
-
-
 def _save(request: HttpRequest, segment: Segment, *, panel: bool) -> HttpResponse | _Editor:
-    """Save the posted form; the answer to a save, or the editor to show again."""
+    """Save the posted form; the answer to a save, or the editor to show again. A stale
+    save is merged into the current segment and saved, or the fields both authors
+    changed are shown for a decision (nothing saved)."""
     form = SegmentForm(request.POST, segment=segment)
     if not form.is_valid():
         return _Editor(form, segment)
@@ -317,20 +289,37 @@ def _save(request: HttpRequest, segment: Segment, *, panel: bool) -> HttpRespons
         request, segment, expected, _values_of_form(form), MERGE_FIELDS, _values_of
     )
     try:
-        saved = segments.segment_update(
-            actor=request.user,
-            segment=segment,
-            expected_revision=expected,
-            **_service_fields(mine, form),
+        saved, conflict, message, error = merging.save_merging(
+            obj=segment,
+            expected=expected,
+            mine=mine,
+            save=lambda current, values, revision: segments.segment_update(
+                actor=request.user,
+                segment=current,
+                expected_revision=revision,
+                **_service_fields(values, form),
+            ),
+            reread=lambda stale: Segment.objects.select_related(*RELATED).get(pk=stale.pk),
+            names=MERGE_FIELDS,
+            labels=MERGE_LABELS,
+            values_of=_values_of,
+            show=_show,
+            text_fields=("content",),
         )
-    except StaleRevisionError:
-        return _merged(request, form, expected, mine, panel=panel)
     except Segment.DoesNotExist:
         form.add_error(None, DELETED_MESSAGE)
         return _Editor(form, segment, status=409, deleted=True)
     except ValidationError as exc:
         add_service_errors(form, exc, SEGMENT_ERROR_FIELDS)
         return _Editor(form, segment)
+    if conflict is not None:
+        theirs = conflict.theirs
+        rebound = SegmentForm(_rebound(request, conflict.values, theirs.revision), segment=theirs)
+        if rebound.is_valid() and error is not None:
+            add_service_errors(rebound, error, SEGMENT_ERROR_FIELDS)
+        return _Editor(rebound, theirs, conflict=conflict, status=409)
+    if message:
+        return _saved(request, saved, message, panel=panel)
     if saved.revision == segment.revision:
         return _saved(request, saved, "Nothing changed, so nothing was saved.", panel=panel)
     return _saved(request, saved, f"Saved revision {saved.revision}.", panel=panel)
