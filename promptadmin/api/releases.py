@@ -204,6 +204,7 @@ COMPARE = {
             ],
             "expectations_fixed": [],
             "expectations_still_failing": [],
+            "expectations_holding": [],
             "error_before": None,
             "error_after": None,
             "new": False,
