@@ -338,6 +338,12 @@ def scenario_changes(
             for name, why in after.failures.items()
             if name in before.failures
         ],
+        # Those checked on the new version that hold: a writer sees every expectation.
+        "expectations_holding": [
+            e.description
+            for e in spec.expectations
+            if after.tokens is not None and e.description not in after.failures
+        ],
         "error_before": before.error,
         "error_after": after.error,
         "new": bool(before.missing) and not after.missing and after.error is None,
@@ -370,6 +376,7 @@ def unassembled() -> dict[str, Any]:
         "expectations_failing": [],
         "expectations_fixed": [],
         "expectations_still_failing": [],
+        "expectations_holding": [],
         "error_before": None,
         "error_after": None,
         "new": False,

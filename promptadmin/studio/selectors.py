@@ -23,7 +23,7 @@ from promptadmin.content.models import (
     segment_title,
 )
 from promptadmin.content.search import search_words, segment_search
-from promptadmin.core.templatetags.bidi import isolate
+from promptadmin.core.templatetags.bidi import labelled
 
 
 def object_url(obj: Model | None) -> str | None:
@@ -311,7 +311,7 @@ def pick_objects(kinds: tuple[str, ...], text: str, limit: int = PICKS_SHOWN) ->
             objects = objects.order_by("name", "slug")
         for obj in objects[:limit]:
             starts = not text or getattr(obj, "starts", 1) == 0
-            label = f"{isolate(obj.name)} ({obj.slug})"  # as forms.common.object_label
+            label = labelled(obj.name, obj.slug)  # as forms.common.object_label
             pick = Pick(f"{key}:{obj.slug}", label, obj.name, obj.slug, spec.label)
             found.append((not starts, obj.name.lower(), pick))
     found.sort(key=lambda item: item[:2])

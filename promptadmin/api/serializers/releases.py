@@ -379,6 +379,10 @@ class ScenarioImpactSerializer(serializers.Serializer):
     expectations_failing = ExpectationResultSerializer(many=True)
     expectations_fixed = ExpectationResultSerializer(many=True)
     expectations_still_failing = ExpectationResultSerializer(many=True)
+    expectations_holding = serializers.ListField(
+        child=f.Text(),
+        help_text="The expectations that hold on the new version (when it was assembled).",
+    )
     error_before = f.Text(allow_null=True)
     error_after = f.Text(allow_null=True)
     new = f.Flag(

@@ -16,6 +16,7 @@ from django.utils.safestring import mark_safe
 from assembler.request import MAX_BUDGET
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import SEGMENT_SCOPES, is_slug
+from promptadmin.core.templatetags.bidi import labelled
 
 # A token budget's box: the request parser words what is out of range.
 BUDGET = forms.NumberInput(attrs={"min": 0, "max": MAX_BUDGET})
@@ -87,7 +88,7 @@ def resolve_object(value: str) -> models.Model | None:
 def object_label(obj: models.Model) -> str:
     """How a picker's box shows a chosen object: ``The Iron Coast (iron-coast)``, with no
     invisible characters, so that it can be typed back as it reads."""
-    return f"{obj.name} ({obj.slug})"  # type: ignore[attr-defined]
+    return labelled(obj.name, obj.slug)  # type: ignore[attr-defined]
 
 
 # "Name (slug)": what a picker shows, typed back (or kept) without JavaScript.

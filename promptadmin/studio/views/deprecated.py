@@ -27,7 +27,7 @@ from promptadmin.content.legacy import format_from_name
 from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob, Segment
 from promptadmin.content.services import deprecated, import_jobs
 from promptadmin.core.roles import Role
-from promptadmin.core.templatetags.bidi import isolate
+from promptadmin.core.templatetags.bidi import labelled
 from promptadmin.core.uploads import upload_too_large
 from promptadmin.studio import selectors
 from promptadmin.studio.access import fragment_or_page, page_of, render_page, studio_view
@@ -154,7 +154,7 @@ def deprecated_review(request: HttpRequest) -> HttpResponse:
     page = page_of(request, queryset)
     rows = page.items
     hints = deprecated.suggestions(rows)
-    labels = {hint.ref_value: f"{isolate(hint.name)} ({hint.slug})" for hint in hints.values()}
+    labels = {hint.ref_value: labelled(hint.name, hint.slug) for hint in hints.values()}
     items = []
     for row in rows:
         hint = hints.get(row.pk)

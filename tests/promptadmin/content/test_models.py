@@ -131,15 +131,25 @@ def test_validation_names_active_for_a_deprecated_scope() -> None:
 def test_active_segments_of_a_scope_for_an_object_use_an_index() -> None:
     from django.db import connection
 
-    world = WorldFactory()
-    make_segment(scope="world", ref=world)
+    # Several worlds' segments, analyzed, so that the planner weighs the indexes as in a
+    # game (on a near-empty table any index will do).
+    worlds = [WorldFactory() for _ in range(12)]
+    for each in worlds:
+        for _ in range(15):
+            make_segment(scope="world", ref=each)
+    world = worlds[0]
     query = Segment.objects.filter(active=True, world=world, scope="world").order_by(
         "sort_order", "id"
     )
+    # Without a table scan or a sort to fall back on (a few rows are cheap to sort), the
+    # index that holds one world's rows in assembly order answers, not the scope's.
     with connection.cursor() as cursor:
+        cursor.execute("ANALYZE promptadmin_segment")
         cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_sort = off")
         plan = query.explain()
         cursor.execute("RESET enable_seqscan")
+        cursor.execute("RESET enable_sort")
     assert "segment_active_world" in plan
 
 

@@ -270,7 +270,7 @@ def test_the_review_lists_filters_and_suggests(
     assert "Suggested: entry of <bdi>The Drowned Bell</bdi> (drowned-bell)" in page
     # The copy target's picker starts at the suggestion (labelled without a query per row).
     assert f'name="s{player.pk}-object" value="entry:drowned-bell"' in response.content.decode()
-    assert 'value="\u2068The Drowned Bell\u2069 (drowned-bell)"' in response.content.decode()
+    assert 'value="The Drowned Bell (drowned-bell)"' in response.content.decode()
     assert 'Original id <span class="mono"><bdi>77</bdi></span>' in response.content.decode()
     assert [i["segment"] for i in admin.get(REVIEW, {"scope": "player"}).context["items"]] == [
         player

@@ -121,3 +121,35 @@ def test_an_npc_lowered_further_is_a_new_cut_in_the_preview_s_words(
         c["explanation"] for c in scenario["outcome_before"]["lowered"]
     ]
     assert scenario["cuts_removed"][0].startswith("NPC 'Oren Flint' lowered from tier 2 to 1")
+
+
+def test_the_report_shows_expectations_that_hold_beside_those_that_fail(
+    author: Client, scene: dict[str, Any]
+) -> None:
+    """What was seen (issue 21, item 7): passing expectations were invisible in the report:
+    only those that fail (or were fixed) were listed."""
+    params = scene["params"]
+    services.scenario_create(
+        actor=None,
+        name="Gate, expected",
+        entry=params["entry"],
+        npcs=[{"npc": slug, "tier": tier} for slug, tier in scene["cast"]],
+        state={"input": params["input"]},
+        token_budget=params["token_budget"],
+        npc_budget=params["npc_budget"],
+        expectations=[
+            {"kind": "contains", "text": "cinder gate"},
+            {"kind": "fits"},
+            {"kind": "max_tokens", "tokens": 700},
+        ],
+    )
+    report = selectors.compare_report(None, "working")
+    scenario = next(s for s in report["scenarios"] if s["scenario"] == "Gate, expected")
+    assert scenario["expectations_holding"] == ["contains 'cinder gate'", "at most 700 tokens"]
+    assert [e["expectation"] for e in scenario["expectations_failing"]] == ["fits without cuts"]
+    html = author.get("/releases/publish/").content.decode()
+    row = html[html.index(">Gate, expected<") :]
+    row = row[: row.index("</tr>")]
+    assert re.search(r"holds</span> contains &#x27;cinder gate&#x27;", row)
+    assert re.search(r"holds</span> at most 700 tokens", row)
+    assert re.search(r"fails</span> fits without cuts", row)

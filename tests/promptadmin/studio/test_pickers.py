@@ -121,6 +121,35 @@ def test_the_cast_adds_an_npc_picked_or_typed(author: Client, content: dict) -> 
     assert 'role="combobox"' in page and '<select id="add-npc"' not in page
 
 
+ISOLATES = ("\u2068", "\u2069")
+
+
+def test_a_picked_label_holds_no_invisible_characters(viewer: Client, author: Client) -> None:
+    """What a picker's text box shows (a pick from the list, or the pick a page starts
+    with) reads and copies as typed: no isolate characters around the name; the box takes
+    its direction from its text (``dir="auto"``)."""
+    NPCFactory(slug="oren", name="Oren Flint")
+    html = viewer.get(PICK, {"kinds": "npc", "q": "oren"}).content.decode()
+    assert 'data-label="Oren Flint (oren)"' in html
+    page = author.get("/segments/", {"object": "world:iron-coast"}).content.decode()
+    assert 'value="The Iron Coast (iron-coast)"' in page
+    boxes = [box for box in page.split("<input")[1:] if 'role="combobox"' in box.split(">")[0]]
+    assert boxes and all('dir="auto"' in box.split(">")[0] for box in boxes)
+    assert not any(mark in page.split('role="combobox"')[1].split(">")[0] for mark in ISOLATES)
+
+
+def test_a_name_holding_an_override_cannot_reorder_its_slug() -> None:
+    """A name with an unclosed direction override or isolate is closed before its slug,
+    and a name without one gets no invisible character."""
+    from promptadmin.core.templatetags.bidi import labelled
+
+    assert labelled("Oren Flint", "oren") == "Oren Flint (oren)"
+    assert labelled("\u05d0\u05d1\u05d2", "abg") == "\u05d0\u05d1\u05d2 (abg)"
+    assert labelled("evil \u202etxt.exe", "e") == "evil \u202etxt.exe\u202c (e)"
+    assert labelled("a \u2067b \u202bc", "a") == "a \u2067b \u202bc\u202c\u2069 (a)"
+    assert labelled("a \u202eb\u202c", "a") == "a \u202eb\u202c (a)"
+
+
 def test_a_bare_picker_picks_slugs_and_reads_them_back() -> None:
     picker = ObjectPicker(("world",), bare=True)
     assert picker.chosen("iron-coast", "The Iron Coast (iron-coast)") == "iron-coast"
