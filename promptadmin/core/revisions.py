@@ -1,11 +1,33 @@
-"""Saving a change to stored text that carries a revision (segments, lore entries)."""
+"""Saving a change to stored text that carries a revision (segments, lore entries), and
+locking any row with a revision for a write."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from promptadmin.core.actors import Actor, record_actor, user_or_none
+from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.tokens import cached_count, store_count
+
+T = TypeVar("T")
+
+
+def locked_revision(obj: T, expected_revision: int | None, what: str | Callable[[T], str]) -> T:
+    """``obj`` re-read under a row lock until the transaction ends; StaleRevisionError
+    (saying ``what`` was changed, or ``what(current row)``) when the caller edited an older
+    revision than the current one.
+
+    The check happens inside the writing transaction, so two writers holding the same
+    revision cannot both succeed."""
+    current = type(obj)._default_manager.select_for_update().get(pk=obj.pk)  # type: ignore[attr-defined]
+    if expected_revision is not None and current.revision != expected_revision:
+        raise StaleRevisionError(
+            expected=expected_revision,
+            current=current.revision,
+            what=what(current) if callable(what) else what,
+        )
+    return current
 
 
 def save_first_revision(obj: Any, actor: Actor) -> None:

@@ -25,7 +25,7 @@ from promptadmin.content.models import World
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import generation_changed
 from promptadmin.core.errors import StaleRevisionError
-from promptadmin.core.revisions import save_first_revision, save_revision
+from promptadmin.core.revisions import locked_revision, save_first_revision, save_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
 from promptadmin.lore import worldinfo
@@ -150,13 +150,7 @@ def lore_entry_create(
 
 
 def _lock(entry: LoreEntry, expected_revision: int | None) -> LoreEntry:
-    """Re-read the row under a lock and check the caller edited the current revision."""
-    current = LoreEntry.objects.select_for_update().get(pk=entry.pk)
-    if expected_revision is not None and current.revision != expected_revision:
-        raise StaleRevisionError(
-            expected=expected_revision, current=current.revision, what="The lore entry"
-        )
-    return current
+    return locked_revision(entry, expected_revision, "The lore entry")
 
 
 def _apply(current: LoreEntry, changes: dict[str, Any], actor: Actor) -> LoreEntry:

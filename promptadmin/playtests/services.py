@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -251,14 +251,7 @@ def _store(run: PlaytestRun, key: str, kind: str, answer: Answer) -> PlaytestCal
     try:
         with transaction.atomic():  # a savepoint, in a transaction or not
             call = PlaytestCall.objects.create(
-                key=key,
-                kind=kind,
-                model=run.model,
-                text=answer.text,
-                tokens_in=answer.tokens_in,
-                tokens_out=answer.tokens_out,
-                latency_ms=answer.latency_ms,
-                run=run,
+                key=key, kind=kind, model=run.model, run=run, **asdict(answer)
             )
     except IntegrityError:  # another run asked the same at the same time
         call = PlaytestCall.objects.get(key=key)

@@ -28,7 +28,8 @@ from assembler.storable import StoredJsonError, check_stored_json, printable
 from promptadmin.content.assembly import AssemblyInputError, conversation_history
 from promptadmin.content.models import NPC, Entry, is_slug
 from promptadmin.core.actors import Actor, attribution, record_actor, user_or_none
-from promptadmin.core.errors import StaleRevisionError, StaleStateError
+from promptadmin.core.errors import StaleStateError
+from promptadmin.core.revisions import locked_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.releases import serving
@@ -572,14 +573,7 @@ def scenario_check(*, scenario: Scenario, **changes: Any) -> dict[str, Any]:
 
 
 def _locked_scenario(scenario: Scenario, expected_revision: int | None) -> Scenario:
-    """The scenario's row, locked until the transaction ends; StaleRevisionError when the
-    caller edited an older revision than the current one."""
-    locked = Scenario.objects.select_for_update().get(pk=scenario.pk)
-    if expected_revision is not None and locked.revision != expected_revision:
-        raise StaleRevisionError(
-            expected=expected_revision, current=locked.revision, what=f"Scenario {locked.pk}"
-        )
-    return locked
+    return locked_revision(scenario, expected_revision, f"Scenario {scenario.pk}")
 
 
 @transaction.atomic

@@ -138,6 +138,7 @@ def merge_or_conflict(
 
 def save_merging(
     *,
+    request: HttpRequest,
     obj: T,
     expected: int,
     mine: Values,
@@ -151,12 +152,14 @@ def save_merging(
 ) -> tuple[T | None, Conflict | None, str, ValidationError | None]:
     """Save ``mine`` over ``obj`` as loaded at revision ``expected`` (``save(obj, values,
     expected_revision)``); when someone saved since, merge with the object as ``reread``
-    finds it now (see :func:`merge_or_conflict`).
+    finds it now (see :func:`merge_or_conflict`). The conflict screen's "take theirs"
+    choices in ``request`` apply to ``mine`` first (see :func:`resolved`).
 
     Returns (the saved object or None, the conflict to decide or None, the message saying
     what was merged, if anything, and the errors that refused the merge). The service's
     other refusals of the first save (ValidationError...) are the caller's to show.
     """
+    mine = resolved(request, obj, expected, mine, names, values_of)
     try:
         return save(obj, mine, expected), None, "", None
     except StaleRevisionError:

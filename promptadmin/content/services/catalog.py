@@ -21,7 +21,8 @@ from promptadmin.content.models import NPC, Entry, EntryNpc, EntryRuleset, Rules
 from promptadmin.content.services.segments import CHANGING_CONTENT
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import content_changed
-from promptadmin.core.errors import InUseError, StaleRevisionError
+from promptadmin.core.errors import InUseError
+from promptadmin.core.revisions import locked_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
 
@@ -44,13 +45,7 @@ def _what(obj: Any) -> str:
 
 
 def _lock(obj: CatalogObject, expected_revision: int | None) -> CatalogObject:
-    """Re-read ``obj`` under a row lock; refuse when the caller edited an older revision."""
-    current = type(obj)._default_manager.select_for_update().get(pk=obj.pk)
-    if expected_revision is not None and current.revision != expected_revision:
-        raise StaleRevisionError(
-            expected=expected_revision, current=current.revision, what=_what(current)
-        )
-    return current
+    return locked_revision(obj, expected_revision, _what)
 
 
 def _save(obj: CatalogObject, actor: Actor, update_fields: list[str] | None = None) -> None:

@@ -22,8 +22,7 @@ from promptadmin.content.models import (
 )
 from promptadmin.core.actors import Actor, record_actor
 from promptadmin.core.cache import content_changed
-from promptadmin.core.errors import StaleRevisionError
-from promptadmin.core.revisions import save_first_revision, save_revision
+from promptadmin.core.revisions import locked_revision, save_first_revision, save_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines
 
@@ -159,15 +158,7 @@ def segment_import_legacy(
 
 
 def _lock(segment: Segment, expected_revision: int | None) -> Segment:
-    """Re-read the row under a lock and check the caller edited the current revision.
-
-    The check happens inside the writing transaction so that two writers holding the same
-    revision cannot both succeed.
-    """
-    current = Segment.objects.select_for_update().get(pk=segment.pk)
-    if expected_revision is not None and current.revision != expected_revision:
-        raise StaleRevisionError(expected=expected_revision, current=current.revision)
-    return current
+    return locked_revision(segment, expected_revision, "The segment")
 
 
 class _Unset(enum.Enum):

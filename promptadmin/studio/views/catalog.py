@@ -91,9 +91,9 @@ def save_catalog_edit(
     mine = {name: form.cleaned_data[name] for name in names}
     if "world" in mine:
         mine["world"] = mine["world"].slug
-    mine = merging.resolved(request, obj, expected, mine, names, catalog_values)
     try:
         saved, conflict, message, error = merging.save_merging(
+            request=request,
             obj=obj,
             expected=expected,
             mine=mine,

@@ -350,14 +350,12 @@ def lore_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         form = LoreForm(request.POST, editing=True)
         if form.is_valid():
             expected = form.cleaned_data["expected_revision"]
-            mine = merging.resolved(
-                request, entry, expected, _values_of_form(form), MERGE_FIELDS, _values_of
-            )
             try:
                 saved, conflict, message, error = merging.save_merging(
+                    request=request,
                     obj=entry,
                     expected=expected,
-                    mine=mine,
+                    mine=_values_of_form(form),
                     save=lambda current, values, revision: services.lore_entry_update(
                         actor=request.user,
                         entry=current,

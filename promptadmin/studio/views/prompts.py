@@ -181,6 +181,26 @@ def _live_version(prompt: Prompt, name: str) -> int | None:
     return label.version.number if label is not None else None
 
 
+def _ask(
+    request: HttpRequest, prompt: Prompt, action: tuple[str, str], question: str, then: str
+) -> HttpResponse:
+    """Ask before a protected label of ``prompt`` moves or goes. ``action``: the title and
+    the confirm button's words; ``then``: what services naming no label or version get."""
+    title, confirm_label = action
+    return confirm.ask(
+        request,
+        title=title,
+        question=question,
+        consequence=(
+            f"Services that fetch {prompt.langfuse_name} without naming a label or a "
+            f"version get {then}"
+        ),
+        confirm_label=confirm_label,
+        cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
+        section=SECTION,
+    )
+
+
 @studio_view(read=Role.AUTHOR)
 @require_POST
 def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
@@ -191,18 +211,10 @@ def prompt_label_set(request: HttpRequest, pk: int) -> HttpResponse:
         now = _live_version(prompt, name)
         if _asks_first(request, name) and now != number:
             where = f"from version {now} to version {number}" if now else f"to version {number}"
-            return confirm.ask(
-                request,
-                title=f"Move {name}?",
-                question=f"Move the {name} label of {prompt.langfuse_name} {where}?",
-                consequence=(
-                    f"Services that fetch {prompt.langfuse_name} without naming a label or a "
-                    f"version get version {number} on their next request."
-                ),
-                confirm_label=f"Move {name} to version {number}",
-                cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
-                section=SECTION,
-            )
+            question = f"Move the {name} label of {prompt.langfuse_name} {where}?"
+            then = f"version {number} on their next request."
+            action = (f"Move {name}?", f"Move {name} to version {number}")
+            return _ask(request, prompt, action, question, then)
         try:
             services.prompt_label_set(actor=request.user, prompt=prompt, name=name, version=number)
         except ValidationError as exc:
@@ -225,18 +237,9 @@ def prompt_label_remove(request: HttpRequest, pk: int) -> HttpResponse:
         name = form.cleaned_data["name"]
         now = _live_version(prompt, name)
         if _asks_first(request, name) and now:
-            return confirm.ask(
-                request,
-                title=f"Remove {name}?",
-                question=f"Remove the {name} label of {prompt.langfuse_name} (version {now})?",
-                consequence=(
-                    f"Services that fetch {prompt.langfuse_name} without naming a label or a "
-                    "version get an error (404) until a version has the label again."
-                ),
-                confirm_label=f"Remove {name}",
-                cancel_url=reverse("studio:prompt_detail", args=[prompt.pk]),
-                section=SECTION,
-            )
+            question = f"Remove the {name} label of {prompt.langfuse_name} (version {now})?"
+            then = "an error (404) until a version has the label again."
+            return _ask(request, prompt, (f"Remove {name}?", f"Remove {name}"), question, then)
         try:
             services.prompt_label_remove(actor=request.user, prompt=prompt, name=name)
         except (ValidationError, PromptLookupError, PermissionDenied) as exc:

@@ -285,14 +285,12 @@ def _save(request: HttpRequest, segment: Segment, *, panel: bool) -> HttpRespons
     if not form.is_valid():
         return _Editor(form, segment)
     expected = form.cleaned_data["expected_revision"]
-    mine = merging.resolved(
-        request, segment, expected, _values_of_form(form), MERGE_FIELDS, _values_of
-    )
     try:
         saved, conflict, message, error = merging.save_merging(
+            request=request,
             obj=segment,
             expected=expected,
-            mine=mine,
+            mine=_values_of_form(form),
             save=lambda current, values, revision: segments.segment_update(
                 actor=request.user,
                 segment=current,
