@@ -40,6 +40,7 @@ from promptadmin.api.preconditions import (
 )
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import content as s
+from promptadmin.api.serializers.common import validated
 from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import (
     NPC,
@@ -109,10 +110,9 @@ def _cast(rows: list[dict[str, Any]]) -> list[catalog.CastMember]:
 def restored(request: Request, obj: Any, body: type[Any], restore: Callable[..., Any]) -> Any:
     """``obj`` brought back to the revision the request's ``body`` names, as a new revision
     (``restore(actor=, revision=, expected_revision=)``); If-Match is optional."""
-    serializer = body(data=request.data)
-    serializer.is_valid(raise_exception=True)
+    data = validated(body, request.data)
     expected = expected_revision(request, obj) if "If-Match" in request.headers else None
-    revision = serializer.validated_data["revision"]
+    revision = data["revision"]
     return restore(actor=actor_of(request), revision=revision, expected_revision=expected)
 
 
@@ -252,9 +252,7 @@ class CatalogViewSet(PutOrPatch, RenderBeforeCommit, viewsets.GenericViewSet):
         return with_etag(self.output_serializer(obj).data, etag(obj), status_code)
 
     def parse(self, request: Request, *, partial: bool = False) -> dict[str, Any]:
-        serializer = self.input_serializer(data=request.data, partial=partial)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
+        return validated(self.input_serializer, request.data, partial=partial)
 
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.get_queryset())
@@ -404,9 +402,7 @@ class SegmentViewSet(ByIdViewSet):
     def parse(
         self, request: Request, current: Segment | None, *, partial: bool = False
     ) -> dict[str, Any]:
-        serializer = s.SegmentInputSerializer(data=request.data, partial=partial)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+        data = validated(s.SegmentInputSerializer, request.data, partial=partial)
         if "ref" in data:
             scope = current.scope if current is not None else ""
             data["ref"] = self._ref(data.get("scope", scope), data["ref"])
@@ -427,9 +423,8 @@ class SegmentViewSet(ByIdViewSet):
 
     def list(self, request: Request) -> Response:
         # A plain dict, not the QueryDict: DRF reads a blank query value as "not given".
-        filters = s.SegmentFilterSerializer(data=request.query_params.dict())
-        filters.is_valid(raise_exception=True)
-        page = self.paginate_queryset(self._filtered(filters.validated_data))
+        filters = validated(s.SegmentFilterSerializer, request.query_params.dict())
+        page = self.paginate_queryset(self._filtered(filters))
         data = s.SegmentOutputSerializer(page, many=True, context=self.get_serializer_context())
         return self.get_paginated_response(data.data)
 

@@ -15,6 +15,7 @@ from promptadmin.api.errors import ClientErrorResponseSerializer, Conflict
 from promptadmin.api.permissions import CanRead, CanWrite
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import conversations as s
+from promptadmin.api.serializers.common import validated
 from promptadmin.conversations import selectors, services
 from promptadmin.conversations.models import Conversation
 
@@ -44,13 +45,12 @@ class AppendMessagesView(RenderBeforeCommit):
         summary="Append messages (creating the conversation); summaries follow in background",
     )
     def post(self, request: Request, key: str) -> Response:
-        data = s.AppendInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = validated(s.AppendInputSerializer, request.data)
         result = services.conversation_append(
             actor=actor_of(request),
             key=key,
-            messages=data.validated_data["messages"],
-            history_budget=data.validated_data.get("history_budget"),
+            messages=data["messages"],
+            history_budget=data.get("history_budget"),
         )
         body = {
             "conversation": result.conversation.key,
@@ -71,10 +71,9 @@ class HistoryView(APIView):
         summary="The history block for a budget: newest summary plus the recent messages",
     )
     def get(self, request: Request, key: str) -> Response:
-        query = s.HistoryQuerySerializer(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
+        query = validated(s.HistoryQuerySerializer, request.query_params.dict())
         try:
-            history = selectors.history_block(key, budget=query.validated_data.get("budget"))
+            history = selectors.history_block(key, budget=query.get("budget"))
         except Conversation.DoesNotExist:
             raise Http404(f"No conversation with key '{key}'.") from None
         return Response(s.history_data(history))

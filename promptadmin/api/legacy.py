@@ -29,6 +29,7 @@ from promptadmin.api.permissions import CanMigrate
 from promptadmin.api.preconditions import etag, with_etag
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import legacy as s
+from promptadmin.api.serializers.common import validated
 from promptadmin.api.serializers.content import SegmentOutputSerializer
 from promptadmin.content.legacy import format_from_name
 from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob, Segment
@@ -174,11 +175,10 @@ class DeprecatedListView(APIView):
         responses={200: s.DeprecatedPageSerializer, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        filters = s.DeprecatedFilterSerializer(data=request.query_params.dict())
-        filters.is_valid(raise_exception=True)
+        filters = validated(s.DeprecatedFilterSerializer, request.query_params.dict())
         paginator = self.pagination_class()
         rows = paginator.paginate_queryset(
-            deprecated.deprecated_segments(**filters.validated_data), request, view=self
+            deprecated.deprecated_segments(**filters), request, view=self
         )
         context = {"suggestions": deprecated.suggestions(rows or [])}
         data = s.DeprecatedSegmentSerializer(rows, many=True, context=context).data
@@ -196,9 +196,7 @@ class CopyView(RenderBeforeCommit):
     )
     def post(self, request: Request, pk: str) -> Response:
         source = _deprecated(pk)
-        body = s.CopyInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = dict(body.validated_data)
+        data = validated(s.CopyInputSerializer, request.data)
         data["ref"] = SegmentViewSet._ref(data["scope"], data["ref"])
         copy = deprecated.deprecated_copy(actor=actor_of(request), segment=source, **data)
         out = SegmentOutputSerializer(copy).data
@@ -216,11 +214,10 @@ class DismissView(RenderBeforeCommit):
     )
     def post(self, request: Request, pk: str) -> Response:
         source = _deprecated(pk)
-        body = s.DismissInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
+        body = validated(s.DismissInputSerializer, request.data)
         return _render(
             deprecated.deprecated_dismiss(
-                actor=actor_of(request), segment=source, reason=body.validated_data["reason"]
+                actor=actor_of(request), segment=source, reason=body["reason"]
             )
         )
 
@@ -250,9 +247,7 @@ class BulkView(RenderBeforeCommit):
         summary="Copy, dismiss or undo many; rows the action does not apply to are skipped",
     )
     def post(self, request: Request) -> Response:
-        body = s.BulkInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data: dict[str, Any] = dict(body.validated_data)
+        data = validated(s.BulkInputSerializer, request.data)
         action = data.pop("action")
         if action == deprecated.Action.DISMISS and not data.get("reason", "").strip():
             raise ValidationError({"reason": ["Say why these segments are dismissed."]})

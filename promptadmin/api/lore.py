@@ -34,6 +34,7 @@ from promptadmin.api.preconditions import (
 )
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import lore as s
+from promptadmin.api.serializers.common import validated
 from promptadmin.content.models import World, is_slug
 from promptadmin.lore import selectors, services, worldinfo
 from promptadmin.lore.models import LoreEntry
@@ -111,9 +112,7 @@ class LoreViewSet(ByIdViewSet):
 
     def list(self, request: Request) -> Response:
         # A plain dict, not the QueryDict: DRF reads a blank query value as "not given".
-        filters = s.LoreFilterSerializer(data=request.query_params.dict())
-        filters.is_valid(raise_exception=True)
-        data = filters.validated_data
+        data = validated(s.LoreFilterSerializer, request.query_params.dict())
         found = selectors.lore_list(
             world=data.get("world"),
             every_world=bool(data.get("every_world")),
@@ -153,12 +152,11 @@ class LoreTestView(APIView):
         summary="Which lore entries a text triggers, and why",
     )
     def post(self, request: Request) -> Response:
-        body = s.LoreTestInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        world = _world(body.validated_data["world"])
+        body = validated(s.LoreTestInputSerializer, request.data)
+        world = _world(body["world"])
         slug = world.slug if world is not None else None
         try:
-            activations = selectors.lore_test(slug, body.validated_data["text"])
+            activations = selectors.lore_test(slug, body["text"])
         except LoreError as error:
             raise ValidationError({error.field: [str(error)]}) from None
         return Response({"world": slug, "entries": [a.to_dict() for a in activations]})
@@ -185,13 +183,12 @@ class LoreImportView(RenderBeforeCommit):
         summary="Import a SillyTavern World Info file into a world",
     )
     def post(self, request: Request) -> Response:
-        body = s.LoreImportInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        world = _world(body.validated_data["world"])
+        body = validated(s.LoreImportInputSerializer, request.data)
+        world = _world(body["world"])
         assert world is not None
-        data = worldinfo.read(body.validated_data["file"].read())
+        data = worldinfo.read(body["file"].read())
         report = services.lorebook_import(
-            actor=actor_of(request), world=world, data=data, dry_run=body.validated_data["dry_run"]
+            actor=actor_of(request), world=world, data=data, dry_run=body["dry_run"]
         )
         return Response(report.to_dict())
 
@@ -215,9 +212,8 @@ class LoreExportView(APIView):
         summary="Export a world's lore as a SillyTavern World Info file",
     )
     def get(self, request: Request) -> Response:
-        query = s.LoreExportFilterSerializer(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        world = _world(query.validated_data["world"])
+        query = validated(s.LoreExportFilterSerializer, request.query_params.dict())
+        world = _world(query["world"])
         assert world is not None
         rows = LoreEntry.objects.filter(world=world).order_by("id")
         response = Response(worldinfo.export(rows))

@@ -21,6 +21,7 @@ from promptadmin.api.errors import ClientErrorResponseSerializer
 from promptadmin.api.pagination import PageNumberPagination
 from promptadmin.api.permissions import ReadOrWrite
 from promptadmin.api.serializers import playtests as s
+from promptadmin.api.serializers.common import validated
 from promptadmin.playtests import selectors, services
 from promptadmin.playtests.endpoint import OFF, enabled
 from promptadmin.playtests.models import PlaytestRun
@@ -85,9 +86,8 @@ class PlaytestListView(GenericAPIView[PlaytestRun]):
     )
     def post(self, request: Request) -> Response:
         _on()
-        data = s.PlaytestInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        run = services.playtest_create(actor=actor_of(request), **data.validated_data)
+        data = validated(s.PlaytestInputSerializer, request.data)
+        run = services.playtest_create(actor=actor_of(request), **data)
         url = reverse("api-playtest", args=[run.pk], request=request)
         run.refresh_from_db(fields=["status"])
         return Response(

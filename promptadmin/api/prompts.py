@@ -38,6 +38,7 @@ from promptadmin.api.preconditions import (
 )
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import prompts as s
+from promptadmin.api.serializers.common import validated
 from promptadmin.prompts.models import (
     LABEL_HELP,
     LABEL_RE,
@@ -193,9 +194,7 @@ class PromptListView(RenderBeforeCommit, generics.GenericAPIView):
         summary="Create a prompt at (component, agent, task type or default)",
     )
     def post(self, request: Request) -> Response:
-        serializer = s.PromptCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+        data = validated(s.PromptCreateSerializer, request.data)
         data["task_type"] = data["task_type"] or None
         prompt = prompt_services.prompt_create(actor=actor_of(request), **data)
         return Response(s.PromptSummarySerializer.of(prompt), status=status.HTTP_201_CREATED)
@@ -247,9 +246,7 @@ class VersionCreateView(RenderBeforeCommit, APIView):
         description=PROTECTED,
     )
     def post(self, request: Request, component: str, agent: str) -> Response:
-        serializer = s.VersionCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+        data = validated(s.VersionCreateSerializer, request.data)
         prompt = prompt_at(component, agent, data.pop("task_type") or None)
         version = prompt_services.prompt_version_create(
             actor=actor_of(request), prompt=prompt, **data
@@ -285,14 +282,13 @@ class LabelView(RenderBeforeCommit, APIView):
         merged.setdefault("task_type", request.query_params.get("task_type") or None)
         if "version" in request.query_params:
             merged.setdefault("version", _int_or_raw(request.query_params["version"]))
-        serializer = s.LabelSetSerializer(data=merged)
-        serializer.is_valid(raise_exception=True)
-        prompt = prompt_at(component, agent, serializer.validated_data["task_type"] or None)
+        data = validated(s.LabelSetSerializer, merged)
+        prompt = prompt_at(component, agent, data["task_type"] or None)
         row = prompt_services.prompt_label_set(
             actor=actor_of(request),
             prompt=prompt,
             name=label,
-            version=serializer.validated_data["version"],
+            version=data["version"],
         )
         return Response(s.LabelSerializer.of(row))
 
@@ -392,9 +388,7 @@ class LintView(APIView):
         summary="Lint a template, a version's templates, a whole version, or a stored version",
     )
     def post(self, request: Request) -> Response:
-        serializer = s.LintSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(s.LintSerializer, request.data)
         if "component" in data:
             resolved = fetch_prompt(
                 component=data["component"],
@@ -457,11 +451,8 @@ class InterfaceListView(RenderBeforeCommit, generics.GenericAPIView):
         parameters=[ETAG],
     )
     def post(self, request: Request) -> Response:
-        serializer = s.InterfaceSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        obj = interface_services.interface_create(
-            actor=actor_of(request), **serializer.validated_data
-        )
+        data = validated(s.InterfaceSerializer, request.data)
+        obj = interface_services.interface_create(actor=actor_of(request), **data)
         return _interface_answer(obj, status.HTTP_201_CREATED)
 
 
@@ -485,14 +476,13 @@ class InterfaceDetailView(RenderBeforeCommit, APIView):
         parameters=[IF_MATCH, ETAG],
     )
     def patch(self, request: Request, name: str) -> Response:
-        serializer = s.InterfaceSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
+        data = validated(s.InterfaceSerializer, request.data, partial=True)
         obj = get_object_or_404(Interface, name=name)
         obj = interface_services.interface_update(
             actor=actor_of(request),
             interface=obj,
             expected_updated_at=expected_updated_at(request, obj),
-            **serializer.validated_data,
+            **data,
         )
         return _interface_answer(obj)
 
@@ -525,9 +515,7 @@ def _interface_named(name: str) -> Interface:
 
 
 def _adapter_input(request: Request, *, partial: bool) -> dict[str, Any]:
-    serializer = s.AdapterInstructionSerializer(data=request.data, partial=partial)
-    serializer.is_valid(raise_exception=True)
-    data = dict(serializer.validated_data)
+    data = validated(s.AdapterInstructionSerializer, request.data, partial=partial)
     if "interface" in data:
         data["interface"] = _interface_named(data["interface"])
     return data

@@ -34,6 +34,7 @@ from promptadmin.api.preconditions import (
 )
 from promptadmin.api.responses import RenderBeforeCommit
 from promptadmin.api.serializers import releases as s
+from promptadmin.api.serializers.common import validated
 from promptadmin.releases import selectors, services
 from promptadmin.releases.impact import unassembled
 from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
@@ -219,12 +220,6 @@ def answer(name: str, value: Any, status_code: int = 200) -> OpenApiExample:
     return OpenApiExample(name, value=value, response_only=True, status_codes=[str(status_code)])
 
 
-def _valid(serializer_class: type[Any], data: Any) -> dict[str, Any]:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 def _named(name: str) -> Any:
     try:
         return selectors.release_named(name)
@@ -265,7 +260,7 @@ class ReleaseListView(APIView):
         summary="Snapshot the working copy as a release; with labels, publish it",
     )
     def post(self, request: Request) -> Response:
-        data = _valid(s.ReleaseInputSerializer, request.data)
+        data = validated(s.ReleaseInputSerializer, request.data)
         answer: dict[str, Any] = {}
 
         def render_before_commit(release: Release) -> None:
@@ -387,7 +382,7 @@ class LabelView(RenderBeforeCommit):
         "its `aliases`).",
     )
     def put(self, request: Request, label: str) -> Response:
-        data = _valid(s.LabelInputSerializer, request.data)
+        data = validated(s.LabelInputSerializer, request.data)
         release = selectors.release_called(data["release"])
         if release is None:
             raise ValidationError({"release": [f"No release named '{data['release']}'."]})
@@ -419,7 +414,7 @@ class LabelView(RenderBeforeCommit):
         "if it still points where you last saw it.",
     )
     def delete(self, request: Request, label: str) -> Response:
-        data = _valid(s.LabelRemoveSerializer, request.data or {})
+        data = validated(s.LabelRemoveSerializer, request.data or {})
         move = services.release_label_remove(
             actor=actor_of(request),
             label=label,

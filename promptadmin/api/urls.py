@@ -61,7 +61,7 @@ interface_urls = [
 adapter_instruction_urls = [
     path("", prompts.AdapterInstructionListView.as_view(), name="api-adapter-instructions"),
     re_path(
-        r"^(?P<pk>[0-9]{1,18})$",
+        rf"^(?P<pk>{content.ID_IN_PATH})$",
         prompts.AdapterInstructionDetailView.as_view(),
         name="api-adapter-instruction",
     ),

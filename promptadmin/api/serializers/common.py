@@ -13,6 +13,14 @@ from assembler.storable import StoredJsonError, check_stored_json, has_lone_surr
 from promptadmin.api import fields as f
 
 
+def validated(serializer_class: type[Any], data: Any, **kwargs: Any) -> dict[str, Any]:
+    """``data`` as ``serializer_class`` validates it (``kwargs``: ``partial=True``...); a
+    ValidationError, which the API answers as its documented 400, when it is not valid."""
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
 class StrictSerializer(serializers.Serializer):
     """Refuses unknown fields (the schema says ``additionalProperties: false``), read-only
     ones included: a client sends only what it may change."""
