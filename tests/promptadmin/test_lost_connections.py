@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -82,13 +83,14 @@ def test_a_write_whose_connection_died_is_never_run_again(
     from promptadmin.api import content as content_views
 
     calls: list[int] = []
-    create = content_views.segments.segment_create
+    writes = content_views.SegmentViewSet.writes
 
     def counted(**kwargs: Any) -> Any:
         calls.append(1)
-        return create(**kwargs)
+        return writes.create(**kwargs)
 
-    monkeypatch.setattr(content_views.segments, "segment_create", counted)
+    counting = replace(writes, create=counted)
+    monkeypatch.setattr(content_views.SegmentViewSet, "writes", counting)
     terminate_own_backend()
     body = json.dumps({"scope": "core", "content": "Once."})
     response = api.post("/api/v1/segments/", body, content_type="application/json")

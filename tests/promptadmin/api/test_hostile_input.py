@@ -4,6 +4,7 @@ stored row can break reading for other clients."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from io import StringIO
 from typing import Any
 
@@ -131,7 +132,8 @@ def test_a_write_whose_answer_cannot_be_rendered_is_not_committed(  # type: igno
         segment.metadata = {"n": 2**64}  # what the renderer cannot write
         return segment
 
-    monkeypatch.setattr(content_views.segments, "segment_create", create_unrenderable)
+    writes = replace(content_views.SegmentViewSet.writes, create=create_unrenderable)
+    monkeypatch.setattr(content_views.SegmentViewSet, "writes", writes)
     response = writer.post("/api/v1/segments/", {"scope": "core", "content": "x"}, format="json")
     assert response.status_code == 500
     assert response.json()["type"] == "server_error"
