@@ -341,7 +341,7 @@ class _Assembly:
             indices = self.lore_indices = book.emittable(self.lore_activations)
             self.lore_positions = {index: position for position, index in enumerate(indices)}
             entries = [book.entries[index] for index in indices]
-            counts = [book.tokens(entry, self.tokenizer) for entry in entries]
+            counts = book.counts(indices, self.tokenizer)
         return LoreLayer(
             entries,
             counts,
@@ -1157,10 +1157,11 @@ class _Assembly:
         reports: list[LoreReport] = []
         if book is None:
             return reports
-        entries, tokens, left_out = book.entries, book.tokens, self.lore_left_out
+        entries, left_out, activations = book.entries, self.lore_left_out, self.lore_activations
         indices = self.lore_indices
         emitted = {indices[position] for position in self.lore_layer.emitted}
-        for index, trigger, by, _matches, kept in self.lore_activations:
+        counts = book.counts([activation[0] for activation in activations], self.tokenizer)
+        for (index, trigger, by, _matches, kept), tokens in zip(activations, counts, strict=True):
             entry = entries[index]
             by_entry = None if by is None else entries[by]
             status: LoreStatus
@@ -1177,7 +1178,7 @@ class _Assembly:
                     status,
                     trigger,
                     None if by_entry is None else by_entry.id,
-                    tokens(entry, self.tokenizer),
+                    tokens,
                     reason,
                 )
             )

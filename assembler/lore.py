@@ -423,6 +423,7 @@ class LoreBook:
     _by_rank: tuple[int, ...] = field(init=False, repr=False, compare=False, default=())
     _texted: tuple[bool, ...] = field(init=False, repr=False, compare=False, default=())
     _recursive: tuple[bool, ...] = field(init=False, repr=False, compare=False, default=())
+    _token_counts: tuple[int | None, ...] = field(init=False, repr=False, compare=False, default=())
     # What each entry's content triggers (with only the first match of each entry, and
     # with every match), and entries' counts where none is cached: worked out when first
     # needed, then kept as long as the book.
@@ -454,6 +455,7 @@ class LoreBook:
         object.__setattr__(self, "_by_rank", tuple(by_rank))
         object.__setattr__(self, "_texted", tuple(bool(e.content.strip()) for e in entries))
         object.__setattr__(self, "_recursive", tuple(entry.recursive for entry in entries))
+        object.__setattr__(self, "_token_counts", tuple(entry.token_count for entry in entries))
         object.__setattr__(self, "_groups", tuple(entry.group for entry in entries))
         object.__setattr__(self, "_grouped", any(self._groups))
         automaton, members = _build_automaton(entries)
@@ -554,6 +556,15 @@ class LoreBook:
         if count is None:
             count = self._counts[key] = tokenizer.count(entry.content)
         return count
+
+    def counts(self, indices: Iterable[int], tokenizer: Tokenizer) -> list[int]:
+        """:meth:`tokens` of the entries at ``indices``."""
+        entries, cached = self.entries, self._token_counts
+        return [
+            self.tokens(entries[index], tokenizer) if count is None else count
+            for index in indices
+            for count in (cached[index],)
+        ]
 
     def emittable(self, activations: Iterable[Activated]) -> list[int]:
         """The indices of the entries of ``activations`` (see :func:`activated`) that may
@@ -859,6 +870,8 @@ def _matches_by_entry(
     (which then are); by start, the longest first, at most :data:`MAX_LORE_MATCHES` (with
     ``every`` false, one)."""
     members = book._members
+    if not every:
+        return _first_matches(members, spans, seen, found)
     # Entry index -> the (group, key as written) it matched by; most entries match by one,
     # and then share that group's matches with every entry that writes the key alike.
     hits: dict[int, list[tuple[int, str]]] = {}
@@ -893,6 +906,39 @@ def _matches_by_entry(
         )
         del merged[MAX_LORE_MATCHES if every else 1 :]
         result[index] = tuple(LoreMatch(key, start, -end) for start, end, key in merged)
+    return result
+
+
+def _first_matches(
+    members: Sequence[tuple[tuple[int, str], ...]],
+    spans: dict[int, list[tuple[int, int]]],
+    seen: set[int],
+    found: Container[int],
+) -> dict[int, tuple[LoreMatch, ...]]:
+    """:func:`_matches_by_entry` with ``every`` false: each entry's first match alone
+    (the earliest, the longest at the same start), shared by the entries that match by
+    the same group and key."""
+    # Entry index -> (start, -end, key) of its first match so far.
+    first: dict[int, tuple[int, int, str]] = {}
+    for group, group_spans in spans.items():
+        if group in seen:
+            continue
+        seen.add(group)
+        start, end = group_spans[0]
+        for index, key in members[group]:
+            if index in found:
+                continue
+            known = first.get(index)
+            if known is None or (start, end, key) < known:
+                first[index] = (start, end, key)
+    made: dict[tuple[int, int, str], tuple[LoreMatch, ...]] = {}
+    result: dict[int, tuple[LoreMatch, ...]] = {}
+    for index, match in first.items():
+        matches = made.get(match)
+        if matches is None:
+            start, end, key = match
+            matches = made[match] = (LoreMatch(key, start, -end),)
+        result[index] = matches
     return result
 
 
