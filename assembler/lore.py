@@ -390,7 +390,8 @@ _Hit: TypeAlias = tuple[int, LoreTrigger, tuple[LoreMatch, ...]]
 Activated: TypeAlias = tuple[int, LoreTrigger, "int | None", tuple[LoreMatch, ...], int]
 """One entry active on a turn, as :func:`activated` lists it: (its index in the book's
 entries, its trigger, the index of the entry whose content triggered it or None, its
-matches, the index of the entry its group keeps: its own when it is kept)."""
+matches (see :func:`activated`), the index of the entry its group keeps: its own when it
+is kept)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -795,18 +796,27 @@ def activate(
             entries[index],
             trigger,
             None if by is None else entries[by],
-            matches,
+            matches if every else _trigger_match(trigger),
             None if kept == index else entries[kept],
         )
         for index, trigger, by, matches, kept in activated(book, texts, recursion, constants, every)
     ]
 
 
+def _trigger_match(trigger: LoreTrigger) -> tuple[LoreMatch, ...]:
+    """The match a trigger is (none for a constant entry's)."""
+    if trigger.key is None or trigger.start is None or trigger.end is None:
+        return ()
+    return (LoreMatch(trigger.key, trigger.start, trigger.end),)
+
+
 def activated(
     book: LoreBook, texts: Iterable[ScannedText], recursion: int, constants: bool, every: bool
 ) -> list[Activated]:
     """:func:`activate`, by the entries' indices in the book: what assembly works from,
-    without an object per entry that it may never report on."""
+    without an object per entry that it may never report on. With ``every`` false, the
+    matches of an entry matched in the turn's text are left empty: its trigger is its
+    one match."""
     ranks, groups = book._ranks, book._groups
     # Entry index: (order kind, trigger, index of the entry that triggered it, matches).
     found: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
@@ -815,14 +825,16 @@ def activated(
             found[index] = (_CONSTANT, _CONSTANT_TRIGGER, None, ())
     seen: set[int] = set()
     for scanned in texts:
-        by_entry = _matches_by_entry(
-            book, book.scan_groups(scanned.text, every=every), seen, found, every
-        )
-        for index, matches in by_entry.items():
+        where, message = scanned.source, scanned.message
+        spans = book.scan_groups(scanned.text, every=every)
+        if not every:
+            # The trigger is the one match listed: no match records to make.
+            for index, (start, end, key) in _first_matches(book._members, spans, seen, found):
+                found[index] = (_DIRECT, LoreTrigger(where, key, start, -end, message), None, ())
+            continue
+        for index, matches in _matches_by_entry(book, spans, seen, found, every).items():
             first = matches[0]
-            trigger = LoreTrigger(
-                scanned.source, first.key, first.start, first.end, scanned.message
-            )
+            trigger = LoreTrigger(where, first.key, first.start, first.end, message)
             found[index] = (_DIRECT, trigger, None, matches)
     fresh = list(found)
     recursive, content_hits, known = book._recursive, book.content_hits, book._content_hits[every]
@@ -871,7 +883,10 @@ def _matches_by_entry(
     ``every`` false, one)."""
     members = book._members
     if not every:
-        return _first_matches(members, spans, seen, found)
+        return {
+            index: (LoreMatch(key, start, -end),)
+            for index, (start, end, key) in _first_matches(members, spans, seen, found)
+        }
     # Entry index -> the (group, key as written) it matched by; most entries match by one,
     # and then share that group's matches with every entry that writes the key alike.
     hits: dict[int, list[tuple[int, str]]] = {}
@@ -914,10 +929,10 @@ def _first_matches(
     spans: dict[int, list[tuple[int, int]]],
     seen: set[int],
     found: Container[int],
-) -> dict[int, tuple[LoreMatch, ...]]:
-    """:func:`_matches_by_entry` with ``every`` false: each entry's first match alone
-    (the earliest, the longest at the same start), shared by the entries that match by
-    the same group and key."""
+) -> Iterable[tuple[int, tuple[int, int, str]]]:
+    """:func:`_matches_by_entry` with ``every`` false, as (entry index, (start, -end, key
+    as written)): each entry's first match alone (the earliest, the longest at the same
+    start)."""
     # Entry index -> (start, -end, key) of its first match so far.
     first: dict[int, tuple[int, int, str]] = {}
     for group, group_spans in spans.items():
@@ -931,15 +946,7 @@ def _first_matches(
             known = first.get(index)
             if known is None or (start, end, key) < known:
                 first[index] = (start, end, key)
-    made: dict[tuple[int, int, str], tuple[LoreMatch, ...]] = {}
-    result: dict[int, tuple[LoreMatch, ...]] = {}
-    for index, match in first.items():
-        matches = made.get(match)
-        if matches is None:
-            start, end, key = match
-            matches = made[match] = (LoreMatch(key, start, -end),)
-        result[index] = matches
-    return result
+    return first.items()
 
 
 _CONSTANT_TRIGGER = LoreTrigger("constant")
