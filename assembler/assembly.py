@@ -1112,11 +1112,13 @@ class _Assembly:
         layer, changes, left_out = self.lore_layer, [], self.lore_left_out
         # Why, in words, by reason: many entries are left out for the same one.
         whys: dict[OutcomeReason, str] = {}
-        for index, entry in zip(self.lore_indices, layer.entries, strict=True):
+        for index, entry, tokens in zip(
+            self.lore_indices, layer.entries, layer.counts, strict=True
+        ):
             found = left_out.get(index)
             if found is None or found[1] is None:
                 continue
-            reason, tokens = found[1], layer.counts[self.lore_positions[index]]
+            reason = found[1]
             why = whys.get(reason)
             if why is None:
                 lore_reason = reason in ("larger_than_lore_budget", "over_lore_budget")
