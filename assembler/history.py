@@ -453,6 +453,44 @@ def fit_history(
     )
 
 
+def fitted_messages(
+    fit: HistoryFit, messages: Sequence[HistoryMessage], summary: SummaryText | None
+) -> list[tuple[Role, str]]:
+    """What ``fit`` shows, as chat messages (role, content), oldest first, for a caller
+    that sends the history to a model as messages rather than as a block of text: the
+    summary shown (rendered as in the block) as a ``system`` message, then each message
+    shown in its own role, the one cut short as cut. ``messages`` and ``summary`` are
+    those ``fit`` was made from.
+
+    >>> from assembler.tokens import get_tokenizer
+    >>> messages = [HistoryMessage(1, "user", "Open the gate."),
+    ...             HistoryMessage(2, "assistant", "It creaks open.")]
+    >>> summary = SummaryText("Ann came.", 0)
+    >>> fit = fit_history(messages=messages, summary=summary, budget=100,
+    ...                   tokenizer=get_tokenizer())
+    >>> for role, content in fitted_messages(fit, messages, summary):
+    ...     print(f"{role}: {content!r}")
+    system: 'Summary of earlier conversation:\\nAnn came.'
+    user: 'Open the gate.'
+    assistant: 'It creaks open.'
+    """
+    positions = set(fit.positions)
+    shown = [message for message in messages if message.position in positions]
+    chat: list[tuple[Role, str]] = []
+    if fit.summary_used and summary is not None:
+        chat.append(("system", render_summary(summary)))
+    chat += [(message.role, message.content) for message in shown]
+    if fit.trimmed is not None and shown:
+        # The part cut short is the block's last: what follows the parts before it.
+        last = shown[-1]
+        before = [render_summary(summary)] if fit.summary_used and summary is not None else []
+        before += [render_message(message) for message in shown[:-1]]
+        start = len(PART_SEPARATOR.join(before)) + (len(PART_SEPARATOR) if before else 0)
+        label = ROLE_LABELS[last.role] + ":" + _LABEL_SEPARATOR
+        chat[-1] = (last.role, fit.text[start + len(label) :])
+    return chat
+
+
 def needs_summary(
     *,
     unsummarized_tokens: int,

@@ -30,8 +30,9 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError
 from jsonschema.exceptions import ValidationError as SchemaValidationError
 
+from assembler.history import fit_history, fitted_messages
 from assembler.impact import MAX_EXPECTATION_TEXT, ExpectationError
-from assembler.request import MAX_BUDGET
+from assembler.request import MAX_BUDGET, History
 from assembler.tokens import Tokenizer
 
 MAX_PATTERN = 1000
@@ -265,6 +266,57 @@ def judge_messages(rubric: str, reply: str) -> list[dict[str, str]]:
         {"role": "system", "content": JUDGE_INSTRUCTIONS},
         {"role": "user", "content": f"Rubric: {rubric}\n\nReply:\n{reply}"},
     ]
+
+
+NO_INPUT = "(no input)"
+"""The user's message of a scenario with neither an input nor a conversation."""
+
+
+def playtest_messages(
+    prompt: str, user_input: Any, history: History | None, tokenizer: Tokenizer
+) -> list[dict[str, str]]:
+    """The chat messages a playtest sends: the assembled ``prompt`` as the system message;
+    then, when the scenario names a conversation, its ``history`` (fitted to its budget,
+    see :func:`assembler.history.fit_history`) as messages in their own roles, never
+    flattened into the prompt; then the scenario's ``input`` (text, or a JSON object
+    sent as JSON) as the user's message. With neither input nor history shown, the user
+    says :data:`NO_INPUT`.
+
+    >>> from assembler import get_tokenizer
+    >>> from assembler.history import HistoryMessage
+    >>> said = [HistoryMessage(1, "user", "Hail."), HistoryMessage(2, "assistant", "Aye.")]
+    >>> for message in playtest_messages("You are Marta.", "Ring it.",
+    ...         History(said, None, 500), get_tokenizer()):
+    ...     print(message["role"], "-", message["content"])
+    system - You are Marta.
+    user - Hail.
+    assistant - Aye.
+    user - Ring it.
+    >>> playtest_messages("You are Marta.", None, None, get_tokenizer())[1]["content"]
+    '(no input)'
+    """
+    messages = [{"role": "system", "content": prompt}]
+    if history is not None:
+        fit = fit_history(
+            messages=history.messages,
+            summary=history.summary,
+            budget=history.budget,
+            tokenizer=tokenizer,
+        )
+        messages += [
+            {"role": role, "content": content}
+            for role, content in fitted_messages(fit, history.messages, history.summary)
+        ]
+    if user_input is not None:
+        text = (
+            user_input
+            if isinstance(user_input, str)
+            else json.dumps(user_input, ensure_ascii=False)
+        )
+        messages.append({"role": "user", "content": text})
+    elif len(messages) == 1:  # nothing said: the model is still asked something
+        messages.append({"role": "user", "content": NO_INPUT})
+    return messages
 
 
 def parse_judgement(text: str) -> tuple[bool, str]:

@@ -353,6 +353,22 @@ class LoreOptions:
                 "lore.budget", f"lore.budget must be between 0 and {MAX_BUDGET}, got {self.budget}"
             )
 
+    def to_dict(self) -> dict[str, Any]:
+        """The options that differ from the defaults, as a request's ``lore`` holds them
+        (``{}``: every default), what a scenario stores.
+
+        >>> LoreOptions(budget=300, enabled=False).to_dict()
+        {'budget': 300, 'enabled': False}
+        >>> parse_lore_options(LoreOptions(scan_depth=0).to_dict())
+        LoreOptions(scan_depth=0, budget=None, recursion=2, enabled=True)
+        """
+        default = LoreOptions()
+        return {
+            name: getattr(self, name)
+            for name in LORE_FIELDS
+            if getattr(self, name) != getattr(default, name)
+        }
+
     def budget_for(self, token_budget: int) -> int:
         """The lore block's budget in an assembly with ``token_budget``."""
         if self.budget is not None:
@@ -876,6 +892,15 @@ def _lore(reader: _Reader, value: Any) -> LoreOptions:
     if "enabled" in value:
         options["enabled"] = reader.flag((*path, "enabled"), value["enabled"])
     return LoreOptions(**options) if len(reader.problems) == found else LoreOptions()
+
+
+def parse_lore_options(data: object) -> LoreOptions:
+    """A request's ``lore`` option alone (as stored by a scenario), or a
+    :class:`RequestError` naming every bad field (``lore.budget``)."""
+    reader = _Reader()
+    options = _lore(reader, data)
+    reader.done()
+    return options
 
 
 def _conversation_key(text: str) -> Problem | None:

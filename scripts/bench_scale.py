@@ -13,7 +13,8 @@ count with it (10,000 segments: 100 entries, 25 worlds, 5 releases, a conversati
 Then, on that database (with Redis, ``BENCH_SCALE_REDIS_URL``, as the shared cache):
 
 - the studio pages (dashboard right after an edit and warm, segment list page 1 and last
-  page, a search, the entry and NPC lists, the publish page after a one-segment change),
+  page, a search, the entry and NPC lists, the publish page after a one-segment change,
+  the preview and the new-entry form, whose choices of entries, NPCs and worlds are pickers),
   each in this process (Django's test client) and through gunicorn (``--workers``, a
   Celery worker beside it), the p50 of ``--repeat`` requests and its HTML size;
 - making a release after a one-segment change (time and rows written, read from
@@ -492,6 +493,8 @@ PAGES = [
     Page("entries", "entry list", 0.100, "studio:entry_list"),
     Page("npcs", "NPC list", 0.100, "studio:npc_list"),
     Page("publish", "publish page (one segment changed)", 0.100, "studio:release_publish"),
+    Page("preview", "preview page", 0.100, "studio:preview"),
+    Page("entry_new", "new entry form", 0.100, "studio:entry_create"),
 ]
 """Issue 22's targets: every studio page p50 under 100 ms, the dashboard right after an
 edit under 150 ms, search under 100 ms."""

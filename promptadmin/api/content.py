@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -48,6 +48,7 @@ from promptadmin.content.models import (
     Segment,
     World,
 )
+from promptadmin.content.search import segment_search
 from promptadmin.content.services import catalog, segments
 
 SLUG_IN_PATH = r"[a-z0-9]+(?:[-_][a-z0-9]+)*"
@@ -339,8 +340,8 @@ class SegmentViewSet(RenderBeforeCommit, viewsets.GenericViewSet):
         if filters.get("active") is not None:
             queryset = queryset.filter(active=filters["active"])
         if filters.get("search"):
-            search = filters["search"]
-            queryset = queryset.filter(Q(content__icontains=search) | Q(title__icontains=search))
+            # The studio's search: every word a prefix, looked up in the full-text index.
+            queryset = segment_search(queryset, filters["search"])
         return queryset
 
     def retrieve(self, request: Request, pk: str) -> Response:

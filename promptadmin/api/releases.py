@@ -184,6 +184,11 @@ COMPARE = {
         ],
         "removed": [],
     },
+    "lore": {
+        "added": [{"id": 41, "world": "iron-coast", "title": "The drowned bell", "tokens": 38}],
+        "changed": [],
+        "removed": [],
+    },
     "scenarios": [
         {
             "scenario": "bell scene, Marta at tier 2",
@@ -455,6 +460,7 @@ SCENARIO_INPUT = {
     "state": {"input": "I ring the bell."},
     "token_budget": 2000,
     "npc_budget": 600,
+    "lore": {"budget": 300},
     "expectations": [{"kind": "fits"}, {"kind": "contains", "text": "bell"}],
 }
 SCENARIO_EXAMPLE = OpenApiExample("The bell scene fits", request_only=True, value=SCENARIO_INPUT)

@@ -270,6 +270,16 @@ Lore reads content, not the other way round, so the caller passes it in (the wor
 copy's is ``promptadmin.lore.selectors.lore_book``)."""
 
 
+def conversation_history(key: str, budget: int | None = None) -> assembler.History:
+    """Conversation ``key``'s history for a ``budget`` (default: the conversation's own):
+    its newest ready summary and the messages after it that could fit; AssemblyInputError
+    naming ``conversation`` when there is no such conversation."""
+    try:
+        return history_for_assembly(key, budget)
+    except ObjectDoesNotExist:  # the conversation (its model is not ours to name)
+        raise AssemblyInputError({"conversation": f"No conversation with key '{key}'."}) from None
+
+
 def build_request(
     params: AssembleParams, *, load: Loader = load_content, lore: LoreLoader | None = None
 ) -> assembler.AssemblyRequest:
@@ -292,9 +302,9 @@ def build_request(
     history = None
     if params.conversation is not None:
         try:
-            history = history_for_assembly(params.conversation, params.history_budget)
-        except ObjectDoesNotExist:  # the conversation (its model is not ours to name)
-            errors["conversation"] = f"No conversation with key '{params.conversation}'."
+            history = conversation_history(params.conversation, params.history_budget)
+        except AssemblyInputError as exc:
+            errors.update(exc.errors)
     if errors:
         raise AssemblyInputError(errors)
     assert bundle is not None

@@ -19,10 +19,11 @@ that size allows.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
-from django.db import connections
+from django.db import connections, migrations
 from django.db.models import FloatField, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
 
@@ -38,6 +39,32 @@ MAX_WORD_LENGTH = 64
 # Owners named by a word, at most (a word naming more narrows nothing down).
 MAX_OWNERS = 500
 _WORD = re.compile(r"[^\W_]+")
+# Where a segment's words are looked for without the index: its title, text, owner's name.
+SEGMENT_FIELDS = ("title", "content", *(f"{key}__name" for key in KINDS))
+
+
+def search_column(
+    table: str, index: str, vector: str, *, storage: str = ""
+) -> migrations.RunPython:
+    """A migration's operation giving ``table`` (on PostgreSQL; nothing elsewhere) the
+    stored ``search`` tsvector column :func:`word_search` reads, computed as ``vector`` (an
+    SQL expression of the row's columns) and kept by PostgreSQL itself, and its GIN index
+    ``index`` (``storage``: its storage parameters); undone by dropping both."""
+    with_storage = f" WITH ({storage})" if storage else ""
+    add = (
+        f"ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS ({vector}) STORED;"
+        f" CREATE INDEX {index} ON {table} USING gin (search){with_storage};"
+    )
+    drop = f"DROP INDEX IF EXISTS {index}; ALTER TABLE {table} DROP COLUMN IF EXISTS search;"
+
+    def run(sql: str) -> Callable[[Any, Any], None]:
+        def operation(apps: Any, schema_editor: Any) -> None:
+            if schema_editor.connection.vendor == "postgresql":
+                schema_editor.execute(sql)
+
+        return operation
+
+    return migrations.RunPython(run(add), run(drop), elidable=False)
 
 
 def search_words(text: str) -> list[str]:
@@ -59,12 +86,31 @@ def uses_index(queryset: QuerySet[Any]) -> bool:
 def segment_search(queryset: QuerySet[Any], text: str) -> QuerySet[Any]:
     """``queryset`` narrowed to the segments matching every word of ``text``, annotated
     with ``rank`` (higher: a better match; 0 without the index)."""
+    return word_search(
+        queryset,
+        text,
+        fields=SEGMENT_FIELDS,
+        named=owners_named,
+    )
+
+
+Named = Callable[[list[str]], dict[str, Q]]
+"""For each word, what else it matches on PostgreSQL besides the stored vector (a
+segment's owners, found by name)."""
+
+
+def word_search(
+    queryset: QuerySet[Any], text: str, *, fields: Sequence[str], named: Named | None = None
+) -> QuerySet[Any]:
+    """``queryset`` (of a model whose table has a stored ``search`` tsvector and its GIN
+    index on PostgreSQL) narrowed to the rows matching every word of ``text``, annotated
+    with ``rank``. Without the index each word is looked for in ``fields`` (a scan)."""
     words = search_words(text)
     if not words:
         return queryset.annotate(rank=Value(0.0, output_field=FloatField()))
     if uses_index(queryset):
-        return indexed_search(queryset, words)
-    return fallback_search(queryset, words)
+        return indexed_search(queryset, words, named)
+    return fallback_search(queryset, words, fields)
 
 
 def owners_named(words: list[str]) -> dict[str, Q]:
@@ -84,30 +130,35 @@ def owners_named(words: list[str]) -> dict[str, Q]:
     return named
 
 
-def stored_vector() -> RawSQL:
-    """The segment's stored ``search`` column (PostgreSQL only; not a model field)."""
-    return RawSQL('"promptadmin_segment"."search"', [], output_field=SearchVectorField())
+def stored_vector(queryset: QuerySet[Any]) -> RawSQL:
+    """The stored ``search`` column of ``queryset``'s table (PostgreSQL only; not a model
+    field)."""
+    table = connections[queryset.db].ops.quote_name(queryset.model._meta.db_table)
+    return RawSQL(f'{table}."search"', [], output_field=SearchVectorField())
 
 
-def indexed_search(queryset: QuerySet[Any], words: list[str]) -> QuerySet[Any]:
-    """PostgreSQL: the GIN index (and the owners' ids) answer which rows match;
+def indexed_search(
+    queryset: QuerySet[Any], words: list[str], named: Named | None = None
+) -> QuerySet[Any]:
+    """PostgreSQL: the GIN index (and what ``named`` finds) answer which rows match;
     ``ts_rank`` orders them."""
-    vector = stored_vector()
-    owners = owners_named(words)
+    vector = stored_vector(queryset)
+    others = named(words) if named is not None else {}
     queryset = queryset.annotate(search=vector)
     for word in words:
         query = SearchQuery(f"{word}:*", search_type="raw", config=SEARCH_CONFIG)
-        queryset = queryset.filter(Q(search=query) | owners[word])
+        queryset = queryset.filter(Q(search=query) | others.get(word, Q(pk__in=[])))
     everything = SearchQuery(prefix_query(words), search_type="raw", config=SEARCH_CONFIG)
     return queryset.annotate(rank=SearchRank(vector, everything))
 
 
-def fallback_search(queryset: QuerySet[Any], words: list[str]) -> QuerySet[Any]:
-    """Any other database: each word anywhere in the title, the text or the owner's name
-    (a scan)."""
+def fallback_search(
+    queryset: QuerySet[Any], words: list[str], fields: Sequence[str] = SEGMENT_FIELDS
+) -> QuerySet[Any]:
+    """Any other database: each word anywhere in one of ``fields`` (a scan)."""
     for word in words:
-        matches = Q(title__icontains=word) | Q(content__icontains=word)
-        for key in KINDS:
-            matches |= Q(**{f"{key}__name__icontains": word})
+        matches = Q()
+        for name in fields:
+            matches |= Q(**{f"{name}__icontains": word})
         queryset = queryset.filter(matches)
     return queryset.annotate(rank=Value(0.0, output_field=FloatField()))

@@ -49,6 +49,20 @@ class LimitedUploadHandler(FileUploadHandler):
         return None
 
 
+def upload_too_large(request: HttpRequest, field: str, limit: int) -> bool:
+    """Read the request's form with ``field``'s file limited to ``limit`` bytes: whether
+    the file is over it (announced so, or found so while streaming, then cut off).
+
+    Call it before anything reads the form, the CSRF check included (so a view doing
+    so is ``csrf_exempt`` and checks CSRF after: the pattern Django documents for upload
+    handlers), never skipping the check."""
+    if announced_too_large(request, limit):
+        return True
+    handler = limit_upload(request, field, limit)
+    request.POST  # noqa: B018 - parsed here, through the limit, before anything reads it
+    return handler.exceeded
+
+
 def limit_upload(request: HttpRequest, field: str, limit: int) -> LimitedUploadHandler:
     """Install (first) a handler that stops ``field``'s upload past ``limit`` bytes."""
     handler = LimitedUploadHandler(field, limit, request)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.db.models import Q, QuerySet, Sum
@@ -20,8 +20,9 @@ import assembler
 from assembler.lore import LoreActivation
 from assembler.lore import LoreEntry as AssemblerLoreEntry
 from promptadmin.content.models import World
+from promptadmin.content.search import word_search
 from promptadmin.core.cache import generation
-from promptadmin.core.tokens import cached_count
+from promptadmin.core.tokens import cached_count, tokenizer
 from promptadmin.lore.models import LoreEntry
 
 LORE_GENERATION_KEY = "lore:generation"
@@ -29,7 +30,8 @@ LORE_GENERATION_KEY = "lore:generation"
 # Books a process keeps: one per world served, and a few more while lore is being edited.
 KEPT_BOOKS = 16
 
-_COLUMNS = (
+# What a release's lore bundle keeps of each active entry: what assembly uses.
+BUNDLE_FIELDS = (
     "id",
     "title",
     "content",
@@ -43,6 +45,8 @@ _COLUMNS = (
     "token_count",
     "token_encoding",
 )
+
+_COLUMNS = BUNDLE_FIELDS
 
 
 class _Books:
@@ -73,6 +77,8 @@ class _Books:
 
 _by_generation = _Books(KEPT_BOOKS)
 _by_content = _Books(KEPT_BOOKS)
+# Releases' books, by the hashes of the lore bundles they are made of.
+_by_bundles = _Books(KEPT_BOOKS)
 
 
 def active_lore(world_slug: str | None) -> QuerySet[LoreEntry]:
@@ -113,6 +119,36 @@ def lore_book(world_slug: str | None) -> assembler.LoreBook | None:
     return book
 
 
+def lore_rows() -> dict[str, list[dict[str, Any]]]:
+    """The working copy's active lore entries as release bundles hold them (each a row of
+    :data:`BUNDLE_FIELDS`, its token count made afresh when made with another encoding), by
+    world slug, "" for every world's; one query."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    tok = tokenizer()
+    rows = (
+        LoreEntry.objects.filter(active=True).order_by("id").values(*BUNDLE_FIELDS, "world__slug")
+    )
+    for row in rows:
+        world = row.pop("world__slug") or ""
+        if row["token_count"] is None or row["token_encoding"] != tok.name:
+            row["token_count"], row["token_encoding"] = tok.count(row["content"]), tok.name
+        found.setdefault(world, []).append(row)
+    return found
+
+
+def bundle_book(
+    key: tuple[str, ...], rows: Callable[[], Sequence[Mapping[str, Any]]]
+) -> assembler.LoreBook | None:
+    """The book of a release's lore bundles named ``key`` (their hashes), from the
+    bundles' ``rows()`` (of :func:`lore_rows`) when this process has not built it yet."""
+    found, book = _by_bundles.get(key)
+    if not found:
+        entries = [LoreEntry(**row) for row in rows()]
+        book = book_of(assembler_entries(sorted(entries, key=lambda entry: entry.pk)))
+        _by_bundles.put(key, book)
+    return book
+
+
 def lore_test(world_slug: str | None, text: str) -> list[LoreActivation]:
     """Which of the working copy's entries ``text`` triggers in a world, and why
     (:func:`assembler.test_lore`; constant entries, which no text triggers, left out).
@@ -133,7 +169,8 @@ def lore_list(
 ) -> QuerySet[LoreEntry]:
     """Lore entries, most important first, filtered: ``world`` (a slug: that world's own
     entries; ``every_world``: those of every world), ``group``, ``active``, ``search``
-    (words in the title, the content or the keys, any case)."""
+    (every word starts a word of the title, the keys or the content, any case: on
+    PostgreSQL from the ``lore_search`` GIN index, see :mod:`promptadmin.content.search`)."""
     entries = LoreEntry.objects.select_related("world").order_by("-priority", "id")
     if every_world:
         entries = entries.filter(world__isnull=True)
@@ -144,12 +181,8 @@ def lore_list(
     if active is not None:
         entries = entries.filter(active=active)
     if search:
-        entries = entries.filter(
-            Q(title__icontains=search)
-            | Q(content__icontains=search)
-            # The keys as their JSON text: a word of any key, any case.
-            | Q(keys__icontains=search)
-        )
+        # Without the index, the keys are looked for in their JSON text.
+        entries = word_search(entries, search, fields=("title", "content", "keys"))
     return entries
 
 

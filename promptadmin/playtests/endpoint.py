@@ -50,9 +50,21 @@ class Endpoint:
     def close(self) -> None:
         self._client.close()
 
+    def _ask(
+        self, messages: list[dict[str, str]], params: dict[str, Any], extra: dict[str, Any]
+    ) -> Any:
+        return self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,  # type: ignore[arg-type]
+            temperature=params["temperature"],
+            max_tokens=params["max_tokens"],
+            **extra,
+        )
+
     def complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> Answer:
         """The endpoint's reply to ``messages`` with ``params`` (temperature, max_tokens,
-        seed when set), or CallFailed."""
+        and the seed when set and the endpoint takes one: one refused with a 400 naming
+        the seed is asked again without it), or CallFailed."""
         import openai
 
         extra: dict[str, Any] = {}
@@ -60,13 +72,14 @@ class Endpoint:
             extra["seed"] = params["seed"]
         started = time.monotonic()
         try:
-            response = self._client.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]
-                temperature=params["temperature"],
-                max_tokens=params["max_tokens"],
-                **extra,
-            )
+            try:
+                response = self._ask(messages, params, extra)
+            except openai.BadRequestError as error:
+                if not extra or "seed" not in str(error.message).lower():
+                    raise
+                # An endpoint that takes no seed: asked again without one.
+                started = time.monotonic()
+                response = self._ask(messages, params, {})
         except openai.APITimeoutError:
             raise CallFailed(f"no answer within {settings.PLAYTEST_TIMEOUT}s") from None
         except openai.APIStatusError as error:

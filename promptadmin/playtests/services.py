@@ -34,8 +34,10 @@ from assembler.replies import (
     judge_messages,
     parse_judgement,
     parse_reply_expectation,
+    playtest_messages,
 )
 from assembler.storable import StoredJsonError, check_stored_json
+from promptadmin.content.assembly import AssemblyInputError, conversation_history
 from promptadmin.core.actors import Actor, is_key, key_label, user_or_none
 from promptadmin.core.roles import Role, require
 from promptadmin.core.tokens import tokenizer
@@ -76,16 +78,6 @@ def judge_key(model: str, rubric: str, reply: str) -> str:
     return _digest(["judge", model, rubric, reply])
 
 
-def _messages(prompt: str, state: dict[str, Any]) -> list[dict[str, str]]:
-    """The assembled prompt as the system message, the scenario's input as the user's."""
-    value = state.get("input")
-    if value is None:
-        user = "(no input)"
-    else:
-        user = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return [{"role": "system", "content": prompt}, {"role": "user", "content": user}]
-
-
 def _plan_side(scenario: Scenario, side: str, name: str, content: Version) -> dict[str, Any]:
     spec = from_model(scenario)
     state = dict(spec.state)
@@ -97,11 +89,23 @@ def _plan_side(scenario: Scenario, side: str, name: str, content: Version) -> di
     error = outcome.error
     if outcome.missing:
         error = f"{name} has no {', '.join(missing_words(outcome.missing, {}))}"
+    history = None
+    if error is None and scenario.conversation:
+        # The conversation is the game's, not the release's: both sides send the same.
+        try:
+            history = conversation_history(scenario.conversation)
+        except AssemblyInputError as exc:
+            error = exc.errors["conversation"]
     return {
         "scenario": scenario.name,
         "side": side,
         "release": name,
-        "messages": _messages(outcome.prompt, state) if error is None else [],
+        "conversation": scenario.conversation,
+        "messages": (
+            playtest_messages(outcome.prompt, state.get("input"), history, tokenizer())
+            if error is None
+            else []
+        ),
         "params": params,
         "samples": scenario.samples,
         "expectations": [item for item in scenario.expectations if is_reply_expectation(item)],

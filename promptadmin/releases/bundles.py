@@ -8,12 +8,19 @@ release is a **manifest** naming the bundle of every object:
 
     {"format": 1, "core": <hash>,
      "worlds": {slug: <hash>}, "rulesets": {slug: <hash>}, "npcs": {slug: <hash>},
-     "entries": {slug: [<the entry's own>, <its world's>, <its rulesets', in order>...]}}
+     "entries": {slug: [<the entry's own>, <its world's>, <its rulesets', in order>...]},
+     "lore": {"": <every world's lore>, slug: <the world's own lore>}}
 
-so an entry's prompt depends on the core and the hashes listed for it, an NPC's part on its
-hash. A hash never changes meaning: a bundle loaded once serves every release naming it,
-from a per-process memory bounded by ``RELEASE_BUNDLE_MEMORY_MB`` (least recently used
-first out), and two versions are compared by their manifests before any bundle is read.
+so an entry's prompt depends on the core and the hashes listed for it, and on the lore of
+every world and of its world (listed under ``lore`` only when there is some; no section
+without lore, so content without lore keeps the hash it had before lore entered releases);
+an NPC's part on its hash. A lore bundle holds the active lore entries, as
+:mod:`assembler.lore` uses them, so a lore-only change writes one new bundle. A release made
+before lore entered releases has no ``lore`` section: it serves no lore.
+
+A hash never changes meaning: a bundle loaded once serves every release naming it, from a
+per-process memory bounded by ``RELEASE_BUNDLE_MEMORY_MB`` (least recently used first out),
+and two versions are compared by their manifests before any bundle is read.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from django.conf import settings
 import assembler
 from promptadmin.content.assembly import EntryBundle, NpcBundle, segment_for_assembly
 from promptadmin.content.models import Scope
+from promptadmin.lore.selectors import bundle_book
 from promptadmin.releases.models import Release, ReleaseBundle
 from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet, SnapSegment
 
@@ -38,6 +46,9 @@ BUNDLE_FORMAT = 1
 MANIFEST_FORMAT = 1
 
 CORE = "core"
+# Lore's bundles, one for every world's lore (slug "") and one per world with lore of its own.
+LORE = "lore"
+EVERY_WORLD = ""
 # The bundle each scope's segments go to, by the kind of the object they belong to.
 BUNDLE_KIND: dict[str, str] = {
     Scope.CORE: CORE,
@@ -99,12 +110,13 @@ def encode(kind: str, slug: str, head: Mapping[str, Any], rows: Iterable[SnapSeg
 
 class Part:
     """A bundle read back, ready to assemble: its segments by scope as the assembler wants
-    them, and as a release holds them (for comparisons)."""
+    them, and as a release holds them (for comparisons); a lore bundle's entries."""
 
     __slots__ = (
         "entry_id",
         "kind",
         "layers",
+        "lore",
         "name",
         "rows",
         "rulesets",
@@ -125,9 +137,11 @@ class Part:
         entry_id: int | None = None,
         world: str = "",
         rulesets: Sequence[str] = (),
+        lore: Sequence[Mapping[str, Any]] = (),
         size: int = 0,
     ) -> None:
         self.sha256 = sha256
+        self.lore = tuple(lore)
         self.kind = kind
         self.slug = slug
         self.name = name
@@ -165,6 +179,7 @@ def decode(sha: str, text: str) -> Part:
         entry_id=body.get("id"),
         world=body.get("world", ""),
         rulesets=body.get("rulesets", ()),
+        lore=body.get(LORE, ()),
         # What it takes in memory, roughly: the text it was read from, twice (Python's
         # strings and the objects around them), and the segment objects.
         size=2 * len(text) + 400 * len(rows),
@@ -194,6 +209,7 @@ class Held:
             entry_id=self.head.get("id"),
             world=self.head.get("world", ""),
             rulesets=self.head.get("rulesets", ()),
+            lore=self.head.get(LORE, ()),
         )
 
 
@@ -213,6 +229,46 @@ def heads(catalog: Mapping[str, list[dict[str, Any]]]) -> dict[Owner, dict[str, 
     return found
 
 
+def lore_heads(lore: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[Owner, dict[str, Any]]:
+    """The lore bundles of ``lore`` (active entries as bundle rows, by world slug, ""
+    for every world's): one per world that has some, its entries by id."""
+    return {
+        (LORE, slug): {LORE: sorted(rows, key=lambda row: row["id"])}
+        for slug, rows in lore.items()
+        if rows
+    }
+
+
+def hold_lore(
+    lore: Mapping[str, Sequence[Mapping[str, Any]]],
+    sha_of: dict[Owner, str],
+    held: dict[str, Held],
+) -> None:
+    """Add the lore bundles of ``lore`` (see :func:`lore_heads`) to ``sha_of`` and ``held``."""
+    for owner, head in lore_heads(lore).items():
+        sha, bundle = hold(*owner, head, [])
+        sha_of[owner] = sha
+        held[sha] = bundle
+
+
+def lore_hashes(manifest: Manifest, world: str | None) -> tuple[str, ...]:
+    """The lore bundles an assembly in ``world`` reads: every world's, the world's own
+    (none from a manifest made before lore entered releases)."""
+    lore = manifest.get(LORE) or {}
+    return tuple(lore[slug] for slug in dict.fromkeys((EVERY_WORLD, world or "")) if slug in lore)
+
+
+def lore_book_of(hashes: Sequence[str], fetch: Fetch) -> assembler.LoreBook | None:
+    """The lore book of the lore bundles ``hashes`` (read by ``fetch``), built once per
+    process for those hashes; None without lore."""
+    if not hashes:
+        return None
+    return bundle_book(
+        tuple(hashes),
+        lambda: [row for part in fetch(hashes).values() for row in part.lore],
+    )
+
+
 def hold(
     kind: str, slug: str, head: Mapping[str, Any], rows: Sequence[SnapSegment]
 ) -> tuple[str, Held]:
@@ -230,6 +286,9 @@ def manifest_of(
         manifest[section] = {
             row["slug"]: sha_of[(kind, row["slug"])] for row in catalog.get(section, [])
         }
+    lore = {slug: sha for (kind, slug), sha in sorted(sha_of.items()) if kind == LORE}
+    if lore:  # without lore, the manifest (and the content hash) of a release made before
+        manifest[LORE] = lore
     worlds, rulesets = manifest[SECTIONS["world"]], manifest[SECTIONS["ruleset"]]
     manifest[ENTRIES] = {
         row["slug"]: [
@@ -264,6 +323,7 @@ def built(content: ContentSet) -> tuple[Manifest, dict[str, Held]]:
         sha, bundle = hold(kind, slug, head, by_owner.get((kind, slug), []))
         sha_of[(kind, slug)] = sha
         held[sha] = bundle
+    hold_lore(content.lore, sha_of, held)
     result = (manifest_of(content.catalog, sha_of), held)
     content._built.append(result)
     return result
@@ -276,6 +336,7 @@ def manifest_hashes(manifest: Manifest) -> set[str]:
         found.update(manifest[section].values())
     for listed in manifest[ENTRIES].values():
         found.update(listed)
+    found.update((manifest.get(LORE) or {}).values())
     return found
 
 
@@ -368,6 +429,7 @@ class Version:
         self._parts: dict[str, Part] = {}
         self._catalog = catalog
         self._catalog_read: list[Mapping[str, list[dict[str, Any]]]] = []
+        self._worlds: dict[str, str] | None = None
 
     @property
     def catalog(self) -> Mapping[str, list[dict[str, Any]]]:
@@ -378,6 +440,26 @@ class Version:
     @property
     def npc_hashes(self) -> Mapping[str, str]:
         return self.manifest[SECTIONS["npc"]]  # type: ignore[no-any-return]
+
+    def entry_world(self, slug: str) -> str | None:
+        """The world of the entry ``slug`` (None: no such entry), from the manifest alone:
+        a world's bundle names its slug, so its hash names the world."""
+        listed = self.manifest[ENTRIES].get(slug)
+        if listed is None:
+            return None
+        if self._worlds is None:
+            self._worlds = {sha: name for name, sha in self.manifest[SECTIONS["world"]].items()}
+        return self._worlds.get(listed[1])
+
+    def entry_lore_hashes(self, slug: str) -> tuple[str, ...]:
+        """The lore bundles an assembly of the entry ``slug`` reads."""
+        world = self.entry_world(slug)
+        return () if world is None else lore_hashes(self.manifest, world)
+
+    def lore(self, world_slug: str | None) -> assembler.LoreBook | None:
+        """A ``promptadmin.content.assembly.LoreLoader``: this version's lore for an
+        assembly in ``world_slug``."""
+        return lore_book_of(lore_hashes(self.manifest, world_slug), self.parts)
 
     def entry_hashes(self, slug: str) -> list[str] | None:
         """What the entry ``slug`` assembles from: the core's bundle, its own, its world's
@@ -400,9 +482,17 @@ class Version:
             found.update(stored_parts(wanted, keep=self._keep))
         return found
 
-    def pinned(self, hashes: Collection[str]) -> Version:
+    @property
+    def loaded(self) -> Mapping[str, Part]:
+        """The bundles this version has read so far, by hash."""
+        return self._parts
+
+    def pinned(self, hashes: Collection[str], known: Mapping[str, Part] | None = None) -> Version:
         """This version with the bundles ``hashes`` read now, once, and kept by it alone
-        (a comparison assembling many scenarios reads what they need in one query)."""
+        (a comparison assembling many scenarios reads what they need in one query).
+        ``known``: bundles read already (by another version, say): a hash names one
+        content, so those are taken as they are, not read again."""
+        known = known or {}
         version = Version(
             self.manifest,
             catalog=self._catalog,
@@ -412,7 +502,8 @@ class Version:
             keep=self._keep,
         )
         version._catalog_read = self._catalog_read
-        version._parts.update(self.parts(hashes))
+        version._parts.update((sha, known[sha]) for sha in hashes if sha in known)
+        version._parts.update(self.parts([sha for sha in hashes if sha not in known]))
         return version
 
     def load(
@@ -427,7 +518,8 @@ class Version:
         """Everything this version holds, as a content set (reads every bundle)."""
         parts = self.parts(manifest_hashes(self.manifest))
         segments = {row.id: row for part in parts.values() for row in part.rows}
-        return ContentSet(catalog=self.catalog, segments=segments)
+        lore = {part.slug: list(part.lore) for part in parts.values() if part.kind == LORE}
+        return ContentSet(catalog=self.catalog, segments=segments, lore=lore)
 
 
 def compose(

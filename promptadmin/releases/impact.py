@@ -2,8 +2,9 @@
 that does to every scenario's prompt (tokens, cuts, expectations).
 
 Comparisons start from the manifests (:mod:`promptadmin.releases.bundles`): only the
-bundles that differ are read to list the segments changed, and only the scenarios whose
-bundles differ (the entry's own, its world's, its rulesets', its NPCs', or the core) are
+bundles that differ are read to list the segments and lore entries changed, and only the
+scenarios whose bundles differ (the entry's own, its world's, its rulesets', its NPCs', the
+core, or the lore of its world or of every world, for a scenario with lore on) are
 assembled again; the others are reported unchanged without assembling. The rules about
 cuts and expectations are the assembler's (:mod:`assembler.impact`).
 """
@@ -19,7 +20,8 @@ import assembler
 from assembler.impact import cuts, failure
 from promptadmin.content.assembly import AssemblyInputError, build_request
 from promptadmin.core.tokens import tokenizer
-from promptadmin.releases.bundles import Version, manifest_hashes
+from promptadmin.lore.selectors import BUNDLE_FIELDS
+from promptadmin.releases.bundles import LORE, Part, Version, manifest_hashes
 from promptadmin.releases.scenarios import ScenarioSpec
 from promptadmin.releases.snapshot import (
     CATALOG_KEYS,
@@ -70,7 +72,7 @@ def evaluate(spec: ScenarioSpec, version: Version) -> ScenarioRun:
     if missing:
         return ScenarioRun(missing=tuple(missing))
     try:
-        request = build_request(spec.params(), load=version.load)
+        request = build_request(spec.params(), load=version.load, lore=version.lore)
         result = assembler.assemble(request, tokenizer())
     except AssemblyInputError as exc:
         return ScenarioRun(error="; ".join(exc.errors.values()))
@@ -120,7 +122,12 @@ def scenario_key(spec: ScenarioSpec, version: Version) -> tuple[Any, ...]:
     giving one key give one prompt."""
     listed = version.entry_hashes(spec.entry)
     npcs = tuple(version.npc_hashes.get(slug) for slug, _tier in spec.npcs)
-    return (None if listed is None else tuple(listed), npcs)
+    return (None if listed is None else tuple(listed), npcs, _lore_hashes(spec, version))
+
+
+def _lore_hashes(spec: ScenarioSpec, version: Version) -> tuple[str, ...]:
+    """The lore bundles ``spec``'s prompt reads in ``version`` (none with lore off)."""
+    return version.entry_lore_hashes(spec.entry) if spec.lore.enabled else ()
 
 
 def _needed(version: Version, specs: Iterable[ScenarioSpec]) -> set[str]:
@@ -129,22 +136,88 @@ def _needed(version: Version, specs: Iterable[ScenarioSpec]) -> set[str]:
     for spec in specs:
         found.update(version.entry_hashes(spec.entry) or ())
         found.update(h for slug, _tier in spec.npcs if (h := version.npc_hashes.get(slug)))
+        found.update(_lore_hashes(spec, version))
     return found
 
 
 def _changed_rows(before: Version, after: Version) -> tuple[dict[int, SnapSegment], ...]:
     """The segments of the bundles one version names and the other does not, by id, on
     each side. Every other segment is in a bundle both name, so it is the same on both."""
-    old, new = manifest_hashes(before.manifest), manifest_hashes(after.manifest)
     return tuple(
-        {row.id: row for part in version.parts(hashes - other).values() for row in part.rows}
-        for version, hashes, other in ((before, old, new), (after, new, old))
+        {row.id: row for part in parts for row in part.rows}
+        for parts in _changed_parts(before, after)
+    )
+
+
+def _changed_parts(before: Version, after: Version) -> tuple[list[Part], list[Part]]:
+    """The bundles one version names and the other does not, on each side."""
+    old, new = manifest_hashes(before.manifest), manifest_hashes(after.manifest)
+    return (
+        list(before.parts(old - new).values()),
+        list(after.parts(new - old).values()),
     )
 
 
 def segment_changes(before: Version, after: Version) -> dict[str, list[dict[str, Any]]]:
     """The segments added, changed and removed (read from the bundles that differ)."""
     return segment_diff(*_changed_rows(before, after))
+
+
+# What a lore entry's state is made of, compared between two versions.
+LORE_FIELDS = tuple(name for name in BUNDLE_FIELDS if name not in ("id", "token_encoding"))
+
+
+def _lore_summary(world: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "world": world or None,
+        "title": row["title"],
+        "tokens": row["token_count"],
+    }
+
+
+LoreRows = Mapping[int, tuple[str, Mapping[str, Any]]]
+"""Lore entries by id, each with its world's slug ("": every world's)."""
+
+
+def lore_by_id(lore: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[int, Any]:
+    """The entries of ``lore`` (rows by world slug, as a content set holds them) by id."""
+    return {row["id"]: (world, row) for world, rows in lore.items() for row in rows}
+
+
+def lore_changes(before: Version, after: Version) -> dict[str, list[dict[str, Any]]]:
+    """The active lore entries added, changed and removed (read from the lore bundles that
+    differ; an entry made inactive is removed from what assembles)."""
+    old, new = (
+        lore_by_id({part.slug: part.lore for part in parts if part.kind == LORE})
+        for parts in _changed_parts(before, after)
+    )
+    return lore_diff(old, new)
+
+
+def lore_diff(old_rows: LoreRows, new_rows: LoreRows) -> dict[str, list[dict[str, Any]]]:
+    """The lore entries added, changed and removed between two sets of entries by id."""
+    added = [_lore_summary(*new_rows[pk]) for pk in sorted(new_rows.keys() - old_rows.keys())]
+    removed = [_lore_summary(*old_rows[pk]) for pk in sorted(old_rows.keys() - new_rows.keys())]
+    changed = []
+    for pk in sorted(old_rows.keys() & new_rows.keys()):
+        (old_world, old_row), (new_world, new_row) = old_rows[pk], new_rows[pk]
+        old = {**old_row, "world": old_world or None}
+        new = {**new_row, "world": new_world or None}
+        fields = [name for name in ("world", *LORE_FIELDS) if old.get(name) != new.get(name)]
+        if fields:
+            changed.append(
+                {
+                    **_lore_summary(new_world, new),
+                    "fields": fields,
+                    "changes": _changes(fields, old, new, text="content"),
+                    "tokens_before": old["token_count"],
+                    "diff": text_diff(old["content"], new["content"])
+                    if "content" in fields
+                    else "",
+                }
+            )
+    return {"added": added, "changed": changed, "removed": removed}
 
 
 def segment_diff(
@@ -213,6 +286,15 @@ def object_changes(before: Version, after: Version) -> dict[str, list[dict[str, 
         "added": [summary(key, new[key]) for key in sorted(new.keys() - old.keys())],
         "changed": changed,
         "removed": [summary(key, old[key]) for key in sorted(old.keys() - new.keys())],
+    }
+
+
+def content_changes(before: Version, after: Version) -> dict[str, Any]:
+    """What differs between two versions: segments, objects and lore entries."""
+    return {
+        "segments": segment_changes(before, after),
+        "objects": object_changes(before, after),
+        "lore": lore_changes(before, after),
     }
 
 
@@ -315,10 +397,16 @@ def scenario_impact(
     rows = [scenario_unchanged(spec) for spec in scenarios]
     todo = to_assemble(before, after, scenarios)
     names: Mapping[tuple[str, str], str] | None = None  # read once, if anything is missing
+    # Bundles read for the last chunk, on either side: most are the same on both sides
+    # (all but the core's, after a change to the core), and the core's, the worlds' and
+    # the rulesets' serve chunk after chunk. Each is read once, not once per side and
+    # chunk; what is kept stays bounded by two chunks' bundles.
+    previous: Mapping[str, Part] = {}
     for start in range(0, len(todo), CHUNK):
         chunk = [scenarios[index] for index in todo[start : start + CHUNK]]
-        old = before.pinned(_needed(before, chunk))
-        new = after.pinned(_needed(after, chunk))
+        old = before.pinned(_needed(before, chunk), known=previous)
+        new = after.pinned(_needed(after, chunk), known={**previous, **old.loaded})
+        previous = {**old.loaded, **new.loaded}
         for done, (index, spec) in enumerate(zip(todo[start:], chunk, strict=False), start + 1):
             run_before, run_after = evaluate(spec, old), evaluate(spec, new)
             if names is None and (run_before.missing or run_after.missing):
@@ -345,8 +433,7 @@ def compare(
 ) -> dict[str, Any]:
     """The impact report of going from ``before`` to ``after``."""
     return {
-        "segments": segment_changes(before, after),
-        "objects": object_changes(before, after),
+        **content_changes(before, after),
         "scenarios": scenario_impact(before, after, scenarios, progress=progress),
     }
 

@@ -14,11 +14,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
 from simple_history.models import HistoricalRecords
 
 import assembler
-from assembler.request import MAX_SLUG
+from assembler.request import MAX_CONVERSATION_KEY, MAX_SLUG
 from promptadmin.core.storedjson import validate_stored_json
 
 WORKING = "working"
@@ -205,6 +205,16 @@ class Scenario(models.Model):
     state = models.JSONField(default=dict, blank=True, validators=[validate_stored_json])
     token_budget = models.PositiveIntegerField(default=assembler.DEFAULT_TOKEN_BUDGET)
     npc_budget = models.PositiveIntegerField(default=assembler.DEFAULT_NPC_BUDGET)
+    # The request's ``lore`` option (assembler.request.LoreOptions.to_dict: only what differs
+    # from the defaults). A database default too, so rows written by code (or a migration's
+    # frozen model) that knows no lore are valid.
+    lore = models.JSONField(
+        default=dict,
+        db_default=Value({}, output_field=models.JSONField()),
+        blank=True,
+        validators=[validate_stored_json],
+        help_text='{"scan_depth": n, "budget": n, "recursion": n, "enabled": bool}',
+    )
     # Prompt expectations (assembler.impact) and reply expectations (assembler.replies).
     expectations = models.JSONField(default=list, blank=True, validators=[validate_stored_json])
     # How a playtest asks the model (promptadmin.playtests): limits in assembler.replies.
@@ -212,6 +222,12 @@ class Scenario(models.Model):
     max_tokens = models.PositiveIntegerField(default=300)
     seed = models.BigIntegerField(null=True, blank=True)
     samples = models.PositiveSmallIntegerField(default=1)
+    # A conversation whose history a playtest sends as chat messages (assembler.replies):
+    # its key, read by the one request parser; blank: none. A database default too, so
+    # rows written by older code (historical models included) get one.
+    conversation = models.CharField(
+        max_length=MAX_CONVERSATION_KEY, blank=True, default="", db_default=""
+    )
     revision = models.PositiveIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

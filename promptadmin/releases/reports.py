@@ -27,8 +27,7 @@ from django.db import connections
 from promptadmin.releases.bundles import Version, canonical, sha256
 from promptadmin.releases.impact import (
     compare,
-    object_changes,
-    segment_changes,
+    content_changes,
     to_assemble,
 )
 from promptadmin.releases.scenarios import ScenarioSpec
@@ -36,7 +35,7 @@ from promptadmin.releases.scenarios import ScenarioSpec
 logger = logging.getLogger(__name__)
 
 # Change it when what a report holds changes: a report cached by older code is not read.
-REPORT_FORMAT = 2
+REPORT_FORMAT = 3
 REPORT_TTL_SECONDS = 24 * 3600
 # More scenarios to assemble again than this, and the publish page hands them to a task.
 INLINE_SCENARIOS = 60
@@ -110,8 +109,7 @@ def started(
     if found is not None:
         return found
     return {
-        "segments": segment_changes(before, after),
-        "objects": object_changes(before, after),
+        **content_changes(before, after),
         "scenarios": [],
         "pending": {"key": key, **progress(key)},
     }

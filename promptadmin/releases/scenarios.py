@@ -16,10 +16,11 @@ from urllib.parse import urlencode
 import assembler
 from assembler.impact import Expectation, failure, parse_expectation
 from assembler.replies import is_reply_expectation
-from assembler.request import AssembleParams
+from assembler.request import AssembleParams, LoreOptions, RequestError, parse_lore_options
 from promptadmin.content.assembly import (
     AssemblyInputError,
     Loader,
+    LoreLoader,
     assemble_prompt,
 )
 from promptadmin.content.models import EntryNpc
@@ -41,6 +42,7 @@ class ScenarioSpec:
     scenario_id: int | None = None
     # An implicit scenario's NPCs are its entry's cast: one a version lacks is left out.
     cast_npcs: bool = False
+    lore: LoreOptions = field(default_factory=LoreOptions)
 
     def params(self) -> AssembleParams:
         return AssembleParams(
@@ -50,6 +52,7 @@ class ScenarioSpec:
             npc_budget=self.npc_budget,
             npcs=self.npcs,
             state=dict(self.state),
+            lore=self.lore,
         )
 
     def identity(self) -> list[Any]:
@@ -66,6 +69,7 @@ class ScenarioSpec:
             [expectation.to_dict() for expectation in self.expectations],
             self.scenario_id,
             self.cast_npcs,
+            self.lore.to_dict(),
         ]
 
     def preview_query(self) -> str:
@@ -79,6 +83,7 @@ class ScenarioSpec:
             query.append(("first_turn", "on"))
         for slug, tier in self.npcs:
             query += [("npc", slug), ("tier", tier)]
+        query += lore_query(self.lore)
         for scope, value in self.state.items():
             if value is not None:
                 text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -101,7 +106,26 @@ def from_model(scenario: Scenario) -> ScenarioSpec:
             if not is_reply_expectation(item)  # a playtest checks those, on replies
         ),
         scenario_id=scenario.pk,
+        lore=stored_lore(scenario),
     )
+
+
+def stored_lore(scenario: Scenario) -> LoreOptions:
+    """The scenario's ``lore`` option (checked when saved; the defaults for a value no
+    longer valid, as limits may narrow)."""
+    try:
+        return parse_lore_options(scenario.lore)
+    except RequestError:
+        return LoreOptions()
+
+
+def lore_query(options: LoreOptions) -> list[tuple[str, Any]]:
+    """The studio preview's query parameters for a request's ``lore`` option (only what
+    differs from the defaults: ``lore_budget``, ``lore`` ``off``...)."""
+    return [
+        ("lore" if name == "enabled" else f"lore_{name}", "off" if value is False else value)
+        for name, value in options.to_dict().items()
+    ]
 
 
 def implicit_scenarios(entry: str, cast: Sequence[tuple[str, int]] = ()) -> list[ScenarioSpec]:
@@ -184,11 +208,12 @@ class Run:
         return len(self.checks) - self.passed
 
 
-def run(spec: ScenarioSpec, load: Loader) -> Run:
-    """Assemble ``spec`` from the content ``load`` reads (see ``serving.resolve``) and
-    check each of its expectations, those that hold included."""
+def run(spec: ScenarioSpec, load: Loader, lore: LoreLoader | None = None) -> Run:
+    """Assemble ``spec`` from the content ``load`` reads, with the lore ``lore`` gives
+    (see ``serving.resolve``), and check each of its expectations, those that hold
+    included."""
     try:
-        result = assemble_prompt(spec.params(), load=load)
+        result = assemble_prompt(spec.params(), load=load, lore=lore)
     except AssemblyInputError as exc:
         return Run(error="; ".join(exc.errors.values()))
     except assembler.OverBudgetError as exc:

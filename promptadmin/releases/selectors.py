@@ -8,9 +8,10 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Q, QuerySet
 
 from promptadmin.core import cache as content_cache
+from promptadmin.lore.selectors import LORE_GENERATION_KEY
 from promptadmin.releases import reports
 from promptadmin.releases.bundles import ENTRIES, Version, content_version, release_version
-from promptadmin.releases.impact import object_changes, segment_changes
+from promptadmin.releases.impact import content_changes
 from promptadmin.releases.models import (
     PRODUCTION,
     WORKING,
@@ -115,14 +116,15 @@ def unpublished() -> dict[str, Any] | None:
     label = ReleaseLabel.objects.select_related("release").filter(name=PRODUCTION).first()
     if label is None:
         return None
-    key = content_cache.key(content_cache.generation(), "unpublished", label.release.name)
+    # Lore has a generation of its own: a lore change makes a new summary too.
+    generations = f"{content_cache.generation()}.{content_cache.generation(LORE_GENERATION_KEY)}"
+    key = content_cache.key(generations, "unpublished", label.release.name)
     found: dict[str, Any] | None = content_cache.get_many([key]).get(key)
     if found is None:
         old, new = release_version(label.release), working_version()
         found = {
             "release": label.release.name,
-            "segments": segment_changes(old, new),
-            "objects": object_changes(old, new),
+            **content_changes(old, new),
         }
         content_cache.set_many({key: found})
     return found

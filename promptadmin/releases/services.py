@@ -25,6 +25,7 @@ from assembler.replies import (
 )
 from assembler.request import AssembleParams, RequestError, parse_assemble_params
 from assembler.storable import StoredJsonError, check_stored_json, printable
+from promptadmin.content.assembly import AssemblyInputError, conversation_history
 from promptadmin.content.models import NPC, Entry, is_slug
 from promptadmin.core.actors import Actor, attribution, record_actor, user_or_none
 from promptadmin.core.errors import StaleRevisionError, StaleStateError
@@ -403,27 +404,28 @@ def release_label_remove(
     return move
 
 
-SCENARIO_FIELDS = (
-    "name",
+#: A scenario's fields that make its assembly request, read by the one request parser.
+SCENARIO_REQUEST_FIELDS = (
     "entry",
     "first_turn",
     "npcs",
     "state",
     "token_budget",
     "npc_budget",
-    "expectations",
-    *REPLY_PARAMS,
+    "lore",
+    "conversation",
 )
-#: A scenario's fields that make its assembly request, read by the one request parser.
-SCENARIO_REQUEST_FIELDS = ("entry", "first_turn", "npcs", "state", "token_budget", "npc_budget")
+SCENARIO_FIELDS = ("name", *SCENARIO_REQUEST_FIELDS, "expectations", *REPLY_PARAMS)
 SCENARIO_DEFAULTS: dict[str, Any] = {
     "first_turn": False,
     "npcs": [],
     "state": {},
     "token_budget": assembler.DEFAULT_TOKEN_BUDGET,
     "npc_budget": assembler.DEFAULT_NPC_BUDGET,
+    "lore": {},
     "expectations": [],
     **REPLY_PARAMS,
+    "conversation": "",
 }
 
 Errors = dict[str, list[str]]
@@ -444,6 +446,8 @@ def _scenario_request(values: dict[str, Any], errors: Errors) -> AssembleParams 
     """The scenario's assembly request, read as /assemble and the preview read theirs;
     its state is stored, so it must also be storable JSON (no NUL in a text)."""
     request = {name: values[name] for name in SCENARIO_REQUEST_FIELDS if name in values}
+    if request.get("conversation") == "":  # stored blank: the scenario names none
+        request["conversation"] = None
     try:
         params = parse_assemble_params(request)
     except RequestError as error:
@@ -501,15 +505,17 @@ def _scenario_fields(
         "state": normalize_values(dict(params.state)),
         "token_budget": params.token_budget,
         "npc_budget": params.npc_budget,
+        "lore": params.lore.to_dict(),
         "expectations": expectations,
         **replies,
         "temperature": float(replies["temperature"]),
+        "conversation": params.conversation or "",
     }, params
 
 
 def _scenario_references(params: AssembleParams, errors: Errors) -> None:
     """Name in ``errors`` the scenario's entry or NPCs that do not exist (in the working
-    copy)."""
+    copy), or its conversation."""
     if not (is_slug(params.entry) and Entry.objects.filter(slug=params.entry).exists()):
         errors["entry"] = [f"No entry with slug '{params.entry}'."]
     slugs = [slug for slug, _tier in params.npcs]
@@ -517,6 +523,11 @@ def _scenario_references(params: AssembleParams, errors: Errors) -> None:
     unknown = [slug for slug in slugs if slug not in known]
     if unknown:
         errors["npcs"] = [f"Unknown NPC slugs: {', '.join(unknown)}."]
+    if params.conversation is not None:
+        try:
+            conversation_history(params.conversation)
+        except AssemblyInputError as exc:
+            errors["conversation"] = list(exc.errors.values())
 
 
 def _clean_scenario(values: dict[str, Any]) -> dict[str, Any]:

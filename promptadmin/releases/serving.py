@@ -27,8 +27,9 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Q
-from django.db.models.fields.json import KeyTextTransform
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
+from assembler import LoreBook
 from promptadmin.content.assembly import (
     AssemblyInputError,
     EntryBundle,
@@ -41,9 +42,12 @@ from promptadmin.core.cache import shared, shared_changed
 from promptadmin.lore.selectors import lore_book
 from promptadmin.releases.bundles import (
     ENTRIES,
+    LORE,
     SECTIONS,
     Version,
     compose,
+    lore_book_of,
+    lore_hashes,
     memory,
     release_version,
     stored_parts,
@@ -75,8 +79,8 @@ _lock = threading.Lock()
 @dataclass(frozen=True)
 class Served:
     """The content an assembly uses: ``name`` is a release's or ``working``; ``lore``
-    gives its lore (releases hold none yet: lore enters them with content-addressed
-    bundles)."""
+    gives its lore (a release's from its lore bundles; one made before lore entered
+    releases serves none)."""
 
     name: str
     label: str | None
@@ -135,9 +139,11 @@ class ServedRelease:
     small query, and kept; never the manifest of the whole game. Its bundles go to the
     bundle memory every release shares."""
 
-    def __init__(self, pk: int, core: str) -> None:
+    def __init__(self, pk: int, core: str, lore: Any = None) -> None:
         self.pk = pk
         self.core = core
+        # The manifest's lore section (small: a hash per world with lore), read with it.
+        self.lore_manifest = {LORE: json.loads(lore) if isinstance(lore, str) else (lore or {})}
         # Only what exists: a name asked for that the release lacks is asked again (an
         # error anyway), so that made-up names never fill this memory.
         self._entries: dict[str, list[str]] = {}
@@ -177,6 +183,13 @@ class ServedRelease:
             lambda hashes: stored_parts(hashes, keep=True),
         )
 
+    def lore(self, world_slug: str | None) -> LoreBook | None:
+        """A ``promptadmin.content.assembly.LoreLoader``: the release's lore for a world."""
+        return lore_book_of(
+            lore_hashes(self.lore_manifest, world_slug),
+            lambda hashes: stored_parts(hashes, keep=True),
+        )
+
 
 Loaded = ServedRelease | Version
 
@@ -199,7 +212,9 @@ def loaded_release(name: str) -> Loaded | None:
     releases = Release.objects.filter(Q(name=name) | Q(aliases__name=name))
     loaded: Loaded
     if connection.vendor == "postgresql":
-        found = releases.values_list("id", KeyTextTransform("core", "manifest")).first()
+        found = releases.values_list(
+            "id", KeyTextTransform("core", "manifest"), KeyTransform(LORE, "manifest")
+        ).first()
         if found is None:
             return None
         loaded = ServedRelease(*found)
@@ -247,13 +262,13 @@ def resolve(requested: str | None) -> Served:
     if requested is not None:
         version = _named_release(requested)
         if version is not None:
-            return Served(requested, None, version.load)
+            return Served(requested, None, version.load, version.lore)
     label = requested or PRODUCTION
     name = labels().get(label)
     if name is not None:
         version = loaded_release(name)
         if version is not None:
-            return Served(name, label, version.load)
+            return Served(name, label, version.load, version.lore)
     if requested is None:
         return WORKING_COPY
     version = loaded_release(requested)
@@ -264,4 +279,4 @@ def resolve(requested: str | None) -> Served:
     with _lock:
         if requested in _loaded:
             _not_labels[requested] = time.monotonic()
-    return Served(requested, None, version.load)
+    return Served(requested, None, version.load, version.lore)

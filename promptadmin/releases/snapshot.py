@@ -23,6 +23,7 @@ from promptadmin.content.models import (
     Segment,
 )
 from promptadmin.core.tokens import tokenizer
+from promptadmin.lore.selectors import lore_rows
 
 T = TypeVar("T")
 
@@ -62,10 +63,12 @@ class SnapSegment:
 
 @dataclass(frozen=True)
 class ContentSet:
-    """The objects and the active segments of one version of the game content."""
+    """The objects and the active segments of one version of the game content, and its
+    active lore entries as bundles hold them, by world slug ("": every world's)."""
 
     catalog: Mapping[str, list[dict[str, Any]]]
     segments: Mapping[int, SnapSegment]
+    lore: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     # Worked out once: the bundles (see releases.bundles.built).
     _built: list[Any] = field(default_factory=list, repr=False, compare=False)
 
@@ -141,10 +144,10 @@ def one_snapshot(read: Callable[[], T]) -> T:
 
 
 def _read_working_content() -> ContentSet:
-    """Every object and active segment, in six queries."""
+    """Every object, active segment and active lore entry, in seven queries."""
     catalog = working_catalog()
     segments = {row.id: row for row in segments_of(catalog, Q())}
-    return ContentSet(catalog=catalog, segments=segments)
+    return ContentSet(catalog=catalog, segments=segments, lore=lore_rows())
 
 
 def segments_of(catalog: Mapping[str, list[dict[str, Any]]], where: Q) -> list[SnapSegment]:

@@ -26,6 +26,7 @@ from django.db.models import Q
 
 from promptadmin.content.models import SEGMENT_SCOPES, Scope, Segment
 from promptadmin.core.tokens import tokenizer
+from promptadmin.lore.selectors import lore_rows
 from promptadmin.releases import snapshot
 from promptadmin.releases.bundles import (
     BUNDLE_FORMAT,
@@ -40,6 +41,7 @@ from promptadmin.releases.bundles import (
     decode,
     heads,
     hold,
+    hold_lore,
     manifest_of,
     sha256,
 )
@@ -111,15 +113,19 @@ def _read() -> Version:
     }
     remembered: dict[str, str] = cache.get(REMEMBERED_KEY) or {}
     sha_of = {owner: remembered[key] for owner, key in keys.items() if key in remembered}
+    # Lore is read whole (one query) and its bundles made again; those stored are not held.
+    lore_sha: dict[Owner, str] = {}
+    lore_held: dict[str, Held] = {}
+    hold_lore(lore_rows(), lore_sha, lore_held)
     # A bundle remembered must be stored, or its text in the cache: else read it again.
     stored = set(
-        ReleaseBundle.objects.filter(sha256__in=list(set(sha_of.values()))).values_list(
+        ReleaseBundle.objects.filter(sha256__in=list({*sha_of.values(), *lore_held})).values_list(
             "sha256", flat=True
         )
     )
     unstored = {owner: sha for owner, sha in sha_of.items() if sha not in stored}
     texts = cache.get_many([_text_key(sha) for sha in set(unstored.values())])
-    held: dict[str, Held] = {}
+    held = {sha: bundle for sha, bundle in lore_held.items() if sha not in stored}
     for owner, sha in unstored.items():
         text = texts.get(_text_key(sha))
         if text is None:
@@ -139,7 +145,7 @@ def _read() -> Version:
         # two processes writing at once may drop each other's news: read again, no harm.
         made[REMEMBERED_KEY] = {keys[owner]: sha for owner, sha in sha_of.items()}
         cache.set_many(made, REMEMBERED_SECONDS)
-    manifest = manifest_of(catalog, sha_of)
+    manifest = manifest_of(catalog, {**sha_of, **lore_sha})
     return Version(
         manifest,
         catalog=lambda: catalog,

@@ -50,6 +50,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("lore/test/", lore.lore_test, name="lore_test"),
     path("lore/check/", lore.lore_check, name="lore_check"),
     path("lore/batch/", lore.lore_batch, name="lore_batch"),
+    path("lore/import/", lore.lore_import, name="lore_import"),
     path("lore/<int:pk>/", lore.lore_edit, name="lore_edit"),
     path("lore/<int:pk>/delete/", lore.lore_delete, name="lore_delete"),
     path("lore/<int:pk>/history/", lore.lore_history, name="lore_history"),
@@ -100,6 +101,7 @@ studio_patterns: list[URLPattern | URLResolver] = [
     path("scenarios/", scenarios.scenario_list, name="scenario_list"),
     path("scenarios/<int:pk>/", scenarios.scenario_edit, name="scenario_edit"),
     path("scenarios/<int:pk>/delete/", scenarios.scenario_delete, name="scenario_delete"),
+    path("scenarios/<int:pk>/playtest/", playtests.scenario_playtest, name="scenario_playtest"),
 ]
 for kind in CATALOG_KINDS:
     prefix = KINDS[kind].section

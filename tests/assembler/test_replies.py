@@ -7,13 +7,17 @@ import time
 import pytest
 
 from assembler import get_tokenizer
+from assembler.history import HistoryMessage, SummaryText
 from assembler.impact import ExpectationError
 from assembler.replies import (
+    NO_INPUT,
     check_reply,
     parse_judgement,
     parse_reply_expectation,
+    playtest_messages,
     reply_params_problems,
 )
+from assembler.request import History
 
 TOK = get_tokenizer()
 
@@ -116,3 +120,49 @@ def test_reply_parameters_are_bounded() -> None:
         {"temperature": float("nan"), "max_tokens": 0, "samples": 6, "seed": 2**64}
     )
     assert set(problems) == {"temperature", "max_tokens", "samples", "seed"}
+
+
+def history(*said: tuple[str, str], summary: SummaryText | None = None, budget: int = 500):  # type: ignore[no-untyped-def]
+    messages = [HistoryMessage(n, role, text) for n, (role, text) in enumerate(said, start=1)]
+    return History(messages, summary, budget)
+
+
+def test_a_history_is_sent_as_messages_in_their_roles_before_the_input() -> None:
+    said = history(("user", "Hail."), ("assistant", "Aye."), ("system", "Night falls."))
+    assert playtest_messages("PROMPT", {"mood": "wary"}, said, TOK) == [
+        {"role": "system", "content": "PROMPT"},
+        {"role": "user", "content": "Hail."},
+        {"role": "assistant", "content": "Aye."},
+        {"role": "system", "content": "Night falls."},
+        {"role": "user", "content": '{"mood": "wary"}'},
+    ]
+    assert playtest_messages("PROMPT", None, said, TOK)[-1]["content"] == "Night falls."
+    assert playtest_messages("PROMPT", None, history(), TOK)[-1]["content"] == NO_INPUT
+
+
+def test_the_history_sent_is_fitted_to_its_budget_with_the_summary_first() -> None:
+    older = [("user", f"Old question {n}?") for n in range(40)]
+    said = history(
+        *older,
+        ("user", "Where is the bell?"),
+        ("assistant", "In the tower."),
+        summary=SummaryText("Ann asked many things.", covers_through=10),
+        budget=40,
+    )
+    messages = playtest_messages("PROMPT", "Go.", said, TOK)
+    assert messages[1] == {
+        "role": "system",
+        "content": "Summary of earlier conversation:\nAnn asked many things.",
+    }
+    assert messages[-3:] == [
+        {"role": "user", "content": "Where is the bell?"},
+        {"role": "assistant", "content": "In the tower."},
+        {"role": "user", "content": "Go."},
+    ]
+    assert len(messages) < 10  # the budget keeps only the newest messages
+
+
+def test_a_message_cut_short_by_the_budget_is_sent_as_cut() -> None:
+    long = "Tell me about the old wars of the north. Start with the first one."
+    (_system, cut) = playtest_messages("PROMPT", None, history(("user", long), budget=14), TOK)
+    assert cut == {"role": "user", "content": "Tell me about the old wars of the north."}

@@ -49,3 +49,39 @@ def test_an_author_writes_lore_tests_a_line_and_sees_it_in_the_preview(
     expect(lore.locator("mark")).to_have_text("bell")
     expect(page.locator(".block.layer-lore")).to_contain_text("hull of a sunken ship")
     screenshot(page, "lore-preview")
+
+
+def test_an_author_imports_a_world_info_file_from_the_lore_page_dry_run_first(
+    page: Any, make_user: Any, sign_in: Any, tmp_path: Any
+) -> None:
+    import json
+
+    book = tmp_path / "relics.json"
+    entries = {
+        str(uid): {"uid": uid, "key": [f"relic{uid}"], "comment": f"Relic {uid}",
+                   "content": f"Relic {uid} hums at night.", "order": 100, "position": 1}
+        for uid in range(3)
+    }  # fmt: skip
+    book.write_text(json.dumps({"entries": entries}), encoding="utf-8")
+    make_user("ada", "author")
+    sign_in(page, "ada", "/lore/?world=iron-coast")
+    page.locator("details.lore-import summary").click()
+    form = page.locator("#lore-import-form")
+    expect(form.get_by_label("World", exact=True)).to_have_value("iron-coast")
+    form.get_by_label("World Info file").set_input_files(str(book))
+
+    # A dry run, through the real CSRF check of a browser's form: what would change.
+    form.get_by_role("button", name="Dry run").click()
+    report = page.locator("#lore-import-report")
+    expect(report).to_contain_text("Would create 3, update 0; 0 unchanged, 0 skipped.")
+    expect(report).to_contain_text("Relic 2")
+    assert not LoreEntry.objects.exists()
+
+    # The import itself (the page keeps the world; the file is chosen again).
+    form = page.locator("#lore-import-form")
+    form.get_by_label("World Info file").set_input_files(str(book))
+    form.get_by_role("button", name="Import").click()
+    expect(page.locator("#lore-import-report")).to_contain_text("Created 3, updated 0")
+    assert LoreEntry.objects.filter(world__slug="iron-coast").count() == 3
+    page.locator("#lore-import-report").get_by_role("link", name="Relic 1").click()
+    expect(page.get_by_label("Content")).to_have_value("Relic 1 hums at night.")

@@ -42,3 +42,29 @@ def test_typing_in_the_cast_picker_picks_the_npc(
         page.get_by_role("region", name="Cast").get_by_role("button", name="Add at the end").click()
         expect(page.locator("#entry-cast ol")).to_contain_text(name)
         assert [link.npc.slug for link in gate.ordered_cast()] == cast
+
+
+def test_the_preview_and_a_new_entry_pick_with_the_keyboard(
+    page: Any, make_user: Any, sign_in: Any, gate: Entry
+) -> None:
+    """The preview's entry and a new entry's world are pickers, not selects of every row."""
+    make_user("ada", "author")
+    sign_in(page, "ada", "/preview/")
+    entry = page.get_by_role("combobox", name="Entry")
+    entry.press_sequentially("Cind")
+    expect(page.locator("#id_entry_options [role=option]").first).to_contain_text("Cinder Gate")
+    entry.press("ArrowDown")
+    entry.press("Enter")
+    expect(page).to_have_url(re.compile(r"[?&]entry=cinder-gate(&|$)"))
+    expect(page.locator("#preview-result")).not_to_contain_text("Choose an entry")
+
+    page.goto("/entries/new/")
+    page.get_by_label("Name").fill("Salt Road")
+    world = page.get_by_role("combobox", name="World")
+    world.press_sequentially(gate.world.name[:4])
+    expect(page.locator("#id_world_options [role=option]").first).to_contain_text(gate.world.name)
+    world.press("ArrowDown")
+    world.press("Enter")
+    page.get_by_role("button", name="Create entry").click()
+    expect(page).to_have_url(re.compile(r"/entries/salt-road/$"))
+    assert Entry.objects.get(slug="salt-road").world == gate.world

@@ -50,10 +50,15 @@ def test_npcs_and_state_are_part_of_the_preview(
 ) -> None:
     make_user("vic", "viewer")
     sign_in(page, "vic", "/preview/?entry=drowned-bell&first_turn=on")
-    page.get_by_label("NPC at priority 1").select_option("marta-vell")
-    page.locator("#tier-1").fill("2")
-    page.get_by_label("NPC at priority 2").select_option("old-cobb")
-    page.locator("#tier-2").fill("2")
+    # Each NPC is a searchable picker (a game has thousands), chosen with the keyboard.
+    for number, typed, name in ((1, "Mar", "Marta Vell"), (2, "old", "Old Cobb")):
+        picker = page.get_by_role("combobox", name=f"NPC at priority {number}")
+        picker.press_sequentially(typed)
+        expect(page.locator(f"#npc-{number}_options [role=option]").first).to_contain_text(name)
+        picker.press("ArrowDown")
+        picker.press("Enter")
+        expect(picker).to_have_value(re.compile(rf"{name}.*\("))
+        page.locator(f"#tier-{number}").fill("2")
     page.get_by_label("NPC budget").fill("80")
     page.get_by_label("Game state").fill('{"tide": "low"}')
     cuts = page.get_by_test_id("truncation")
@@ -61,3 +66,4 @@ def test_npcs_and_state_are_part_of_the_preview(
     expect(page.locator(".block.layer-npc")).to_contain_text("[NPC: Marta Vell]")
     expect(page.locator(".block.layer-game_state")).to_contain_text("tide: low")
     screenshot(page, "11-preview-npcs")
+    assert "npc=marta-vell" in page.url and "npc=old-cobb" in page.url  # slugs, as links

@@ -146,7 +146,11 @@ class SegmentFilterSerializer(serializers.Serializer):
     search = serializers.CharField(
         required=False,
         max_length=200,
-        help_text="Text the content or the title contains (any case).",
+        help_text=(
+            "Words to find (any case): each must begin a word of the title or the content,"
+            " or be part of the owner's name. Looked up in a full-text index; the order"
+            " stays the list's."
+        ),
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:

@@ -181,7 +181,8 @@ class LoreFilterSerializer(serializers.Serializer):
     search = serializers.CharField(
         required=False,
         max_length=200,
-        help_text="Text the title, the content or a key contains (any case).",
+        help_text="Words, each the start of a word of the title, a key or the content (any "
+        "case; every word must match).",
     )
 
 

@@ -17,9 +17,10 @@ from assembler.replies import (
     MAX_TEMPERATURE,
     REPLY_KINDS,
 )
-from assembler.request import MAX_NPCS, MAX_SLUG
+from assembler.request import MAX_CONVERSATION_KEY, MAX_NPCS, MAX_SLUG
 from promptadmin.api import fields as f
 from promptadmin.api.serializers.assembly import (
+    LoreOptionsSerializer,
     NpcRequestField,
     OutcomeSerializer,
     StateSerializer,
@@ -202,6 +203,7 @@ class ScenarioInputSerializer(StrictSerializer):
     state = StateSerializer(required=False)
     token_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
     npc_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
+    lore = LoreOptionsSerializer(required=False)
     expectations = serializers.ListField(
         child=ExpectationSerializer(), required=False, max_length=MAX_EXPECTATIONS
     )
@@ -214,6 +216,14 @@ class ScenarioInputSerializer(StrictSerializer):
     seed = f.Integer(required=False, allow_null=True, help_text="Playtests: sent when set.")
     samples = f.Integer(
         required=False, min_value=1, max_value=MAX_SAMPLES, help_text="Playtests: replies per side."
+    )
+    conversation = f.Text(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=MAX_CONVERSATION_KEY,
+        help_text="Playtests: a conversation's key; its history is sent as chat messages "
+        "before the input. Blank or null: none.",
     )
 
 
@@ -228,11 +238,16 @@ class ScenarioSerializer(serializers.Serializer):
     state = serializers.DictField(required=False)
     token_budget = f.Integer(required=False, default=assembler.DEFAULT_TOKEN_BUDGET)
     npc_budget = f.Integer(required=False, default=assembler.DEFAULT_NPC_BUDGET)
+    lore = serializers.DictField(
+        required=False,
+        help_text="The request's lore option, only what differs from the defaults ({}: all).",
+    )
     expectations = ExpectationSerializer(many=True, required=False)
     temperature = f.Number(required=False, default=0.0)
     max_tokens = f.Integer(required=False, default=300)
     seed = f.Integer(required=False, allow_null=True)
     samples = f.Integer(required=False, default=1)
+    conversation = f.Text(required=False, default="", help_text="A conversation's key, or blank.")
     revision = f.Integer(read_only=True)
 
     @staticmethod
@@ -246,11 +261,13 @@ class ScenarioSerializer(serializers.Serializer):
             "state": scenario.state,
             "token_budget": scenario.token_budget,
             "npc_budget": scenario.npc_budget,
+            "lore": scenario.lore,
             "expectations": scenario.expectations,
             "temperature": scenario.temperature,
             "max_tokens": scenario.max_tokens,
             "seed": scenario.seed,
             "samples": scenario.samples,
+            "conversation": scenario.conversation,
             "revision": scenario.revision,
         }
 
@@ -269,7 +286,9 @@ class FieldChangeSerializer(serializers.Serializer):
     after = serializers.JSONField()
 
 
-class SegmentChangeSerializer(SegmentSummarySerializer):
+class ContentChangeSerializer(serializers.Serializer):
+    """What changed of a segment or a lore entry."""
+
     fields = serializers.ListField(child=f.Text())
     changes = FieldChangeSerializer(
         many=True, help_text="Each changed field but the content, before and after."
@@ -278,10 +297,32 @@ class SegmentChangeSerializer(SegmentSummarySerializer):
     diff = f.Text(allow_blank=True, help_text="Unified diff of the content ('' if unchanged).")
 
 
-class SegmentChangesSerializer(serializers.Serializer):
-    added = SegmentSummarySerializer(many=True)
-    changed = SegmentChangeSerializer(many=True)
-    removed = SegmentSummarySerializer(many=True)
+class SegmentChangeSerializer(SegmentSummarySerializer, ContentChangeSerializer):
+    pass
+
+
+def change_set(
+    name: str, summary: type[serializers.Serializer], change: type[serializers.Serializer], doc: str
+) -> type[serializers.Serializer]:
+    """A serializer of what was ``added``, ``changed`` and ``removed`` of one kind of thing."""
+    return type(
+        name,
+        (serializers.Serializer,),
+        {
+            "__doc__": doc,
+            "added": summary(many=True),
+            "changed": change(many=True),
+            "removed": summary(many=True),
+        },
+    )
+
+
+SegmentChangesSerializer = change_set(
+    "SegmentChangesSerializer",
+    SegmentSummarySerializer,
+    SegmentChangeSerializer,
+    "Active segments added, changed and removed.",
+)
 
 
 class ObjectSummarySerializer(serializers.Serializer):
@@ -298,10 +339,32 @@ class ObjectChangeSerializer(ObjectSummarySerializer):
     diff = f.Text(allow_blank=True, help_text="Unified diff of the description ('' if unchanged).")
 
 
-class ObjectChangesSerializer(serializers.Serializer):
-    added = ObjectSummarySerializer(many=True)
-    changed = ObjectChangeSerializer(many=True)
-    removed = ObjectSummarySerializer(many=True)
+ObjectChangesSerializer = change_set(
+    "ObjectChangesSerializer",
+    ObjectSummarySerializer,
+    ObjectChangeSerializer,
+    "Worlds, rulesets, NPCs and entries added, changed and removed.",
+)
+
+
+class LoreSummarySerializer(serializers.Serializer):
+    id = f.Integer()
+    world = f.Text(allow_null=True, help_text="The world's slug; null: lore of every world.")
+    title = f.Text(allow_blank=True)
+    tokens = f.Integer()
+
+
+class LoreChangeSerializer(LoreSummarySerializer, ContentChangeSerializer):
+    pass
+
+
+LoreChangesSerializer = change_set(
+    "LoreChangesSerializer",
+    LoreSummarySerializer,
+    LoreChangeSerializer,
+    "Active lore entries (what assembles) added, changed and removed: one made inactive is "
+    "removed.",
+)
 
 
 class ExpectationResultSerializer(serializers.Serializer):
@@ -360,4 +423,5 @@ class CompareSerializer(serializers.Serializer):
     after = SideSerializer()
     segments = SegmentChangesSerializer()
     objects = ObjectChangesSerializer()
+    lore = LoreChangesSerializer()
     scenarios = ScenarioImpactSerializer(many=True)

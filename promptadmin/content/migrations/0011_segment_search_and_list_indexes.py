@@ -2,36 +2,19 @@
 full-text search of segments (a stored tsvector and its GIN index, PostgreSQL only: see
 content.search)."""
 
-from typing import Any
-
 from django.db import migrations, models
+
+from promptadmin.content.search import search_column
 
 
 # A stored tsvector of each segment's title (weight A) and text (B), kept by PostgreSQL
 # itself, and its GIN index: a search reads matches from the index and ranks them from
 # the stored vectors, recomputing nothing. Outside the model (SQLite has neither, and
 # content.search only reads it on PostgreSQL).
-SEARCH_COLUMN = """
-ALTER TABLE promptadmin_segment ADD COLUMN search tsvector GENERATED ALWAYS AS (
-    setweight(to_tsvector('simple'::regconfig, coalesce(title, '')), 'A')
-    || setweight(to_tsvector('simple'::regconfig, coalesce(content, '')), 'B')
-) STORED;
-CREATE INDEX segment_search ON promptadmin_segment USING gin (search);
-"""
-DROP_SEARCH_COLUMN = """
-DROP INDEX IF EXISTS segment_search;
-ALTER TABLE promptadmin_segment DROP COLUMN IF EXISTS search;
-"""
-
-
-def add_search_column(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(SEARCH_COLUMN)
-
-
-def drop_search_column(apps: Any, schema_editor: Any) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP_SEARCH_COLUMN)
+SEARCH_VECTOR = (
+    "setweight(to_tsvector('simple'::regconfig, coalesce(title, '')), 'A')"
+    " || setweight(to_tsvector('simple'::regconfig, coalesce(content, '')), 'B')"
+)
 
 
 class Migration(migrations.Migration):
@@ -68,5 +51,5 @@ class Migration(migrations.Migration):
             model_name="segment",
             index=models.Index(fields=["scope", "sort_order", "id"], name="segment_by_scope"),
         ),
-        migrations.RunPython(add_search_column, drop_search_column, elidable=False),
+        search_column("promptadmin_segment", "segment_search", SEARCH_VECTOR),
     ]

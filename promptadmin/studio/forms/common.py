@@ -13,8 +13,20 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from assembler.request import MAX_BUDGET
 from promptadmin.content.kinds import KINDS, kind_of
 from promptadmin.content.models import SEGMENT_SCOPES, is_slug
+
+# A token budget's box: the request parser words what is out of range.
+BUDGET = forms.NumberInput(attrs={"min": 0, "max": MAX_BUDGET})
+
+
+def optional_number(
+    label: str, help_text: str, widget: forms.Widget = BUDGET
+) -> forms.IntegerField:
+    """A whole number a person may leave empty (the request's default then)."""
+    return forms.IntegerField(required=False, widget=widget, label=label, help_text=help_text)
+
 
 # Only the assemblable scopes are ever offered for writing.
 SCOPE_CHOICES = [(scope.value, scope.label) for scope in SEGMENT_SCOPES]
@@ -127,9 +139,16 @@ class ObjectPicker(forms.Widget):
 
     template_name = "studio/_object_picker.html"
 
-    def __init__(self, kinds: Iterable[str] = tuple(KINDS), attrs: Any = None) -> None:
+    def __init__(
+        self, kinds: Iterable[str] = tuple(KINDS), attrs: Any = None, *, bare: bool = False
+    ) -> None:
         super().__init__(attrs)
         self.kinds = tuple(kinds)
+        # ``bare``: the value is the slug alone, as a link or a form of one kind names
+        # its object (``?entry=cinder-gate``), not ``kind:slug``.
+        if bare and len(self.kinds) != 1:
+            raise ValueError("A bare picker picks objects of one kind.")
+        self.bare = bare
         # Labels known to the caller (``kind:slug`` -> label), saving a query per picker
         # on pages that show many.
         self.labels: dict[str, str] = {}
@@ -138,26 +157,39 @@ class ObjectPicker(forms.Widget):
         return f"{name}_search"
 
     def value_from_datadict(self, data: Any, files: Any, name: str) -> str:
-        """The picked ``kind:slug``; or the typed text when it no longer shows the pick
-        (typed without JavaScript, or a draft restored)."""
-        picked = (data.get(name) or "").strip()
-        typed = (data.get(self.search_name(name)) or "").strip()
+        """The picked ``kind:slug`` (a bare picker's: the slug); or the typed text when it
+        no longer shows the pick (typed without JavaScript, or a draft restored)."""
+        return self.chosen(data.get(name), data.get(self.search_name(name)))
+
+    def chosen(self, picked: str | None, typed: str | None) -> str:
+        """What a picker holding ``picked`` in its hidden input and ``typed`` in its box
+        chose (for rows of pickers sharing one name, read side by side)."""
+        picked, typed = (picked or "").strip(), (typed or "").strip()
         if not typed:
             return picked
         labelled = _LABELLED.search(typed)
-        if picked and labelled is not None and picked.endswith(f":{labelled['slug']}"):
-            return picked
+        if picked and labelled is not None:
+            slug = labelled["slug"]
+            if picked == slug if self.bare else picked.endswith(f":{slug}"):
+                return picked
         return typed
+
+    def qualified(self, value: str) -> str:
+        """``value`` as ``kind:slug`` when it is a bare picker's slug, else as it is."""
+        if self.bare and value and ":" not in value and is_slug(value):
+            return f"{self.kinds[0]}:{value}"
+        return value
 
     def label_for(self, value: str) -> str:
         if not value:
             return ""
-        if value in self.labels:
-            return self.labels[value]
-        kind, sep, _slug = value.partition(":")
+        qualified = self.qualified(value)
+        if qualified in self.labels:
+            return self.labels[qualified]
+        kind, sep, _slug = qualified.partition(":")
         if not sep or kind not in KINDS:
             return value  # typed text, shown back as typed
-        obj = resolve_object(value)
+        obj = resolve_object(qualified)
         return object_label(obj) if obj is not None else value
 
     def render(self, name: str, value: Any, attrs: Any = None, renderer: Any = None) -> str:
@@ -166,8 +198,9 @@ class ObjectPicker(forms.Widget):
 
     def get_context(self, name: str, value: Any, attrs: Any) -> dict[str, Any]:
         context = super().get_context(name, value, attrs)
-        value = "" if value is None else str(value)
-        picked = value.partition(":")[0] in KINDS and ":" in value
+        value = "" if value is None else str(getattr(value, "slug", value))
+        qualified = self.qualified(value)
+        picked = qualified.partition(":")[0] in KINDS and ":" in qualified
         widget = context["widget"]
         widget_id = widget["attrs"].get("id") or f"id_{name}"
         widget.update(
@@ -178,11 +211,53 @@ class ObjectPicker(forms.Widget):
                 "input_id": widget_id,
                 "listbox_id": f"{widget_id}_options",
                 "url": f"{reverse('studio:object_picker')}?kinds={','.join(self.kinds)}"
-                f"&field={self.search_name(name)}",
+                f"&field={self.search_name(name)}{'&bare=1' if self.bare else ''}",
                 "kinds": [KINDS[key].label for key in self.kinds],
             }
         )
         return context
+
+
+def picked_slug(picker: ObjectPicker, picked: str | None, typed: str | None) -> str:
+    """The slug a bare ``picker`` (one kind) holding ``picked`` and ``typed`` chose; what
+    was typed, as typed, when it names no such object (or several): the caller's checks
+    then say what is wrong with it."""
+    value = picker.chosen(picked, typed)
+    try:
+        obj = resolve_picked(value, picker.kinds) if value else None
+    except AmbiguousObject:
+        return value
+    return obj.slug if obj is not None and kind_of(obj).key in picker.kinds else value  # type: ignore[attr-defined]
+
+
+def picked_labels(kind: str, slugs: Iterable[str]) -> dict[str, str]:
+    """Pickers' labels for the objects of ``kind`` called ``slugs`` (one query), for
+    :attr:`ObjectPicker.labels`: a page showing a row of pickers reads them at once."""
+    rows = KINDS[kind].model._default_manager.filter(slug__in=[s for s in slugs if s])
+    return {object_value(obj): object_label(obj) for obj in rows.only("slug", "name")}
+
+
+class PickedObjectField(forms.Field):
+    """An object of one kind, chosen with a bare :class:`ObjectPicker` (its slug, or a
+    name typed without JavaScript): a select's replacement when the table may hold
+    thousands of rows. Cleans to the object."""
+
+    def __init__(self, kind: str, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", ObjectPicker((kind,), bare=True))
+        super().__init__(**kwargs)
+        self.kind = kind
+
+    def prepare_value(self, value: Any) -> Any:
+        return getattr(value, "slug", value)
+
+    def to_python(self, value: Any) -> models.Model | None:
+        if isinstance(value, models.Model) or value in self.empty_values:
+            return value or None
+        obj = resolve_picked(str(value), (self.kind,))  # AmbiguousObject: a field error
+        if obj is None or kind_of(obj).key != self.kind:
+            label = KINDS[self.kind].label
+            raise ValidationError(f"No {label} is called '{value}'; choose from the list.")
+        return obj
 
 
 def picked_object(data: Any, name: str, kinds: tuple[str, ...]) -> models.Model | None:

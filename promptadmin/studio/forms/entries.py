@@ -6,10 +6,10 @@ from typing import Any
 
 from django import forms
 
-from promptadmin.content.models import Ruleset, World
+from promptadmin.content.models import Ruleset
 from promptadmin.core.templatetags.bidi import bdi
 from promptadmin.studio.forms.catalog import CatalogForm
-from promptadmin.studio.forms.common import AutoDirSelect
+from promptadmin.studio.forms.common import PickedObjectField
 
 
 class EntryForm(CatalogForm):
@@ -17,12 +17,8 @@ class EntryForm(CatalogForm):
 
     field_order = ("name", "slug", "world", "description", "rulesets")
 
-    world = forms.ModelChoiceField(
-        queryset=World.objects.order_by("name"),
-        to_field_name="slug",
-        empty_label="Choose…",
-        widget=AutoDirSelect,
-    )
+    # A picker, not a select: a game may have hundreds of worlds.
+    world = PickedObjectField("world")
     rulesets = forms.ModelMultipleChoiceField(
         queryset=Ruleset.objects.order_by("name"),
         to_field_name="slug",

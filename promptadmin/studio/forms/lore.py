@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.template.defaultfilters import filesizeformat
 
 from assembler.lore import (
     MAX_LORE_GROUP_LENGTH,
@@ -16,6 +17,7 @@ from assembler.lore import (
 )
 from assembler.request import MAX_SLUG
 from promptadmin.content.models import World, is_slug
+from promptadmin.lore.worldinfo import MAX_FILE_BYTES
 from promptadmin.studio.forms.common import AutoDirSelect
 
 EVERY_WORLD = "*"
@@ -227,3 +229,34 @@ class LoreTestForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Type what a player might say…"}),
     )
     world = forms.CharField(required=False, max_length=MAX_SLUG)
+
+
+class LoreImportForm(forms.Form):
+    """Import a SillyTavern World Info file into a world: a dry run (what would change)
+    or the import itself, by the button pressed."""
+
+    world = forms.ChoiceField(widget=AutoDirSelect, error_messages={"required": "Choose a world."})
+    file = forms.FileField(
+        label="World Info file",
+        help_text=f"A SillyTavern World Info JSON file, up to {filesizeformat(MAX_FILE_BYTES)}.",
+        error_messages={"required": "Choose a file to import."},
+        widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
+    )
+    action = forms.ChoiceField(
+        choices=[("dry_run", "Dry run"), ("import", "Import")],
+        error_messages={"required": "Choose Dry run or Import."},
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Its own ids: the Lore page shows it beside the filters, which have a world too.
+        kwargs.setdefault("auto_id", "import_%s")
+        super().__init__(*args, **kwargs)
+        worlds = World.objects.order_by("name", "slug").values_list("slug", "name")
+        self.fields["world"].choices = [
+            ("", "Choose a world…"),
+            *[(slug, f"{name} ({slug})") for slug, name in worlds],
+        ]
+
+    @property
+    def dry_run(self) -> bool:
+        return self.cleaned_data.get("action") != "import"

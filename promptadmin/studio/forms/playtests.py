@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from promptadmin.releases.models import WORKING, Scenario
+from promptadmin.releases.models import PRODUCTION, WORKING, Scenario
 from promptadmin.releases.selectors import choices
 
 
@@ -28,3 +28,12 @@ class PlaytestForm(forms.Form):
         versions = choices()
         self.fields["release"].choices = versions
         self.fields["compare_to"].choices = [("", "Nothing"), *versions]
+
+
+def before_and_after() -> PlaytestForm:
+    """The form of a scenario page's "Playtest": the working copy, compared with what is
+    live (the production label) when there is one."""
+    form = PlaytestForm()
+    if any(value == PRODUCTION for value, _ in form.fields["compare_to"].choices):
+        form.initial["compare_to"] = PRODUCTION
+    return form

@@ -26,29 +26,59 @@ from assembler.request import (
     RequestError,
     parse_assemble_params,
 )
-from promptadmin.content.models import NPC, Entry, EntryNpc
+from promptadmin.content.models import NPC, EntryNpc
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.core.text import normalize_newlines
 from promptadmin.releases.models import MAX_SCENARIO_NAME, WORKING
 from promptadmin.releases.selectors import choices as release_choices
-from promptadmin.studio.forms.common import AutoDirSelect
+from promptadmin.studio.forms.common import (
+    BUDGET,
+    ObjectPicker,
+    optional_number,
+    picked_labels,
+    picked_slug,
+)
+from promptadmin.studio.forms.lore_options import LoreOptionFields
 
 # The dynamic layers as the form shows them, titled as the assembler titles them.
 DYNAMIC_LAYERS = tuple((scope, LAYER_TITLES[scope]) for scope in assembler.DYNAMIC_SCOPES)
 # Each block format, shown by how it opens the core layer.
 BLOCK_FORMATS = [(name, f"{block_open('core', name)} ({name})") for name in assembler.BLOCK_FORMATS]
-BUDGET = forms.NumberInput(attrs={"min": 0, "max": assembler.MAX_BUDGET})
+ENTRY_PICKER = ObjectPicker(("entry",), bare=True)
+NPC_PICKER = ObjectPicker(("npc",), bare=True)
 
 
-class PreviewForm(forms.Form):
+def posted_npcs(data: QueryDict) -> list[str]:
+    """Each NPC row's choice (rows of pickers named ``npc``, beside their ``tier``), as a
+    slug; as typed when it names no NPC, for the request's checks to say so."""
+    typed = data.getlist("npc_search")
+    return [
+        picked_slug(NPC_PICKER, picked, typed[i] if i < len(typed) else "")
+        for i, picked in enumerate(data.getlist("npc"))
+    ]
+
+
+def with_npc_pickers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (each with an NPC's ``slug``), each given its NPC ``picker`` (a game has
+    thousands of NPCs: not a select of them all), labelled in one query."""
+    picker = ObjectPicker(("npc",), bare=True)
+    picker.labels = picked_labels("npc", (row["slug"] for row in rows))
+    for number, row in enumerate(rows, start=1):
+        row["picker"] = picker.render("npc", row["slug"], {"id": f"npc-{number}"})
+    return rows
+
+
+class PreviewForm(LoreOptionFields):
     """Everything a preview depends on, read from the query string so it can be shared.
 
     NPCs come as repeated ``npc`` and ``tier`` parameters, in priority order.
     """
 
-    # Text shown as a list: the request parser and the assembly judge the value.
+    # A picker (a game has thousands of entries); its slug, or the text typed, is judged
+    # by the request parser and the assembly.
     entry = forms.CharField(
-        widget=AutoDirSelect, error_messages={"required": "Choose an entry to preview."}
+        widget=ObjectPicker(("entry",), bare=True),
+        error_messages={"required": "Choose an entry to preview."},
     )
     release = forms.ChoiceField(
         required=False,
@@ -74,12 +104,7 @@ class PreviewForm(forms.Form):
         label="Conversation",
         help_text="A conversation's key: its summary and recent messages make the history layer.",
     )
-    history_budget = forms.IntegerField(
-        required=False,
-        widget=BUDGET,
-        label="History budget",
-        help_text="Empty: the conversation's own.",
-    )
+    history_budget = optional_number("History budget", "Empty: the conversation's own.")
     game_state = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     player = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     rng = forms.CharField(required=False, strip=False, widget=forms.Textarea, label="RNG")
@@ -94,9 +119,15 @@ class PreviewForm(forms.Form):
         A link that names no NPCs starts from the entry's cast (its usual NPCs, in
         priority order, at their usual tiers).
         """
-        if "entry" not in query:
+        if "entry" not in query and "entry_search" not in query:
             return cls()
         data = query.copy()
+        # What the pickers chose, as slugs (a name typed without JavaScript is looked up).
+        data["entry"] = picked_slug(ENTRY_PICKER, data.get("entry"), data.get("entry_search"))
+        if "npc" in data:
+            data.setlist("npc", posted_npcs(data))
+        for name in ("entry_search", "npc_search"):
+            data.pop(name, None)
         for name in ("token_budget", "npc_budget"):
             if not data.get(name):
                 data[name] = str(cls.base_fields[name].initial)
@@ -109,15 +140,7 @@ class PreviewForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["entry"].widget.choices = [
-            ("", "Choose an entry…"),
-            *(
-                (slug, name)
-                for slug, name in Entry.objects.order_by("name").values_list("slug", "name")
-            ),
-        ]
         self.fields["release"].choices = release_choices()
-        self.npc_options = list(NPC.objects.order_by("name").values_list("slug", "name"))
         for name, label in DYNAMIC_LAYERS:
             field = self.fields[name]
             field.label = label
@@ -140,7 +163,12 @@ class PreviewForm(forms.Form):
         else:
             rows = []
         blanks = max(3 - len(rows), 1)
-        return rows + [{"slug": "", "tier": "0"} for _ in range(blanks)]
+        return with_npc_pickers(rows + [{"slug": "", "tier": "0"} for _ in range(blanks)])
+
+    def npc_names(self) -> dict[str, str]:
+        """The names of the NPCs asked for, by slug."""
+        slugs = self.data.getlist("npc") if self.is_bound else []
+        return dict(NPC.objects.filter(slug__in=slugs).values_list("slug", "name"))
 
     def _npc_requests(self) -> list[dict[str, Any]]:
         """The NPC rows asked for, as a request holds them (a tier that is not a number
@@ -169,6 +197,7 @@ class PreviewForm(forms.Form):
             "policy": {"block_format": cleaned.get("block_format") or DEFAULT_BLOCK_FORMAT},
             "conversation": cleaned.get("conversation") or None,
             "release": cleaned.get("release") or WORKING,
+            "lore": self.lore_request(cleaned),
         }
         for name in ("first_turn", "token_budget", "npc_budget", "history_budget"):
             if cleaned.get(name) is not None:
@@ -208,6 +237,7 @@ class PreviewForm(forms.Form):
                 self.add_error(None, [f"NPCs: {message}" for message in messages])
                 continue
             name = rest if top in ("state", "policy") and rest else top
+            name = self.lore_field(path) or name
             self.add_error(name if name in self.fields else None, list(messages))
 
     def params(self) -> AssembleParams:

@@ -10,13 +10,26 @@ from django.core.exceptions import ValidationError
 
 import assembler
 from assembler.impact import EXPECTATION_KINDS, EXPECTATION_VALUE_KEYS, MAX_EXPECTATIONS
-from assembler.replies import is_reply_expectation
-from promptadmin.content.models import NPC, Entry
+from assembler.replies import (
+    MAX_REPLY_TOKENS,
+    MAX_SAMPLES,
+    MAX_TEMPERATURE,
+    REPLY_FIELDS,
+    REPLY_KINDS,
+)
+from promptadmin.content.models import Entry
 from promptadmin.core.storedjson import object_from_text
 from promptadmin.releases.models import WORKING, Scenario
+from promptadmin.releases.scenarios import stored_lore
 from promptadmin.releases.selectors import choices as release_choices
-from promptadmin.studio.forms.common import AutoDirSelect
-from promptadmin.studio.forms.preview import DYNAMIC_LAYERS
+from promptadmin.studio.forms.common import ObjectPicker, picked_slug
+from promptadmin.studio.forms.lore_options import LoreOptionFields
+from promptadmin.studio.forms.preview import (
+    DYNAMIC_LAYERS,
+    ENTRY_PICKER,
+    posted_npcs,
+    with_npc_pickers,
+)
 
 #: Each kind of expectation as the form names it (the same words as the preview's).
 KIND_LABELS = {
@@ -24,7 +37,15 @@ KIND_LABELS = {
     "keeps_segment": "Keeps segment #",
     "contains": "Contains text",
     "max_tokens": "At most N tokens",
+    "reply_contains": "Reply contains text",
+    "reply_excludes": "Reply leaves out text",
+    "reply_matches": "Reply matches a pattern",
+    "reply_json": "Reply is JSON, valid by a schema",
+    "reply_max_tokens": "Reply has at most N tokens",
+    "judge": "The model judges the reply by a rubric",
 }
+#: Where each kind of expectation keeps its value: the prompt's, then the reply's.
+VALUE_KEYS = {**EXPECTATION_VALUE_KEYS, **REPLY_FIELDS}
 # Rows shown beyond those filled, to add more.
 BLANK_ROWS = 2
 
@@ -42,7 +63,7 @@ class RunForm(forms.Form):
         return self.cleaned_data.get("release") or WORKING
 
 
-class ScenarioForm(forms.Form):
+class ScenarioForm(LoreOptionFields):
     """A saved scenario's settings and expectations.
 
     NPCs come as repeated ``npc`` and ``tier`` fields (priority order), expectations as
@@ -50,7 +71,8 @@ class ScenarioForm(forms.Form):
     """
 
     name = forms.CharField(max_length=100, label="Name")
-    entry = forms.ChoiceField(widget=AutoDirSelect)
+    # A picker (a game has thousands of entries): an entry's slug, or its name typed.
+    entry = forms.CharField(widget=ObjectPicker(("entry",), bare=True))
     first_turn = forms.BooleanField(
         required=False, help_text="Include the entry's opening (entry_start)."
     )
@@ -60,20 +82,39 @@ class ScenarioForm(forms.Form):
     player = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     rng = forms.CharField(required=False, strip=False, widget=forms.Textarea)
     input = forms.CharField(required=False, strip=False, widget=forms.Textarea)
+    # Checked by the scenario services (the one request parser), as the API's are.
+    conversation = forms.CharField(
+        required=False,
+        label="Conversation",
+        help_text="Playtests send its history to the model as chat messages, before the "
+        "input. Empty: none.",
+        widget=forms.TextInput(attrs={"class": "mono", "spellcheck": "false"}),
+    )
+    # How a playtest asks the model; the scenario services check them (assembler.replies).
+    # Left out (empty): unchanged.
+    temperature = forms.FloatField(required=False, min_value=0, max_value=MAX_TEMPERATURE)
+    max_tokens = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_REPLY_TOKENS,
+        label="Reply tokens",
+        help_text="At most.",
+    )
+    seed = forms.IntegerField(required=False, help_text="Sent when set and the model takes one.")
+    samples = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_SAMPLES,
+        help_text="Replies asked for on each side.",
+    )
     expected_revision = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
     kinds = [(kind, KIND_LABELS[kind]) for kind in EXPECTATION_KINDS]
+    reply_kinds = [(kind, KIND_LABELS[kind]) for kind in REPLY_KINDS]
 
     def __init__(self, data: Any = None, *, scenario: Scenario) -> None:
         super().__init__(data, initial=self.initial_of(scenario))
         self.scenario = scenario
-        self.fields["entry"].choices = list(
-            Entry.objects.order_by("name").values_list("slug", "name")
-        )
-        if scenario.entry not in dict(self.fields["entry"].choices):
-            # An entry deleted since: shown as it is, for the author to choose another.
-            self.fields["entry"].choices.append((scenario.entry, f"{scenario.entry} (missing)"))
-        self.npc_options = list(NPC.objects.order_by("name").values_list("slug", "name"))
         for name, label in DYNAMIC_LAYERS:
             field = self.fields[name]
             field.label = label
@@ -92,6 +133,12 @@ class ScenarioForm(forms.Form):
             "token_budget": scenario.token_budget,
             "npc_budget": scenario.npc_budget,
             "expected_revision": scenario.revision,
+            **LoreOptionFields.lore_initial(stored_lore(scenario)),
+            "conversation": scenario.conversation,
+            "temperature": scenario.temperature,
+            "max_tokens": scenario.max_tokens,
+            "seed": scenario.seed,
+            "samples": scenario.samples,
             **{
                 name: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 for name, value in state.items()
@@ -99,19 +146,28 @@ class ScenarioForm(forms.Form):
             },
         }
 
+    def clean_entry(self) -> str:
+        """The entry's slug; the scenario's own entry stands even if deleted since (shown
+        as it is, for the author to choose another)."""
+        value = self.cleaned_data["entry"]
+        slug = picked_slug(ENTRY_PICKER, value, None)
+        if slug != self.scenario.entry and not Entry.objects.filter(slug=slug).exists():
+            raise ValidationError(f"No entry is called '{value}'; choose from the list.")
+        return slug
+
     def npc_rows(self) -> list[dict[str, Any]]:
         if self.is_bound:
             tiers = self.data.getlist("tier")
             rows = [
                 {"slug": slug, "tier": tiers[i] if i < len(tiers) else "0"}
-                for i, slug in enumerate(self.data.getlist("npc"))
+                for i, slug in enumerate(posted_npcs(self.data))
                 if slug
             ]
         else:
             rows = [
                 {"slug": item["npc"], "tier": item.get("tier", 0)} for item in self.scenario.npcs
             ]
-        return rows + [{"slug": "", "tier": "0"} for _ in range(BLANK_ROWS)]
+        return with_npc_pickers(rows + [{"slug": "", "tier": "0"} for _ in range(BLANK_ROWS)])
 
     def expectation_rows(self) -> list[dict[str, Any]]:
         if self.is_bound:
@@ -124,15 +180,16 @@ class ScenarioForm(forms.Form):
         else:
             rows = []
             for item in self.scenario.expectations:
-                if is_reply_expectation(item):
-                    continue  # kept as it is: see kept_reply_expectations
-                key = EXPECTATION_VALUE_KEYS.get(item.get("kind", ""))
-                rows.append({"kind": item.get("kind"), "value": item.get(key, "") if key else ""})
+                key = VALUE_KEYS.get(item.get("kind", ""))
+                value = item.get(key, "") if key else ""
+                if not isinstance(value, str | int):  # a JSON schema: shown as JSON
+                    value = json.dumps(value, ensure_ascii=False)
+                rows.append({"kind": item.get("kind"), "value": value})
         return rows + [{"kind": "", "value": ""} for _ in range(BLANK_ROWS)]
 
     def _clean_npcs(self) -> None:
         tiers = self.data.getlist("tier")
-        for index, slug in enumerate(self.data.getlist("npc")):
+        for index, slug in enumerate(posted_npcs(self.data)):
             if not slug:
                 continue
             raw = (tiers[index] if index < len(tiers) else "").strip() or "0"
@@ -154,8 +211,8 @@ class ScenarioForm(forms.Form):
             self.add_error(None, f"A scenario has at most {MAX_EXPECTATIONS} expectations.")
             return
         for number, (kind, value) in enumerate(rows, start=1):
-            key = EXPECTATION_VALUE_KEYS.get(kind)
-            if kind not in EXPECTATION_VALUE_KEYS:
+            key = VALUE_KEYS.get(kind)
+            if kind not in VALUE_KEYS:
                 self.add_error(None, f"Expectation {number}: choose what to expect.")
                 continue
             item: dict[str, Any] = {"kind": kind}
@@ -166,6 +223,12 @@ class ScenarioForm(forms.Form):
                     self.add_error(
                         None, f"Expectation {number} ({KIND_LABELS[kind]}): a whole number."
                     )
+                    continue
+            elif key == "schema":
+                try:
+                    item[key] = object_from_text(value, f"Expectation {number} (schema)")
+                except ValidationError as exc:
+                    self.add_error(None, exc)
                     continue
             elif key is not None:
                 item[key] = value
@@ -189,10 +252,6 @@ class ScenarioForm(forms.Form):
         self._clean_expectations()
         return cleaned
 
-    def kept_reply_expectations(self) -> list[dict[str, Any]]:
-        """What the scenario expects of a model's reply (playtests): kept as they are."""
-        return [item for item in self.scenario.expectations if is_reply_expectation(item)]
-
     def changes(self) -> dict[str, Any]:
         """The scenario's fields, as ``scenario_update`` takes them."""
         data = self.cleaned_data
@@ -202,9 +261,17 @@ class ScenarioForm(forms.Form):
             "first_turn": data["first_turn"],
             "token_budget": data["token_budget"],
             "npc_budget": data["npc_budget"],
+            "lore": self.lore_request(data),
             "npcs": self.npcs,
             "state": self.state,
-            "expectations": [*self.expectations, *self.kept_reply_expectations()],
+            "expectations": self.expectations,
+            "conversation": data["conversation"],
+            "seed": data["seed"],
+            **{
+                name: data[name]
+                for name in ("temperature", "max_tokens", "samples")
+                if data[name] is not None
+            },
         }
 
     def add_service_error(self, error: ValidationError) -> None:
@@ -212,7 +279,9 @@ class ScenarioForm(forms.Form):
         ``npcs.0.tier``, ``expectations.1.text``...)."""
         for key, problems in error.message_dict.items():
             parts = key.split(".")
-            if parts[0] in self.fields:
+            if self.lore_field(key):
+                self.add_error(self.lore_field(key), problems)
+            elif parts[0] in self.fields:
                 self.add_error(parts[0], problems)
             elif parts[0] == "state" and len(parts) > 1 and parts[1] in self.fields:
                 self.add_error(parts[1], problems)

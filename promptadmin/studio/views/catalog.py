@@ -112,6 +112,7 @@ def save_catalog_edit(
         for name in names:
             data[name] = conflict.values[name]
             data.pop(f"resolve_{name}", None)
+            data.pop(f"{name}_search", None)  # a picker's box: its value stands
         data["expected_revision"] = str(current.revision)
         form = make_form(data)
         if form.is_valid() and error is not None:

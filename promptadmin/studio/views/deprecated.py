@@ -26,7 +26,7 @@ from promptadmin.content.models import DEPRECATED_SCOPES, ImportJob, Segment
 from promptadmin.content.services import deprecated, import_jobs
 from promptadmin.core.roles import Role
 from promptadmin.core.templatetags.bidi import isolate
-from promptadmin.core.uploads import announced_too_large, limit_upload
+from promptadmin.core.uploads import upload_too_large
 from promptadmin.studio import selectors
 from promptadmin.studio.access import fragment_or_page, page_of, render_page, studio_view
 from promptadmin.studio.forms.deprecated import (
@@ -57,11 +57,7 @@ def legacy_import_page(request: HttpRequest) -> HttpResponse:
     limit = settings.IMPORT_MAX_BYTES
     if request.method != "POST":
         return _legacy_import(request)
-    if announced_too_large(request, limit):
-        return _too_large(request, limit)
-    handler = limit_upload(request, "file", limit)
-    request.POST  # noqa: B018 - parsed here, through the limit, before anything reads it
-    if handler.exceeded:
+    if upload_too_large(request, "file", limit):
         return _too_large(request, limit)
     return _legacy_import(request)
 

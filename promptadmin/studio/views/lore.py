@@ -10,7 +10,9 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
+from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -18,8 +20,10 @@ import assembler
 from assembler.lore import LoreError
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.core.roles import Role
-from promptadmin.lore import selectors, services
+from promptadmin.core.uploads import upload_too_large
+from promptadmin.lore import selectors, services, worldinfo
 from promptadmin.lore.models import LoreEntry
+from promptadmin.lore.worldinfo import MAX_FILE_BYTES
 from promptadmin.studio import diffs, merging
 from promptadmin.studio.access import (
     HtmxHttpRequest,
@@ -36,6 +40,7 @@ from promptadmin.studio.forms.lore import (
     LoreBatchForm,
     LoreFilterForm,
     LoreForm,
+    LoreImportForm,
     LoreTestForm,
     world_of,
 )
@@ -94,9 +99,48 @@ def lore_list(request: HtmxHttpRequest) -> HttpResponse:
             "total_tokens": selectors.lore_total_tokens(found),
             "batch": LoreBatchForm(),
             "test_form": LoreTestForm(initial={"world": test_world}),
+            "import_form": LoreImportForm(initial={"world": test_world}),
             "test_world": test_world,
         },
     )
+
+
+@csrf_exempt  # only until the upload limit is in place: then checked, see below
+@studio_view(write=Role.AUTHOR)
+def lore_import(request: HttpRequest) -> HttpResponse:
+    """Import a SillyTavern World Info file into a world: a dry run shows what would
+    change, the import what changed, entry by entry.
+
+    The CSRF check reads the form, so it runs after the upload limit is installed (as the
+    legacy import does), never before and never not at all."""
+    if request.method == "POST" and upload_too_large(request, "file", MAX_FILE_BYTES):
+        refused = f"The file is over {filesizeformat(MAX_FILE_BYTES)}, the most an import takes."
+        return _lore_import(request, refused=refused)
+    return _lore_import(request)
+
+
+@csrf_protect
+def _lore_import(request: HttpRequest, refused: str | None = None) -> HttpResponse:
+    form = LoreImportForm(
+        request.POST if request.method == "POST" and not refused else None,
+        request.FILES if request.method == "POST" and not refused else None,
+        initial={"world": request.GET.get("world", "")},
+    )
+    report = None
+    if form.is_bound and form.is_valid():
+        world = world_of(form.cleaned_data["world"])
+        try:
+            if world is None:
+                raise ValidationError({"world": "No such world."})
+            data = worldinfo.read(form.cleaned_data["file"].read())
+            report = services.lorebook_import(
+                actor=request.user, world=world, data=data, dry_run=form.dry_run
+            )
+        except ValidationError as exc:
+            add_service_errors(form, exc)
+    status = 413 if refused else 400 if form.is_bound and form.errors else 200
+    context = {"section": "lore", "form": form, "report": report, "refused": refused}
+    return render_page(request, "studio/lore_import.html", context, status=status)
 
 
 @studio_view(write=Role.AUTHOR)

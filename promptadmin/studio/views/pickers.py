@@ -13,7 +13,8 @@ from promptadmin.studio.access import render_page, studio_view
 @studio_view()
 def object_picker(request: HttpRequest) -> HttpResponse:
     """``?kinds=world,entry&field=NAME&NAME=text``: the options (``field`` names the
-    parameter holding the text, the picker's own input)."""
+    parameter holding the text, the picker's own input; ``bare=1``: each option's value
+    is the slug alone, for a picker of one kind)."""
     kinds = tuple(k for k in request.GET.get("kinds", "").split(",") if k in KINDS) or tuple(KINDS)
     field = request.GET.get("field", "q")
     text = request.GET.get(field, "")
@@ -21,5 +22,10 @@ def object_picker(request: HttpRequest) -> HttpResponse:
     return render_page(
         request,
         "studio/_picker_options.html",
-        {"picks": picks, "text": text, "kinds": [KINDS[k].label for k in kinds]},
+        {
+            "picks": picks,
+            "text": text,
+            "kinds": [KINDS[k].label for k in kinds],
+            "bare": len(kinds) == 1 and request.GET.get("bare") == "1",
+        },
     )

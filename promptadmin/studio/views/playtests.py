@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_POST
 
 from promptadmin.core.roles import Role
 from promptadmin.playtests import selectors, services
 from promptadmin.playtests.endpoint import OFF, enabled
 from promptadmin.playtests.models import PlaytestRun
+from promptadmin.releases.models import Scenario
 from promptadmin.studio.access import HtmxHttpRequest, fragment_or_page, render_page, studio_view
 from promptadmin.studio.diffs import word_diff
 from promptadmin.studio.forms.playtests import PlaytestForm
@@ -29,22 +32,55 @@ def playtest_list(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         status = 400
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                run = services.playtest_create(
-                    actor=request.user,
-                    scenarios=data["scenarios"] or services.ALL,
-                    release=data["release"],
-                    compare_to=data["compare_to"] or None,
-                )
-            except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
-            else:
-                return redirect("studio:playtest_detail", pk=run.pk)
+        run = _start(request, form, None)
+        if run is not None:
+            return redirect("studio:playtest_detail", pk=run.pk)
     context = {"section": "playtests", "form": form, "runs": selectors.runs()[:RECENT_RUNS]}
     return render_page(request, "studio/playtests.html", context, status=status)
+
+
+def _start(
+    request: HttpRequest, form: PlaytestForm, scenarios: list[str] | None
+) -> PlaytestRun | None:
+    """Start the run ``form`` asks for, of ``scenarios`` (None: those ticked, or all);
+    None when refused, the reasons added to the form at the fields they name."""
+    if not form.is_valid():
+        return None
+    data = form.cleaned_data
+    try:
+        return services.playtest_create(
+            actor=request.user,
+            scenarios=scenarios or data["scenarios"] or services.ALL,
+            release=data["release"],
+            compare_to=data["compare_to"] or None,
+        )
+    except ValidationError as exc:
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    return None
+
+
+@require_POST
+@studio_view(write=Role.AUTHOR)
+def scenario_playtest(request: HttpRequest, pk: int) -> HttpResponse:
+    """A scenario page's "Playtest": that scenario on the release chosen (the working copy
+    by default) and, when chosen, on the one it is compared with; then the run's page.
+    A refusal (playtests off, a run over the call cap) goes back to the scenario, saying
+    why."""
+    scenario = get_object_or_404(Scenario, pk=pk)
+    if not enabled():
+        messages.error(request, OFF)
+        return redirect("studio:scenario_edit", pk=pk)
+    form = PlaytestForm(request.POST)
+    run = _start(request, form, [scenario.name])
+    if run is not None:
+        return redirect("studio:playtest_detail", pk=run.pk)
+    for field, errors in form.errors.items():
+        named = form.fields.get(field)
+        prefix = f"{named.label or field.capitalize()}: " if named is not None else ""
+        for error in errors:
+            messages.error(request, prefix + error)
+    return redirect("studio:scenario_edit", pk=pk)
 
 
 def _rows(run: PlaytestRun) -> tuple[list[dict[str, Any]], int, int]:
@@ -52,6 +88,8 @@ def _rows(run: PlaytestRun) -> tuple[list[dict[str, Any]], int, int]:
     came); and samples come so far, of samples asked."""
     results = selectors.results(run)
     by_scenario: dict[str, dict[str, Any]] = {}
+    # Runs made before scenarios named conversations hold none.
+    conversations = {item["scenario"]: item.get("conversation") for item in run.plan}
     for result in results:
         row = by_scenario.setdefault(result["scenario"], {"scenario": result["scenario"]})
         row[result["side"]] = result
@@ -71,7 +109,7 @@ def _rows(run: PlaytestRun) -> tuple[list[dict[str, Any]], int, int]:
             if left and right and left["reply"] is not None and right["reply"] is not None:
                 diff = word_diff(left["reply"], right["reply"])
             pairs.append({"before": left, "after": right, "diff": diff})
-        rows.append({**row, "pairs": pairs})
+        rows.append({**row, "pairs": pairs, "conversation": conversations.get(row["scenario"])})
     wanted = sum(1 if item.get("error") is not None else item["samples"] for item in run.plan)
     got = sum(len(result["samples"]) for result in results)
     return rows, got, wanted

@@ -59,6 +59,7 @@ def _save_scenario(
             state=dict(params.state),
             token_budget=params.token_budget,
             npc_budget=params.npc_budget,
+            lore=params.lore.to_dict(),
             expectations=[expectation for _field, expectation in expectations],
         )
     except ValidationError as exc:
@@ -102,7 +103,7 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
         except AssemblyInputError as exc:
             form.add_request_errors({name: [message] for name, message in exc.errors.items()})
         else:
-            page = present(result, dict(form.npc_options), dict(params.state))
+            page = present(result, form.npc_names(), dict(params.state))
     htmx = request.htmx
     context = {
         "section": "preview",

@@ -20,6 +20,7 @@ from assembler.result import CHANGE_KINDS
 from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
 from promptadmin.core.roles import Role
 from promptadmin.playtests import selectors as playtests
+from promptadmin.playtests.endpoint import OFF
 from promptadmin.playtests.endpoint import enabled as playtests_enabled
 from promptadmin.playtests.models import PlaytestRun
 from promptadmin.playtests.services import playtest_confirm
@@ -223,7 +224,7 @@ def _playtest_context(before: str | None) -> dict[str, Any]:
     """The publish page's "Playtest the change": the scenarios with reply expectations, the
     side it compares with, and the newest such run (its failures ask for confirmation)."""
     if not playtests_enabled():
-        return {"playtests_off": True}
+        return {"playtests_off": OFF}  # the words every page and endpoint says
     run = playtests.latest_on_working(before)
     return {
         "playtest_scenarios": playtests.scenarios_with_reply_expectations(),

@@ -18,11 +18,15 @@ from django.views.decorators.http import require_POST
 
 from promptadmin.content.assembly import AssemblyInputError
 from promptadmin.core.errors import StaleRevisionError
+from promptadmin.playtests.endpoint import OFF
+from promptadmin.playtests.endpoint import enabled as playtests_enabled
 from promptadmin.releases import services
 from promptadmin.releases.models import Scenario
 from promptadmin.releases.scenarios import from_model, run
 from promptadmin.releases.serving import resolve
 from promptadmin.studio.access import render_page, studio_view
+from promptadmin.studio.forms.lore_options import lore_words
+from promptadmin.studio.forms.playtests import before_and_after
 from promptadmin.studio.forms.scenarios import KIND_LABELS, RunForm, ScenarioForm
 
 # Scenarios judge releases: the page sits in that section (its own would not fit the bar).
@@ -47,6 +51,8 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
     rows: list[dict[str, Any]] = [
         {"scenario": scenario, "spec": from_model(scenario), "run": None} for scenario in scenarios
     ]
+    for row in rows:
+        row["lore"] = lore_words(row["spec"].lore)
     ran = None
     if form.is_bound and form.is_valid():
         try:
@@ -56,7 +62,7 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
         else:
             ran = served
             for row in rows:
-                row["run"] = run(row["spec"], served.load)
+                row["run"] = run(row["spec"], served.load, served.lore)
                 row["preview_url"] = _preview_url(row["scenario"], served.name)
     for row in rows:
         row.setdefault("preview_url", _preview_url(row["scenario"]))
@@ -113,6 +119,8 @@ def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
             "form": form,
             "kind_labels": KIND_LABELS,
             "preview_url": _preview_url(scenario),
+            "playtest_form": before_and_after(),
+            "playtests_off": None if playtests_enabled() else OFF,
         },
         status=status,
     )

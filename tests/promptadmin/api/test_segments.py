@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 from django.db.models import Q
 
+from promptadmin.content.kinds import KINDS
 from promptadmin.content.models import Segment
 from promptadmin.content.services import segments as segment_services
 from promptadmin.core.tokens import tokenizer
@@ -201,8 +202,9 @@ def test_filters_search_and_pagination(reader, demo) -> None:  # type: ignore[no
     assert ids("active=false") == set(
         Segment.objects.filter(active=False).values_list("id", flat=True)
     )
-    # The title is searched too.
-    assert ids("search=TIDE-IRON") == set(
+    # The title is searched too; every word must begin a word (the full-text index).
+    found = ids("search=TIDE-IRON")
+    assert found and found >= set(
         Segment.objects.filter(
             Q(content__icontains="tide-iron") | Q(title__icontains="tide-iron")
         ).values_list("id", flat=True)
@@ -348,3 +350,26 @@ def test_deleting_a_deprecated_segment_is_refused(writer) -> None:  # type: igno
         f"/api/v1/segments/{legacy.pk}/", HTTP_IF_MATCH=f'"segment-{legacy.pk}-r1"'
     )
     _assert_read_only(response, legacy)
+
+
+def test_search_uses_the_full_text_index(reader, django_assert_num_queries) -> None:  # type: ignore[no-untyped-def]
+    """``?search=`` is the studio's search: words matched as prefixes through the GIN
+    index (not a scan of every segment's text), the owner's name, the list's order."""
+    world = WorldFactory(name="Saltmarsh", slug="saltmarsh")
+    lantern = make_segment(scope="world", ref=world, title="Lanterns", content="They swore.")
+    oath = make_segment(scope="world", ref=world, content="The lantern oath binds.")
+    make_segment(scope="world", ref=WorldFactory(), content="A distant tern cries.")
+
+    def ids(query: str) -> list[int]:
+        response = reader.get(f"/api/v1/segments/?search={query}")
+        assert response.status_code == 200, response.json()
+        return [row["id"] for row in response.json()["results"]]
+
+    assert ids("LANT") == [lantern.pk, oath.pk]  # a prefix, in the title or the text
+    assert ids("lantern%20oa") == [oath.pk]  # every word
+    assert ids("tern") == [ids("distant")[0]]  # a word's beginning, not its middle
+    assert ids("saltm") == [lantern.pk, oath.pk]  # the owner's name
+    with django_assert_num_queries(len(KINDS) + 2) as captured:  # owners by kind, count, page
+        ids("lantern")
+    page = captured.captured_queries[-1]["sql"]
+    assert "@@" in page and "to_tsquery" in page, page

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
+from promptadmin.conversations.models import Conversation
+from promptadmin.conversations.services import conversation_append
 from promptadmin.playtests.models import PlaytestCall, PlaytestRun
 from promptadmin.releases.models import Scenario
 from promptadmin.releases.services import scenario_create
@@ -221,6 +223,21 @@ def test_a_failing_endpoint_fails_the_run_never_a_500(  # type: ignore[no-untype
     assert not PlaytestCall.objects.exists()  # nothing paid is kept: a retry asks again
 
 
+def test_a_seed_goes_only_to_an_endpoint_that_takes_one(  # type: ignore[no-untyped-def]
+    demo, writer, reader, django_capture_on_commit_callbacks
+) -> None:
+    no_seed = b'{"error": {"message": "Unsupported parameter: seed", "type": "invalid"}}'
+    with fake_llm(Reply(status=400, raw=no_seed)) as fake, endpoint(fake.url):
+        fake.respond = npc
+        scenario("seeded", [], seed=7)
+        run = reader.get(
+            playtest(writer, django_capture_on_commit_callbacks, scenarios=["seeded"]).json()["url"]
+        ).json()
+    assert run["status"] == "done", run
+    assert [("seed" in body) for body in fake.requests] == [True, False]
+    assert only(run)["samples"][0]["reply"].startswith("Aye, traveller.")
+
+
 def test_the_client_retries_a_429(  # type: ignore[no-untyped-def]
     demo, writer, reader, django_capture_on_commit_callbacks
 ) -> None:
@@ -362,3 +379,65 @@ def test_the_list_reads_in_a_constant_number_of_queries(  # type: ignore[no-unty
         listed = reader.get("/api/v1/playtests/?page_size=3").json()
     assert listed["count"] == 3 and len(listed["results"]) == 3
     assert all(len(only(run)["samples"]) == 2 for run in listed["results"])
+
+
+def converse(key: str, *said: tuple[str, str]) -> None:
+    conversation_append(
+        actor=None, key=key, messages=[{"role": role, "content": text} for role, text in said]
+    )
+
+
+def test_a_conversation_is_sent_as_messages_not_in_the_prompt(  # type: ignore[no-untyped-def]
+    llm, demo, writer, django_capture_on_commit_callbacks
+) -> None:
+    converse(
+        "tavern-1",
+        ("user", "Where is the bell?"),
+        ("assistant", "In the drowned tower."),
+        ("user", "Take me there."),
+    )
+    created = writer.post(
+        "/api/v1/scenarios/",
+        {
+            "name": "talked",
+            "entry": "drowned-bell",
+            "conversation": "tavern-1",
+            "state": {"input": "hello"},
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    assert created.json()["conversation"] == "tavern-1"
+    playtest(writer, django_capture_on_commit_callbacks, scenarios=["talked"])
+    (body,) = llm.requests
+    system, *rest = body["messages"]
+    assert system["role"] == "system" and "CORE_BEGIN" in system["content"]
+    assert "Where is the bell" not in system["content"]  # not flattened into the prompt
+    assert rest == [
+        {"role": "user", "content": "Where is the bell?"},
+        {"role": "assistant", "content": "In the drowned tower."},
+        {"role": "user", "content": "Take me there."},
+        {"role": "user", "content": "hello"},
+    ]
+    # The conversation goes on: the next playtest asks again, with the new history.
+    converse("tavern-1", ("assistant", "Follow me."))
+    playtest(writer, django_capture_on_commit_callbacks, scenarios=["talked"])
+    assert len(llm.requests) == 2
+    assert llm.requests[1]["messages"][-2] == {"role": "assistant", "content": "Follow me."}
+
+
+def test_a_conversation_gone_since_fails_that_scenario_only(  # type: ignore[no-untyped-def]
+    llm, demo, writer, reader, django_capture_on_commit_callbacks
+) -> None:
+    converse("brief", ("user", "Hi."))
+    talked = scenario("talked", [], conversation="brief")
+    scenario("plain", [])
+    Conversation.objects.filter(key="brief").delete()
+    run = playtest(writer, django_capture_on_commit_callbacks, scenarios="all").json()
+    results = {
+        r["scenario"]: r for r in reader.get(f"/api/v1/playtests/{run['id']}").json()["results"]
+    }
+    assert results["plain"]["passed"] is True
+    assert results[talked.name]["passed"] is False
+    (sample,) = results[talked.name]["samples"]
+    assert "No conversation with key 'brief'" in sample["expectations"][0]["detail"]

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from promptadmin.content.models import NPC, Entry, Ruleset, Scope, Segment, World
 from promptadmin.content.services import catalog, segments
 from promptadmin.content.services.catalog import CastMember
+from promptadmin.lore import services as lore
+from promptadmin.lore.models import LoreEntry
 from promptadmin.releases import impact, selectors, services, serving, snapshot, working
 from promptadmin.releases.bundles import Version, content_version, release_version
 from promptadmin.releases.models import Release
@@ -73,8 +75,16 @@ def game() -> None:
         token_budget=120,
         npcs=[{"npc": "n2", "tier": 2}, {"npc": "n3", "tier": 1}],
         expectations=[{"kind": "fits"}, {"kind": "contains", "text": "bell"}],
+        state={"input": "The bell, in the fog."},
     )
     services.scenario_create(actor=None, name="e3 wide", entry="e3", first_turn=True)
+    services.scenario_create(
+        actor=None, name="e2 no lore", entry="e2", state={"input": "fog"}, lore={"enabled": False}
+    )
+    lore.lore_entry_create(
+        actor=None, world=worlds[0], content="The bell is cracked.", keys=["bell"]
+    )
+    lore.lore_entry_create(actor=None, world=None, content="Fog hides the coast.", keys=["fog"])
 
 
 def segment_at(index: int) -> Segment:
@@ -192,6 +202,56 @@ changes: st.SearchStrategy[Change] = st.one_of(
 )
 
 
+def lore_at(index: int) -> LoreEntry:
+    rows = list(LoreEntry.objects.order_by("id"))
+    return rows[index % len(rows)]
+
+
+LORE_WORLDS = (None, "w1", "w2")
+
+lore_changes: st.SearchStrategy[Change] = st.one_of(
+    st.builds(
+        lambda w, key, constant: (
+            lambda: lore.lore_entry_create(
+                actor=None,
+                world=World.objects.filter(slug=w).first(),
+                content=f"Lore of {key}.",
+                keys=[key],
+                constant=constant,
+            )
+        ),
+        st.sampled_from(LORE_WORLDS),
+        st.sampled_from(["bell", "fog", "keys"]),
+        st.booleans(),
+    ),
+    st.builds(
+        lambda i, text: (
+            lambda: lore.lore_entry_update(actor=None, entry=lore_at(i), content=text or "z")
+        ),
+        indexes,
+        texts,
+    ),
+    st.builds(
+        lambda i, active: (
+            lambda: lore.lore_entry_update(actor=None, entry=lore_at(i), active=active)
+        ),
+        indexes,
+        st.booleans(),
+    ),
+    st.builds(
+        lambda i, w: (
+            lambda: lore.lore_entry_update(
+                actor=None, entry=lore_at(i), world=World.objects.filter(slug=w).first()
+            )
+        ),
+        indexes,
+        st.sampled_from(LORE_WORLDS),
+    ),
+    st.builds(lambda i: lambda: lore.lore_entry_delete(actor=None, entry=lore_at(i)), indexes),
+)
+changes = st.one_of(changes, lore_changes)
+
+
 def _kind(scope: str) -> str:
     return "entry" if scope == Scope.ENTRY_START else scope
 
@@ -202,6 +262,9 @@ def full_report(before: Version, after: Version) -> dict[str, Any]:
     return {
         "segments": impact.segment_diff(before.content().segments, after.content().segments),
         "objects": impact.object_changes(before, after),
+        "lore": impact.lore_diff(
+            impact.lore_by_id(before.content().lore), impact.lore_by_id(after.content().lore)
+        ),
         "scenarios": [
             impact.scenario_changes(
                 spec, impact.evaluate(spec, before), impact.evaluate(spec, after)
@@ -217,6 +280,7 @@ def assert_same(before: Version, after: Version) -> int:
     full = full_report(before, after)
     assert report["segments"] == full["segments"]
     assert report["objects"] == full["objects"]
+    assert report["lore"] == full["lore"]
     for row, expected in zip(report["scenarios"], full["scenarios"], strict=True):
         if row["assembled"]:
             assert row == expected
@@ -260,11 +324,12 @@ def test_the_incremental_report_equals_the_full_recomputation(
 
 def test_a_one_segment_change_assembles_the_scenarios_of_its_entries_only(game: None) -> None:
     one = services.release_create(actor=None, name="r-one")
-    # w2 is e2's world alone: its two implicit scenarios change, and nothing else.
+    # w2 is e2's world alone: its two implicit scenarios and "e2 no lore" change, and
+    # nothing else.
     world = Segment.objects.get(scope=Scope.WORLD, world__slug="w2")
     segments.segment_update(actor=None, segment=world, content="The w2 burns.")
     assembled = assert_same(release_version(one), content_version(working_content()))
-    assert assembled == 2
+    assert assembled == 3
     # An NPC's change: the scenarios naming it (saved, or by an entry's cast).
     two = services.release_create(actor=None, name="r-two")
     npc = Segment.objects.filter(scope=Scope.NPC, npc__slug="n3").first()
@@ -276,6 +341,39 @@ def test_a_one_segment_change_assembles_the_scenarios_of_its_entries_only(game: 
     three = services.release_create(actor=None, name="r-three")
     catalog.catalog_update(actor=None, obj=NPC.objects.get(slug="n1"), description="Tall.")
     assert assert_same(release_version(three), content_version(working_content())) == 0
+
+
+def test_a_lore_change_assembles_the_scenarios_of_its_world_with_lore_on_only(game: None) -> None:
+    one = services.release_create(actor=None, name="r-one")
+    services.scenario_create(actor=None, name="bell", entry="e1", state={"input": "A bell."})
+    # A new entry of w1 that "bell" (e1, in w1; its input names the bell) triggers.
+    new = lore.lore_entry_create(
+        actor=None, world=World.objects.get(slug="w1"), content="Bells drown.", keys=["bell"]
+    )
+    before, after = release_version(one), content_version(working_content())
+    assembled = assert_same(before, after)
+    report = impact.compare(before, after, selectors._scenarios(before, after))
+    assert [row["id"] for row in report["lore"]["added"]] == [new.pk]
+    assert report["lore"]["added"][0]["world"] == "w1"
+    rows = {row["scenario"]: row for row in report["scenarios"]}
+    assert rows["bell"]["changed"]
+    assert rows["bell"]["tokens_after"] > rows["bell"]["tokens_before"]
+    # e1 and e3 are in w1: "bell", "tight", "e3 wide" and their four implicit scenarios;
+    # not e2's.
+    assert assembled == 3 + 4
+    assert not rows["e2 no lore"]["assembled"] and not rows["e2: later turn"]["assembled"]
+    # Every world's lore reaches every scenario but the one with lore off.
+    two = services.release_create(actor=None, name="r-two")
+    lore.lore_entry_update(actor=None, entry=LoreEntry.objects.get(world=None), content="Mist.")
+    report = impact.compare(
+        release_version(two),
+        content_version(working_content()),
+        selectors._scenarios(release_version(two), content_version(working_content())),
+    )
+    assert [row["fields"] for row in report["lore"]["changed"]] == [["content", "token_count"]]
+    assembled_now = {row["scenario"] for row in report["scenarios"] if row["assembled"]}
+    assert "e2 no lore" not in assembled_now
+    assert len(assembled_now) == 3 + 6
 
 
 @pytest.mark.postgres

@@ -72,7 +72,7 @@ def test_an_author_creates_an_entry_with_rulesets(author: Client, content: dict)
     ("data", "field", "message"),
     [
         ({"world": ""}, "world", "This field is required."),
-        ({"world": "atlantis"}, "world", "Select a valid choice."),
+        ({"world": "atlantis"}, "world", "No world is called 'atlantis'"),
         ({"slug": "drowned-bell"}, "slug", "Entry with this Slug already exists."),
         ({"rulesets": ["nope"]}, "rulesets", "Select a valid choice."),
     ],

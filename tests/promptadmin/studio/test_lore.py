@@ -262,3 +262,208 @@ def test_a_bad_world_in_the_url_lists_nothing_and_offers_no_world(
 
 def test_a_nul_in_the_url_is_a_400(viewer: Client, content: Any) -> None:
     assert viewer.get(LIST, {"world": "a\x00b", "q": "\x00"}).status_code == 400
+
+
+# The request's lore option in the preview and in scenarios
+
+PREVIEW = reverse("studio:preview")
+TURN = {
+    "entry": "drowned-bell",
+    "token_budget": 8000,
+    "npc_budget": 600,
+    "input": "Who rang the bell last night?",
+}
+
+
+def test_the_preview_form_takes_the_lore_option(viewer: Client, content: Any) -> None:
+    bell = make(content["world"], title="The bell", content="It was cast from a sunken ship.")
+    html = viewer.get(PREVIEW, TURN).content.decode()
+    assert 'name="lore_budget"' in html and "sunken ship" in html
+    off = viewer.get(PREVIEW, {**TURN, "lore": "off"})
+    assert off.context["preview"].lore == [] and "sunken ship" not in off.content.decode()
+    tight = viewer.get(PREVIEW, {**TURN, "lore_budget": 1}).context["preview"]
+    assert [(row["id"], row["status"]) for row in tight.lore] == [(bell.pk, "left_out")]
+    none_scanned = viewer.get(PREVIEW, {**TURN, "lore_recursion": 0, "lore_scan_depth": 0})
+    assert [row["id"] for row in none_scanned.context["preview"].lore] == [bell.pk]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("lore_budget", "-1"),
+        ("lore_budget", str(10**12)),
+        ("lore_scan_depth", "100000"),
+        ("lore_recursion", "many"),
+        ("lore", "maybe"),
+        ("lore_budget", "1\x00"),
+    ],
+)
+def test_a_bad_lore_option_is_shown_on_its_field(
+    viewer: Client, content: Any, field: str, value: str
+) -> None:
+    response = viewer.get(PREVIEW, {**TURN, field: value})
+    if "\x00" in value:
+        assert response.status_code == 400
+        return
+    form = response.context["form"]
+    assert form.errors.get(field), form.errors
+
+
+def test_saving_the_preview_as_a_scenario_keeps_its_lore_option(
+    author: Client, content: Any
+) -> None:
+    from urllib.parse import urlencode
+
+    from promptadmin.releases.models import Scenario
+
+    query = {**TURN, "lore_budget": 300, "lore": "off"}
+    response = author.post(f"{PREVIEW}?{urlencode(query)}", {"scenario-name": "bell, no lore"})
+    assert response.status_code == 302
+    assert Scenario.objects.get(name="bell, no lore").lore == {"budget": 300, "enabled": False}
+
+
+def test_the_scenario_form_and_list_show_and_save_the_lore_option(
+    author: Client, content: Any
+) -> None:
+    from promptadmin.releases import services as releases
+
+    scenario = releases.scenario_create(
+        actor=None, name="Bell", entry="drowned-bell", lore={"budget": 300}
+    )
+    url = reverse("studio:scenario_edit", args=[scenario.pk])
+    form = author.get(url).content.decode()
+    assert 'name="lore_budget"' in form and 'value="300"' in form
+    assert "lore: 300 tokens" in author.get(reverse("studio:scenario_list")).content.decode()
+    base = {"name": "Bell", "entry": "drowned-bell", "token_budget": "900", "npc_budget": "100"}
+    response = author.post(url, {**base, "lore": "off", "expected_revision": "1"})
+    assert response.status_code == 302
+    scenario.refresh_from_db()
+    assert scenario.lore == {"enabled": False}
+    assert "lore: off" in author.get(reverse("studio:scenario_list")).content.decode()
+    bad = author.post(url, {**base, "lore_scan_depth": "100000", "expected_revision": "2"})
+    assert bad.status_code == 400
+    assert bad.context["form"].errors.get("lore_scan_depth")
+    scenario.refresh_from_db()
+    assert scenario.revision == 2
+
+
+# Importing a SillyTavern World Info file from the lore page
+
+IMPORT = reverse("studio:lore_import")
+
+
+def world_info(count: int = 3) -> bytes:
+    import json
+
+    entries = {
+        str(uid): {
+            "uid": uid,
+            "key": [f"relic{uid}"],
+            "comment": f"Relic {uid}",
+            "content": f"Relic {uid} hums at night.",
+            "order": 100 + uid,
+            "position": 1,
+        }
+        for uid in range(count)
+    }
+    return json.dumps({"entries": entries}).encode()
+
+
+def upload(client: Client, world: str, action: str, data: bytes, **extra: Any) -> Any:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    file = SimpleUploadedFile("book.json", data, content_type="application/json")
+    return client.post(IMPORT, {"world": world, "action": action, "file": file, **extra})
+
+
+def test_the_lore_page_offers_the_import_form_to_authors(
+    author: Client, viewer: Client, content: Any
+) -> None:
+    html = author.get(LIST).content.decode()
+    assert 'id="lore-import-form"' in html and 'enctype="multipart/form-data"' in html
+    assert 'value="dry_run"' in html and 'value="import"' in html
+    assert 'id="lore-import-form"' not in viewer.get(LIST).content.decode()
+
+
+def test_a_dry_run_shows_what_would_change_and_writes_nothing(author: Client, content: Any) -> None:
+    world = content["world"].slug
+    response = upload(author, world, "dry_run", world_info())
+    assert response.status_code == 200
+    report = response.context["report"]
+    assert report.dry_run and [entry.action for entry in report.entries] == ["created"] * 3
+    html = response.content.decode()
+    assert "Would create 3, update 0; 0 unchanged, 0 skipped. Nothing was written." in html
+    assert "Relic 1" in html
+    assert not LoreEntry.objects.exists()
+
+
+def test_an_import_writes_and_the_same_file_again_changes_nothing(
+    author: Client, content: Any
+) -> None:
+    world = content["world"].slug
+    response = upload(author, world, "import", world_info())
+    assert response.status_code == 200
+    assert "Created 3, updated 0; 0 unchanged, 0 skipped." in response.content.decode()
+    assert LoreEntry.objects.filter(world=content["world"]).count() == 3
+    entry = LoreEntry.objects.get(title="Relic 1")
+    assert reverse("studio:lore_edit", args=[entry.pk]) in response.content.decode()
+    again = upload(author, world, "import", world_info()).context["report"]
+    assert [e.action for e in again.entries] == ["unchanged"] * 3
+    changed = world_info().replace(b"Relic 2 hums", b"Relic 2 sings")
+    would = upload(author, world, "dry_run", changed).context["report"]
+    assert [e.action for e in would.entries] == ["unchanged", "unchanged", "updated"]
+    assert LoreEntry.objects.get(title="Relic 2").content == "Relic 2 hums at night."
+
+
+@pytest.mark.parametrize(
+    ("world", "action", "data", "field"),
+    [
+        ("coast", "dry_run", b"{", "file"),
+        ("coast", "dry_run", b'{"entries": {"0": {"k\\ud800": 1}}}', "file"),
+        ("coast", "dry_run", b"\xff\xfe", "file"),
+        ("coast", "dry_run", b'{"entries": "x\\u0000"}', "file"),
+        ("", "dry_run", b'{"entries": {}}', "world"),
+        ("nowhere", "dry_run", b'{"entries": {}}', "world"),
+        ("coast", "guess", b'{"entries": {}}', "action"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field(
+    author: Client, content: Any, world: str, action: str, data: bytes, field: str
+) -> None:
+    world = content["world"].slug if world == "coast" else world
+    response = upload(author, world, action, data)
+    assert response.status_code == 400
+    assert response.context["form"].errors.get(field), response.context["form"].errors
+    assert not LoreEntry.objects.exists()
+
+
+def test_an_upload_over_the_limit_is_a_413(
+    author: Client, content: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from promptadmin.studio.views import lore as views
+
+    monkeypatch.setattr(views, "MAX_FILE_BYTES", 100)
+    response = upload(author, content["world"].slug, "import", world_info(20))
+    assert response.status_code == 413
+    assert "The file is over 100\xa0bytes, the most an import takes." in response.content.decode()
+    assert not LoreEntry.objects.exists()
+
+
+def test_viewers_cannot_import(viewer: Client, content: Any) -> None:
+    response = upload(viewer, content["world"].slug, "import", world_info())
+    assert response.status_code == 403 and not LoreEntry.objects.exists()
+
+
+def test_csrf_is_checked_as_browsers_send_it(content: Any) -> None:
+    """The CSRF check reads the form: it runs after the upload limit is installed, and
+    still runs (the test client skips it unless asked; a browser does not)."""
+    from tests.promptadmin.studio.conftest import user_with_role
+
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user_with_role("author"))
+    token = browser.get(LIST).context["csrf_token"]
+    world = content["world"].slug
+    refused = upload(browser, world, "import", world_info())
+    assert refused.status_code == 403 and not LoreEntry.objects.exists()
+    done = upload(browser, world, "import", world_info(), csrfmiddlewaretoken=token)
+    assert done.status_code == 200 and LoreEntry.objects.count() == 3

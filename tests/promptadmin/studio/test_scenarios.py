@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from promptadmin.content.services import segments
+from promptadmin.conversations.services import conversation_append
 from promptadmin.releases import services
 from promptadmin.releases.models import Scenario
 
@@ -156,3 +157,70 @@ def test_deleting_keeps_the_history(author: Client, viewer: Client, bell: Any) -
     assert "Deleted the scenario &#x27;Bell at night&#x27;." in response.content.decode()
     assert not Scenario.objects.exists()
     assert Scenario.history.filter(id=bell.pk, history_type="-").exists()
+
+
+def test_a_scenario_names_a_conversation_checked_as_the_api_checks_it(
+    author: Client, bell: Any
+) -> None:
+    conversation_append(actor=None, key="tavern-1", messages=[{"role": "user", "content": "Hail."}])
+    base = {"name": "Bell", "entry": "drowned-bell", "token_budget": "900", "npc_budget": "100",
+            "expected_revision": "1"}  # fmt: skip
+    for value, problem in [
+        ("bad key!", "Use 1 to 200 letters, digits"),
+        ("x" * 201, "no more than 200 characters"),
+        ("nobody", "No conversation with key &#x27;nobody&#x27;."),
+    ]:
+        refused = author.post(f"/scenarios/{bell.pk}/", {**base, "conversation": value})
+        assert refused.status_code == 400
+        html = refused.content.decode()
+        # Shown at the field, which stays open with what was typed.
+        assert problem in html and 'name="conversation"' in html, value
+    saved = author.post(f"/scenarios/{bell.pk}/", {**base, "conversation": " tavern-1 "})
+    assert saved.status_code == 302
+    bell.refresh_from_db()
+    assert bell.conversation == "tavern-1"
+    assert 'value="tavern-1"' in author.get(f"/scenarios/{bell.pk}/").content.decode()
+
+
+def test_reply_expectations_and_how_the_model_is_asked_are_edited_here(
+    author: Client, bell: Any
+) -> None:
+    base = {"name": "Bell", "entry": "drowned-bell", "token_budget": "900", "npc_budget": "100"}
+    response = author.post(
+        f"/scenarios/{bell.pk}/",
+        {**base, "expected_revision": "1",
+         "expect_kind": ["contains", "reply_excludes", "reply_matches", "reply_json",
+                         "reply_max_tokens", "judge"],
+         "expect_value": ["bell", "As an AI", "^Aye", '{"type": "object"}', "80",
+                          "stays in character"],
+         "temperature": "0.7", "max_tokens": "120", "seed": "7", "samples": "3"},
+    )  # fmt: skip
+    assert response.status_code == 302
+    bell.refresh_from_db()
+    assert bell.expectations == [
+        {"kind": "contains", "text": "bell"},
+        {"kind": "reply_excludes", "text": "As an AI"},
+        {"kind": "reply_matches", "pattern": "^Aye"},
+        {"kind": "reply_json", "schema": {"type": "object"}},
+        {"kind": "reply_max_tokens", "tokens": 80},
+        {"kind": "judge", "rubric": "stays in character"},
+    ]
+    assert (bell.temperature, bell.max_tokens, bell.seed, bell.samples) == (0.7, 120, 7, 3)
+    page = unescape(author.get(f"/scenarios/{bell.pk}/").content.decode())
+    assert 'value="{"type": "object"}"' in page and 'value="stays in character"' in page
+    refused = author.post(
+        f"/scenarios/{bell.pk}/",
+        {**base, "expected_revision": "2", "expect_kind": ["reply_json", "reply_matches"],
+         "expect_value": ["{not json", "(unclosed"], "samples": "9"},
+    )  # fmt: skip
+    assert refused.status_code == 400
+    html = unescape(refused.content.decode())
+    assert "Expectation 1 (schema) is not valid JSON" in html
+    assert "Ensure this value is less than or equal to 5." in html
+    bad_pattern = author.post(
+        f"/scenarios/{bell.pk}/",
+        {**base, "expected_revision": "2", "expect_kind": ["reply_matches"],
+         "expect_value": ["(unclosed"]},
+    )  # fmt: skip
+    assert bad_pattern.status_code == 400
+    assert "Expectation 1: " in unescape(bad_pattern.content.decode())
