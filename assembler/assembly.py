@@ -189,9 +189,12 @@ class _Assembly:
         }
         self.lore_budget = request.lore.budget_for(request.token_budget)
         self.lore_activations = self._activate_lore()
+        # The lore block's entries, by their index in the book, and where each is in it.
+        self.lore_indices: list[int] = []
+        self.lore_positions: dict[int, int] = {}
         self.lore_layer = self._lore_layer()
-        # Why each entry activated but not emitted was left out, by entry id: in words,
-        # and as the outcome's reason (None: it has no text, which is no loss).
+        # Why each entry activated but not emitted was left out, by its index in the book:
+        # in words, and as the outcome's reason (None: it has no text, which is no loss).
         self.lore_left_out: dict[int, tuple[str, OutcomeReason | None]] = {}
         self.lore_put_back = False
         self._fill_lore_budget()
@@ -317,7 +320,7 @@ class _Assembly:
 
     # Lore
 
-    def _activate_lore(self) -> list[lore.LoreActivation]:
+    def _activate_lore(self) -> list[lore.Activated]:
         request = self.request
         book = request.lore_book
         if book is None or not request.lore.enabled or not book.entries:
@@ -329,20 +332,16 @@ class _Assembly:
             history=() if request.history is None else request.history.messages,
             scan_depth=request.lore.scan_depth,
         )
-        return lore.activate(book, texts, recursion=request.lore.recursion)
+        return lore.activated(book, texts, request.lore.recursion, constants=True, every=False)
 
     def _lore_layer(self) -> LoreLayer:
         """The lore block, empty, able to hold every entry activated and not grouped out."""
-        entries = sorted(
-            (
-                activation.entry
-                for activation in self.lore_activations
-                if activation.grouped_out_by is None and activation.entry.content.strip()
-            ),
-            key=lore.block_order,
-        )
-        book = self.request.lore_book
-        counts = [] if book is None else [book.tokens(entry, self.tokenizer) for entry in entries]
+        book, entries, counts = self.request.lore_book, [], []
+        if book is not None and self.lore_activations:
+            indices = self.lore_indices = book.emittable(self.lore_activations)
+            self.lore_positions = {index: position for position, index in enumerate(indices)}
+            entries = [book.entries[index] for index in indices]
+            counts = book.counts(indices, self.tokenizer)
         return LoreLayer(
             entries,
             counts,
@@ -356,33 +355,30 @@ class _Assembly:
         each only if the block still fits the lore budget; then check the block exactly,
         leaving out the last let in while it is over."""
         layer, budget = self.lore_layer, self.lore_budget
+        positions, counts, left_out = self.lore_positions, layer.counts, self.lore_left_out
         # What an empty block takes besides its entries' text (the joins aside).
         frame = layer.open_tokens + layer.close_tokens
         let_in: list[int] = []
-        for activation in self.lore_activations:
-            entry = activation.entry
-            if activation.grouped_out_by is not None:
+        before = layer.tokens()
+        for index, _trigger, _by, _matches, kept in self.lore_activations:
+            if kept != index:
+                continue  # grouped out
+            position = positions.get(index)
+            if position is None:
+                left_out[index] = (lore.NO_TEXT, None)
                 continue
-            if entry.id not in layer.index:
-                self.lore_left_out[entry.id] = (lore.NO_TEXT, None)
-                continue
-            index = layer.index[entry.id]
-            before = layer.tokens()
             room = budget - (before or frame)
-            if layer.counts[index] > room + 2 * _JOIN_SLACK:
-                self.lore_left_out[entry.id] = (
-                    (lore.lore_budget_full(budget, room, layer.counts[index]), "over_lore_budget")
-                    if before
-                    else (lore.larger_than_lore_budget(budget), "larger_than_lore_budget")
-                )
-                continue
-            layer.add(index)
-            if layer.tokens() <= budget:
-                let_in.append(index)
-                continue
-            needs = layer.tokens() - before
-            layer.drop(index)
-            self.lore_left_out[entry.id] = (
+            needs = counts[position]
+            if needs <= room + 2 * _JOIN_SLACK:
+                layer.add(position)
+                after = layer.tokens()
+                if after <= budget:
+                    let_in.append(position)
+                    before = after
+                    continue
+                needs = after - before
+                layer.drop(position)
+            left_out[index] = (
                 (lore.lore_budget_full(budget, room, needs), "over_lore_budget")
                 if before
                 else (lore.larger_than_lore_budget(budget), "larger_than_lore_budget")
@@ -394,8 +390,9 @@ class _Assembly:
         counted exactly."""
         layer = self.lore_layer
         while let_in and self.tokenizer.count_block(layer.render()) > self.lore_budget:
-            entry = layer.drop(let_in.pop())
-            self.lore_left_out[entry.id] = (
+            position = let_in.pop()
+            layer.drop(position)
+            self.lore_left_out[self.lore_indices[position]] = (
                 lore.lore_budget_full(self.lore_budget),
                 "over_lore_budget",
             )
@@ -705,7 +702,7 @@ class _Assembly:
             explain.left_out(entry.name, layer.counts[index], why),
         )
         larger = layer.counts[index] > self.request.token_budget
-        self.lore_left_out[entry.id] = (
+        self.lore_left_out[self.lore_indices[index]] = (
             f"left out: {why}",
             "larger_than_budget" if larger else "over_budget",
         )
@@ -723,7 +720,7 @@ class _Assembly:
             layer.drop(index)
             return
         entry = layer.entries[index]
-        del self.lore_left_out[entry.id]
+        del self.lore_left_out[self.lore_indices[index]]
         self.lore_put_back = True
         self._record(
             LORE_SCOPE,
@@ -1112,24 +1109,32 @@ class _Assembly:
     def _lore_changes(self) -> list[Change]:
         """The lore entries left out in the end, in the block's order (those without text
         are no loss)."""
-        layer, changes = self.lore_layer, []
-        for index, entry in enumerate(layer.entries):
-            found = self.lore_left_out.get(entry.id)
+        layer, changes, left_out = self.lore_layer, [], self.lore_left_out
+        # Why, in words, by reason: many entries are left out for the same one.
+        whys: dict[OutcomeReason, str] = {}
+        for index, entry, tokens in zip(
+            self.lore_indices, layer.entries, layer.counts, strict=True
+        ):
+            found = left_out.get(index)
             if found is None or found[1] is None:
                 continue
-            reason, tokens = found[1], layer.counts[index]
-            lore_reason = reason in ("larger_than_lore_budget", "over_lore_budget")
-            limit = self.lore_budget if lore_reason else self.request.token_budget
+            reason = found[1]
+            why = whys.get(reason)
+            if why is None:
+                lore_reason = reason in ("larger_than_lore_budget", "over_lore_budget")
+                limit = self.lore_budget if lore_reason else self.request.token_budget
+                why = whys[reason] = explain.outcome_why(reason, limit)
+            name = entry.name
             changes.append(
                 Change(
                     "left_out",
                     f"lore:{entry.id}",
                     LORE_SCOPE,
-                    entry.name,
+                    name,
                     tokens,
                     0,
                     reason,
-                    explain.left_out(entry.name, tokens, explain.outcome_why(reason, limit)),
+                    explain.left_out(name, tokens, why),
                     lore_id=entry.id,
                 )
             )
@@ -1150,27 +1155,33 @@ class _Assembly:
 
     def _lore_reports(self) -> list[LoreReport]:
         """Every entry activated, in the order activation listed them, and its fate."""
-        reports = []
-        book, layer = self.request.lore_book, self.lore_layer
-        emitted = {layer.entries[index].id for index in layer.emitted}
-        for activation in self.lore_activations:
-            entry = activation.entry
+        book = self.request.lore_book
+        reports: list[LoreReport] = []
+        if book is None:
+            return reports
+        entries, left_out, activations = book.entries, self.lore_left_out, self.lore_activations
+        indices = self.lore_indices
+        emitted = {indices[position] for position in self.lore_layer.emitted}
+        counts = book.counts([activation[0] for activation in activations], self.tokenizer)
+        for (index, trigger, by, _matches, kept), tokens in zip(activations, counts, strict=True):
+            entry = entries[index]
+            by_entry = None if by is None else entries[by]
             status: LoreStatus
-            if activation.grouped_out_by is not None:
-                status, reason = "grouped_out", activation.reason
-            elif entry.id in emitted:
-                status, reason = "included", f"included: {activation.how}"
+            if kept != index:
+                status, reason = "grouped_out", lore.grouped_out_words(entry, entries[kept])
+            elif index in emitted:
+                status, reason = "included", f"included: {lore.trigger_words(trigger, by_entry)}"
             else:
-                status, reason = "left_out", self.lore_left_out[entry.id][0]
+                status, reason = "left_out", left_out[index][0]
             reports.append(
                 LoreReport(
-                    id=entry.id,
-                    title=entry.title,
-                    status=status,
-                    trigger=activation.trigger,
-                    by=None if activation.by is None else activation.by.id,
-                    tokens=0 if book is None else book.tokens(entry, self.tokenizer),
-                    reason=reason,
+                    entry.id,
+                    entry.title,
+                    status,
+                    trigger,
+                    None if by_entry is None else by_entry.id,
+                    tokens,
+                    reason,
                 )
             )
         return reports

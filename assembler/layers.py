@@ -812,7 +812,6 @@ class LoreLayer(Layer):
         self.entries = list(entries)
         self.texts = [entry.content for entry in entries]
         self.counts = list(counts)
-        self.index = {entry.id: index for index, entry in enumerate(entries)}
         # The indices of the entries emitted, in order.
         self.emitted: list[int] = []
         self._body_tokens = 0

@@ -197,6 +197,9 @@ class LoreEntry:
     recursive: bool = True
     token_count: int | None = None
     _label: str = field(init=False, repr=False, compare=False, default="")
+    # The name, made when first asked for (a book holds thousands of entries; a turn
+    # names those it reports on, each several times).
+    _name: str = field(init=False, repr=False, compare=False, default="")
 
     def __post_init__(self) -> None:
         where = f"lore entry #{self.id}"
@@ -256,7 +259,11 @@ class LoreEntry:
         >>> print(LoreEntry(12, "The bell", "…", keys=("bell",)).name)
         Lore entry #12 'The bell'
         """
-        return f"Lore entry #{self.id} '{self.label}'"
+        name = self._name
+        if not name:
+            name = f"Lore entry #{self.id} '{self._label}'"
+            object.__setattr__(self, "_name", name)
+        return name
 
 
 def _check_key(where: str, number: int, key: object) -> None:
@@ -377,6 +384,14 @@ MAX_LORE_MATCHES = 50
 # by the key as written (or None); a group's members are (entry index, key as written).
 _Group: TypeAlias = tuple[int, bool, bool]
 _Value: TypeAlias = tuple[int, tuple[_Group, ...], "dict[str, tuple[_Group, ...]] | None"]
+# An entry that a text triggers: its index, its trigger, its matches in that text.
+_Hit: TypeAlias = tuple[int, LoreTrigger, tuple[LoreMatch, ...]]
+
+Activated: TypeAlias = tuple[int, LoreTrigger, "int | None", tuple[LoreMatch, ...], int]
+"""One entry active on a turn, as :func:`activated` lists it: (its index in the book's
+entries, its trigger, the index of the entry whose content triggered it or None, its
+matches (see :func:`activated`), the index of the entry its group keeps: its own when it
+is kept)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -404,10 +419,17 @@ class LoreBook:
     _ranks: tuple[int, ...] = field(init=False, repr=False, compare=False, default=())
     _groups: tuple[str | None, ...] = field(init=False, repr=False, compare=False, default=())
     _grouped: bool = field(init=False, repr=False, compare=False, default=False)
-    # What each entry's content triggers, and entries' counts where none is cached: both
-    # worked out when first needed, then kept as long as the book.
-    _content_groups: dict[int, dict[int, list[tuple[int, int]]]] = field(
-        init=False, repr=False, compare=False, default_factory=dict
+    # By place in block order, the entry's index; by entry index, whether its content has
+    # any text (an entry without is never emitted).
+    _by_rank: tuple[int, ...] = field(init=False, repr=False, compare=False, default=())
+    _texted: tuple[bool, ...] = field(init=False, repr=False, compare=False, default=())
+    _recursive: tuple[bool, ...] = field(init=False, repr=False, compare=False, default=())
+    _token_counts: tuple[int | None, ...] = field(init=False, repr=False, compare=False, default=())
+    # What each entry's content triggers (with only the first match of each entry, and
+    # with every match), and entries' counts where none is cached: worked out when first
+    # needed, then kept as long as the book.
+    _content_hits: tuple[dict[int, tuple[_Hit, ...]], dict[int, tuple[_Hit, ...]]] = field(
+        init=False, repr=False, compare=False, default_factory=lambda: ({}, {})
     )
     _counts: dict[tuple[str, int], int] = field(
         init=False, repr=False, compare=False, default_factory=dict
@@ -426,12 +448,15 @@ class LoreBook:
         object.__setattr__(
             self, "_constants", tuple(i for i, entry in enumerate(entries) if entry.constant)
         )
+        by_rank = sorted(range(len(entries)), key=lambda i: block_order(entries[i]))
         ranks = [0] * len(entries)
-        for rank, index in enumerate(
-            sorted(range(len(entries)), key=lambda i: block_order(entries[i]))
-        ):
+        for rank, index in enumerate(by_rank):
             ranks[index] = rank
         object.__setattr__(self, "_ranks", tuple(ranks))
+        object.__setattr__(self, "_by_rank", tuple(by_rank))
+        object.__setattr__(self, "_texted", tuple(bool(e.content.strip()) for e in entries))
+        object.__setattr__(self, "_recursive", tuple(entry.recursive for entry in entries))
+        object.__setattr__(self, "_token_counts", tuple(entry.token_count for entry in entries))
         object.__setattr__(self, "_groups", tuple(entry.group for entry in entries))
         object.__setattr__(self, "_grouped", any(self._groups))
         automaton, members = _build_automaton(entries)
@@ -499,19 +524,29 @@ class LoreBook:
                 del found[MAX_LORE_MATCHES if every else 1 :]
         return spans
 
-    def content_groups(self, index: int) -> dict[int, list[tuple[int, int]]]:
-        """:meth:`scan_groups` of entry ``index``'s content, worked out once, less the
-        groups of its own keys that no other entry shares (content often names its own
-        entry, which is active already)."""
-        groups = self._content_groups.get(index)
-        if groups is None:
+    def content_hits(self, index: int, *, every: bool = False) -> tuple[_Hit, ...]:
+        """The entries that entry ``index``'s content triggers, each with its trigger
+        (source ``lore``) and its matches there (as :meth:`scan` gives them), worked out
+        once for the book. Entry ``index`` itself is left out where only its own keys
+        match (content often names its own entry, which is active already)."""
+        cache = self._content_hits[every]
+        hits = cache.get(index)
+        if hits is None:
             members = self._members
-            groups = self._content_groups[index] = {
+            groups = {
                 group: spans
                 for group, spans in self.scan_groups(self.entries[index].content).items()
                 if len(members[group]) > 1 or members[group][0][0] != index
             }
-        return groups
+            hits = cache[index] = tuple(
+                (
+                    target,
+                    LoreTrigger("lore", matches[0].key, matches[0].start, matches[0].end),
+                    matches,
+                )
+                for target, matches in _matches_by_entry(self, groups, set(), (), every).items()
+            )
+        return hits
 
     def tokens(self, entry: LoreEntry, tokenizer: Tokenizer) -> int:
         """The entry's content count: its cached ``token_count``, else counted once."""
@@ -522,6 +557,30 @@ class LoreBook:
         if count is None:
             count = self._counts[key] = tokenizer.count(entry.content)
         return count
+
+    def counts(self, indices: Iterable[int], tokenizer: Tokenizer) -> list[int]:
+        """:meth:`tokens` of the entries at ``indices``."""
+        entries, cached = self.entries, self._token_counts
+        return [
+            self.tokens(entries[index], tokenizer) if count is None else count
+            for index in indices
+            for count in (cached[index],)
+        ]
+
+    def emittable(self, activations: Iterable[Activated]) -> list[int]:
+        """The indices of the entries of ``activations`` (see :func:`activated`) that may
+        be emitted, in block order: those their group keeps, that have some text."""
+        ranks, by_rank, texted = self._ranks, self._by_rank, self._texted
+        return [
+            by_rank[rank]
+            for rank in sorted(
+                [
+                    ranks[index]
+                    for index, _trigger, _by, _matches, kept in activations
+                    if kept == index and texted[index]
+                ]
+            )
+        ]
 
 
 def _entry_id(entry: LoreEntry) -> int:
@@ -727,11 +786,38 @@ def activate(
     or with ``every`` all its matches in the text that triggered it (see
     :meth:`LoreBook.scan`).
 
-    Each group of keys is looked at once: after that every entry of it is active. So the
-    cost grows with the text scanned and the entries activated, not with the entries
-    that share a key.
+    Each group of keys is looked at once: after that every entry of it is active; what
+    an entry's content triggers is worked out once for the book. So the cost grows with
+    the text scanned and the entries activated, not with the entries that share a key.
     """
-    entries, ranks, groups = book.entries, book._ranks, book._groups
+    entries = book.entries
+    return [
+        LoreActivation(
+            entries[index],
+            trigger,
+            None if by is None else entries[by],
+            matches if every else _trigger_match(trigger),
+            None if kept == index else entries[kept],
+        )
+        for index, trigger, by, matches, kept in activated(book, texts, recursion, constants, every)
+    ]
+
+
+def _trigger_match(trigger: LoreTrigger) -> tuple[LoreMatch, ...]:
+    """The match a trigger is (none for a constant entry's)."""
+    if trigger.key is None or trigger.start is None or trigger.end is None:
+        return ()
+    return (LoreMatch(trigger.key, trigger.start, trigger.end),)
+
+
+def activated(
+    book: LoreBook, texts: Iterable[ScannedText], recursion: int, constants: bool, every: bool
+) -> list[Activated]:
+    """:func:`activate`, by the entries' indices in the book: what assembly works from,
+    without an object per entry that it may never report on. With ``every`` false, the
+    matches of an entry matched in the turn's text are left empty: its trigger is its
+    one match."""
+    ranks, groups = book._ranks, book._groups
     # Entry index: (order kind, trigger, index of the entry that triggered it, matches).
     found: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
     if constants:
@@ -739,54 +825,50 @@ def activate(
             found[index] = (_CONSTANT, _CONSTANT_TRIGGER, None, ())
     seen: set[int] = set()
     for scanned in texts:
-        by_entry = _matches_by_entry(
-            book, book.scan_groups(scanned.text, every=every), seen, found, every
-        )
-        for index, matches in by_entry.items():
+        where, message = scanned.source, scanned.message
+        spans = book.scan_groups(scanned.text, every=every)
+        if not every:
+            # The trigger is the one match listed: no match records to make.
+            for index, (start, end, key) in _first_matches(book._members, spans, seen, found):
+                found[index] = (_DIRECT, LoreTrigger(where, key, start, -end, message), None, ())
+            continue
+        for index, matches in _matches_by_entry(book, spans, seen, found, every).items():
             first = matches[0]
-            trigger = LoreTrigger(
-                scanned.source, first.key, first.start, first.end, scanned.message
-            )
+            trigger = LoreTrigger(where, first.key, first.start, first.end, message)
             found[index] = (_DIRECT, trigger, None, matches)
     fresh = list(found)
+    recursive, content_hits, known = book._recursive, book.content_hits, book._content_hits[every]
     for _ in range(recursion):
         leaders = _group_leaders(groups, ranks, found) if book._grouped else {}
         scanned_now = [
             index
             for index in fresh
-            if entries[index].recursive and leaders.get(groups[index], index) == index
+            if recursive[index] and leaders.get(groups[index], index) == index
         ]
         # The most important first: an entry named in several is triggered by that one.
         scanned_now.sort(key=ranks.__getitem__)
         fresh = []
         for source in scanned_now:
-            content = book.content_groups(source)
-            if seen.issuperset(content):
-                continue  # what it names is active already
-            by_entry = _matches_by_entry(book, content, seen, found, every)
-            for index, matches in by_entry.items():
-                first = matches[0]
-                trigger = LoreTrigger("lore", first.key, first.start, first.end)
-                found[index] = (_RECURSIVE, trigger, source, matches)
-                fresh.append(index)
+            hits = known.get(source)
+            if hits is None:
+                hits = content_hits(source, every=every)
+            for index, trigger, matches in hits:
+                # An entry of a key group met before is active already, as is every
+                # other entry of its group (see _matches_by_entry).
+                if index not in found:
+                    found[index] = (_RECURSIVE, trigger, source, matches)
+                    fresh.append(index)
         if not fresh:
             break
     leaders = _group_leaders(groups, ranks, found) if book._grouped else {}
-    size = len(entries)
-    activations = []
-    for index in sorted(found, key=lambda index: found[index][0] * size + ranks[index]):
+    # The budget's order: by kind, then by place in block order (one number, sorted).
+    size, by_rank = len(ranks), book._by_rank
+    result: list[Activated] = []
+    for order in sorted([found[index][0] * size + ranks[index] for index in found]):
+        index = by_rank[order % size]
         _, trigger, by, matches = found[index]
-        leader = leaders.get(groups[index], index)
-        activations.append(
-            LoreActivation(
-                entries[index],
-                trigger,
-                None if by is None else entries[by],
-                matches,
-                None if leader == index else entries[leader],
-            )
-        )
-    return activations
+        result.append((index, trigger, by, matches, leaders.get(groups[index], index)))
+    return result
 
 
 def _matches_by_entry(
@@ -800,6 +882,11 @@ def _matches_by_entry(
     (which then are); by start, the longest first, at most :data:`MAX_LORE_MATCHES` (with
     ``every`` false, one)."""
     members = book._members
+    if not every:
+        return {
+            index: (LoreMatch(key, start, -end),)
+            for index, (start, end, key) in _first_matches(members, spans, seen, found)
+        }
     # Entry index -> the (group, key as written) it matched by; most entries match by one,
     # and then share that group's matches with every entry that writes the key alike.
     hits: dict[int, list[tuple[int, str]]] = {}
@@ -835,6 +922,31 @@ def _matches_by_entry(
         del merged[MAX_LORE_MATCHES if every else 1 :]
         result[index] = tuple(LoreMatch(key, start, -end) for start, end, key in merged)
     return result
+
+
+def _first_matches(
+    members: Sequence[tuple[tuple[int, str], ...]],
+    spans: dict[int, list[tuple[int, int]]],
+    seen: set[int],
+    found: Container[int],
+) -> Iterable[tuple[int, tuple[int, int, str]]]:
+    """:func:`_matches_by_entry` with ``every`` false, as (entry index, (start, -end, key
+    as written)): each entry's first match alone (the earliest, the longest at the same
+    start)."""
+    # Entry index -> (start, -end, key) of its first match so far.
+    first: dict[int, tuple[int, int, str]] = {}
+    for group, group_spans in spans.items():
+        if group in seen:
+            continue
+        seen.add(group)
+        start, end = group_spans[0]
+        for index, key in members[group]:
+            if index in found:
+                continue
+            known = first.get(index)
+            if known is None or (start, end, key) < known:
+                first[index] = (start, end, key)
+    return first.items()
 
 
 _CONSTANT_TRIGGER = LoreTrigger("constant")

@@ -229,7 +229,8 @@ def check_reply(
         return Verdict(kind, not found, f"{'contains' if found else 'does not contain'} {value!r}")
     if kind == "reply_matches":
         found = compile_pattern(value).search(reply) is not None
-        return Verdict(kind, found, f"{'matches' if found else 'does not match'} {value!r}")
+        # The pattern as its author wrote it: repr() would double every backslash.
+        return Verdict(kind, found, f"{'matches' if found else 'does not match'} '{value}'")
     if kind == "reply_max_tokens":
         count = tokenizer.count(reply)
         if count <= value:

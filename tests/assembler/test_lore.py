@@ -6,6 +6,8 @@ import pickle
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assembler import (
     MAX_LORE_KEY_LENGTH,
@@ -668,3 +670,54 @@ def test_disabled_lore_activates_nothing(tokenizer: Tokenizer) -> None:
         tokenizer,
     )
     assert result.meta.lore == [] and "Lore text" not in result.prompt
+
+
+# Activation lists one match per entry the same way whether or not it lists every match
+
+_WORDS = ["bell", "Bell", "bell tower", "tower", "flood", "ß", "ss", "crypt", "#relic"]
+
+
+@st.composite
+def books_and_texts(draw: st.DrawFn) -> tuple[LoreBook, str]:
+    entries = []
+    for id in range(1, draw(st.integers(1, 8)) + 1):
+        keys = draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3))
+        words = draw(st.lists(st.sampled_from(_WORDS), max_size=4))
+        entries.append(
+            LoreEntry(
+                id,
+                f"Entry {id}",
+                " ".join(["Lore", *words, "."]),
+                keys=keys,
+                whole_words=draw(st.booleans()),
+                case_sensitive=draw(st.booleans()),
+                priority=draw(st.integers(0, 2)),
+                group=draw(st.sampled_from([None, "a", "b"])),
+                constant=draw(st.booleans()) and id % 3 == 0,
+                recursive=draw(st.booleans()),
+            )
+        )
+    text = " ".join(draw(st.lists(st.sampled_from([*_WORDS, "the", "STRASSE"]), max_size=10)))
+    return LoreBook(entries), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(books_and_texts(), st.integers(0, 3))
+def test_activation_finds_the_same_first_match_with_or_without_every_match(
+    book_and_text: tuple[LoreBook, str], recursion: int
+) -> None:
+    book, text = book_and_text
+    texts = [lore_module.ScannedText("input", text), lore_module.ScannedText("history", text, 2)]
+    one = lore_module.activate(book, texts, recursion=recursion)
+    every = lore_module.activate(book, texts, recursion=recursion, every=True)
+    assert [(a.entry, a.trigger, a.by, a.grouped_out_by) for a in one] == [
+        (a.entry, a.trigger, a.by, a.grouped_out_by) for a in every
+    ]
+    assert [a.matches for a in one] == [a.matches[:1] for a in every]
+    # What assembly works from is the same activation, by index.
+    assert [
+        (book.entries[index], trigger, kept == index)
+        for index, trigger, _by, _matches, kept in lore_module.activated(
+            book, texts, recursion, constants=True, every=False
+        )
+    ] == [(a.entry, a.trigger, a.grouped_out_by is None) for a in one]

@@ -166,3 +166,9 @@ def test_a_message_cut_short_by_the_budget_is_sent_as_cut() -> None:
     long = "Tell me about the old wars of the north. Start with the first one."
     (_system, cut) = playtest_messages("PROMPT", None, history(("user", long), budget=14), TOK)
     assert cut == {"role": "user", "content": "Tell me about the old wars of the north."}
+
+
+def test_a_pattern_is_shown_as_its_author_wrote_it() -> None:
+    # repr() showed r"^\w+" as '^\\w+': a pattern that looked wrong in every verdict.
+    data = {"kind": "reply_matches", "pattern": r"^\w+, traveller"}
+    assert verdict(data, "Go away").detail == r"does not match '^\w+, traveller'"
