@@ -199,6 +199,14 @@ class ScenarioInputSerializer(StrictSerializer):
     token_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
     npc_budget = f.Integer(min_value=0, max_value=assembler.MAX_BUDGET, required=False)
     lore = LoreOptionsSerializer(required=False)
+    conversation = f.Text(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=MAX_CONVERSATION_KEY,
+        help_text="Playtests: a conversation's key; its history is sent as chat messages "
+        "before the input. Blank or null: none.",
+    )
     expectations = serializers.ListField(
         child=ExpectationSerializer(), required=False, max_length=MAX_EXPECTATIONS
     )
@@ -211,14 +219,6 @@ class ScenarioInputSerializer(StrictSerializer):
     seed = f.Integer(required=False, allow_null=True, help_text="Playtests: sent when set.")
     samples = f.Integer(
         required=False, min_value=1, max_value=MAX_SAMPLES, help_text="Playtests: replies per side."
-    )
-    conversation = f.Text(
-        required=False,
-        allow_null=True,
-        allow_blank=True,
-        max_length=MAX_CONVERSATION_KEY,
-        help_text="Playtests: a conversation's key; its history is sent as chat messages "
-        "before the input. Blank or null: none.",
     )
 
 
