@@ -151,7 +151,12 @@ class RequestError(ValueError):
     """
 
     def __init__(self, field: str, message: str, code: str = "invalid") -> None:
-        path = tuple(int(step) if step.isdigit() else step for step in field.split(".") if step)
+        # isdigit() holds for '²' too, which int() refuses: only ASCII digits are an index.
+        path = tuple(
+            int(step) if step.isascii() and step.isdigit() else step
+            for step in field.split(".")
+            if step
+        )
         self.problems: tuple[Problem, ...] = (Problem(path, message, code),)
         self.field = field
         super().__init__(message)

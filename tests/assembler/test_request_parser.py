@@ -308,6 +308,7 @@ def test_a_valid_render_request_is_read_as_written(body: dict[str, Any]) -> None
 )
 @example({"user_instructions": "a\x00"})
 @example({"variables": {"a\x00": 1}})
+@example({"\u00b2": 1})
 def test_any_render_body_is_read_or_refused_in_words_that_can_be_sent(body: Any) -> None:
     try:
         parse_render_params(body)

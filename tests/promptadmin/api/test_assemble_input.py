@@ -115,6 +115,16 @@ def test_a_refusal_is_the_documented_400_naming_every_field(reader: APIClient) -
     }
 
 
+@pytest.mark.parametrize("key", ["\u00b2", "1\u00b2", "\u0663"])
+def test_a_field_named_with_a_digit_that_is_not_ascii_is_refused_not_a_500(
+    reader: APIClient, key: str
+) -> None:
+    # str.isdigit() holds for '²' and '٣', which int() refuses: the path of the error broke.
+    response = reader.post("/api/v1/assemble", {**TURN, key: 1}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["attr"] == key
+
+
 # The same bad requests, sent to the three entry points that take one.
 
 BAD_REQUESTS = [
