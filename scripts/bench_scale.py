@@ -952,6 +952,7 @@ class Options:
     workers: int = 3
     gunicorn: bool = True
     port: int = PORT
+    reuse: Path | None = None  # a --seed-only file: measure that database, do not seed
 
 
 def measure(
@@ -1016,15 +1017,21 @@ def measure(
     return results
 
 
-def run_size(segments: int, options: Options, out: Path) -> int:
-    """The child process of one size: recreate the database, seed, measure, write JSON."""
+def run_size(segments: int, options: Options, out: Path, *, seeded_json: Path | None = None) -> int:
+    """The child process of one size: recreate the database, seed, measure, write JSON.
+
+    With ``seeded_json`` (``--seed-only``), stop after the seed and write what the
+    measurements need to know of it there; with ``options.reuse`` (``--reuse``), measure
+    the database that file describes (seeded before, perhaps copied with ``createdb -T``)
+    without seeding it again."""
     from scripts.bench_api import recreate_database
 
     database_url = os.environ.get("BENCH_SCALE_DATABASE_URL", DEFAULT_DATABASE_URL)
     redis_url = os.environ.get("BENCH_SCALE_REDIS_URL", DEFAULT_REDIS_URL)
     env = server_env(database_url, redis_url)
-    print(f"bench: {segments} segments: recreating {database_url}", flush=True)
-    recreate_database(database_url)
+    if options.reuse is None:
+        print(f"bench: {segments} segments: recreating {database_url}", flush=True)
+        recreate_database(database_url)
     os.environ.update(
         {**env, "ALLOWED_HOSTS": "127.0.0.1,testserver", "CELERY_TASK_ALWAYS_EAGER": "true"}
     )
@@ -1038,13 +1045,20 @@ def run_size(segments: int, options: Options, out: Path) -> int:
     # DEBUG is off: pages name their static files from the manifest, as in production.
     call_command("collectstatic", interactive=False, verbosity=0)
     cache.clear()
-    plan = plan_for(segments)
-    seeded = seed(plan)
-    print(
-        f"bench: seeded {segments} segments in {seeded.seconds:.0f} s "
-        f"({seeded.release_seconds:.0f} s of it making the releases)",
-        flush=True,
-    )
+    if options.reuse is not None:
+        seeded = _seeded_from(json.loads(options.reuse.read_text()))
+        plan = seeded.plan
+    else:
+        plan = plan_for(segments)
+        seeded = seed(plan)
+        print(
+            f"bench: seeded {segments} segments in {seeded.seconds:.0f} s "
+            f"({seeded.release_seconds:.0f} s of it making the releases)",
+            flush=True,
+        )
+    if seeded_json is not None:
+        seeded_json.write_text(json.dumps(asdict(seeded)))
+        return 0
     if options.gunicorn:
         with servers(env, options.port, options.workers) as base:
             results = measure(seeded, options, env=env, base=base)
@@ -1062,6 +1076,12 @@ def run_size(segments: int, options: Options, out: Path) -> int:
         )
     )
     return 0
+
+
+def _seeded_from(data: dict[str, Any]) -> Seeded:
+    """The ``Seeded`` a ``--seed-only`` run wrote (JSON turned tuples into lists)."""
+    casts = {name: [(slug, pk) for slug, pk in cast] for name, cast in data["casts"].items()}
+    return Seeded(**{**data, "plan": Plan(**data["plan"]), "casts": casts})
 
 
 # -- the table -------------------------------------------------------------------------
@@ -1185,6 +1205,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=PORT)
     parser.add_argument("--skip-gunicorn", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the results there")
+    parser.add_argument(
+        "--seed-only",
+        type=Path,
+        metavar="FILE",
+        help="with one size: seed its database, write what was seeded to FILE and stop",
+    )
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="FILE",
+        help="with one size: measure the database a --seed-only run described in FILE "
+        "(BENCH_SCALE_DATABASE_URL; a copy made with createdb -T will do) without seeding",
+    )
     parser.add_argument("--run-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--fresh-assemble", help=argparse.SUPPRESS)
@@ -1202,9 +1235,16 @@ def main(argv: list[str] | None = None) -> int:
         workers=args.workers,
         gunicorn=not args.skip_gunicorn,
         port=args.port,
+        reuse=args.reuse,
     )
     if args.run_size:
-        return run_size(args.run_size, options, args.out)
+        return run_size(args.run_size, options, args.out, seeded_json=args.seed_only)
+    if (args.seed_only or args.reuse) and len(set(args.sizes)) != 1:
+        parser.error("--seed-only and --reuse take one size (--sizes N)")
+    if args.seed_only:
+        command = [sys.executable, __file__, "--run-size", str(args.sizes[0])]
+        command += ["--out", os.devnull, "--seed-only", str(args.seed_only.resolve())]
+        return subprocess.run(command, check=False, cwd=ROOT).returncode
 
     runs: dict[int, dict[str, Any]] = {}
     for size in sorted(set(args.sizes)):
@@ -1218,6 +1258,7 @@ def main(argv: list[str] | None = None) -> int:
                 *("--clients", str(options.clients), "--workers", str(options.workers)),
                 *("--load-seconds", str(options.load_seconds), "--port", str(options.port)),
                 *(["--skip-gunicorn"] if not options.gunicorn else []),
+                *(["--reuse", str(options.reuse.resolve())] if options.reuse else []),
             ]
             subprocess.run(command, check=True, cwd=ROOT)
             runs[size] = json.loads(out.read_text())
