@@ -21,6 +21,15 @@ before lore entered releases has no ``lore`` section: it serves no lore.
 A hash never changes meaning: a bundle loaded once serves every release naming it, from a
 per-process memory bounded by ``RELEASE_BUNDLE_MEMORY_MB`` (least recently used first out),
 and two versions are compared by their manifests before any bundle is read.
+
+Game servers are served from a release's **index** (``Release.index``), not its manifest:
+the manifest's entries and NPCs are split by slug into **shards**, bundles of kind
+``index`` (content-addressed like the others), and the index names the core's and the
+lore's bundles and every shard. An assembly reads the release's index (small), the shards
+of its entry and NPCs, then their bundles; a new release one change away names the same
+shards but the changed ones, so its first request in a process reads none but those. A
+shard and the index each hold about the square root of the objects of a section: what a
+process reads grows with what it serves and what changed, never with the whole game.
 """
 
 from __future__ import annotations
@@ -61,6 +70,11 @@ BUNDLE_KIND: dict[str, str] = {
 # Where a manifest lists each kind's bundles: under the catalog's section ("npcs").
 SECTIONS: dict[str, str] = {kind: CATALOG_KEYS[kind] for kind in ("world", "ruleset", "npc")}
 ENTRIES = CATALOG_KEYS["entry"]
+NPCS = SECTIONS["npc"]
+# A release's index and its shards (see the module's docstring and index_of).
+INDEX = "index"
+INDEX_FORMAT = 1
+ITEMS = "items"
 
 Manifest = dict[str, Any]
 
@@ -96,10 +110,12 @@ def encode(kind: str, slug: str, head: Mapping[str, Any], rows: Iterable[SnapSeg
 
 class Part:
     """A bundle read back, ready to assemble: its segments by scope as the assembler wants
-    them, and as a release holds them (for comparisons); a lore bundle's entries."""
+    them, and as a release holds them (for comparisons); a lore bundle's entries; an index
+    shard's slugs and what the manifest names for each."""
 
     __slots__ = (
         "entry_id",
+        "items",
         "kind",
         "layers",
         "lore",
@@ -124,10 +140,12 @@ class Part:
         world: str = "",
         rulesets: Sequence[str] = (),
         lore: Sequence[Mapping[str, Any]] = (),
+        items: Mapping[str, Any] | None = None,
         size: int = 0,
     ) -> None:
         self.sha256 = sha256
         self.lore = tuple(lore)
+        self.items = items or {}
         self.kind = kind
         self.slug = slug
         self.name = name
@@ -166,6 +184,7 @@ def decode(sha: str, text: str) -> Part:
         world=body.get("world", ""),
         rulesets=body.get("rulesets", ()),
         lore=body.get(LORE, ()),
+        items=body.get(ITEMS),
         # What it takes in memory, roughly: the text it was read from, twice (Python's
         # strings and the objects around them), and the segment objects.
         size=2 * len(text) + 400 * len(rows),
@@ -196,6 +215,7 @@ class Held:
             world=self.head.get("world", ""),
             rulesets=self.head.get("rulesets", ()),
             lore=self.head.get(LORE, ()),
+            items=self.head.get(ITEMS),
         )
 
 
@@ -324,6 +344,79 @@ def manifest_hashes(manifest: Manifest) -> set[str]:
         found.update(listed)
     found.update((manifest.get(LORE) or {}).values())
     return found
+
+
+def shard_count(size: int) -> int:
+    """How many shards a section of ``size`` objects is split into: the least power of two
+    whose square is ``size`` or more, so that a shard and the index each name about the
+    square root of the section (and the count changes only as the game grows fourfold).
+
+    >>> [shard_count(size) for size in (0, 1, 2, 5, 1000, 2000)]
+    [1, 1, 2, 4, 32, 64]
+    """
+    count = 1
+    while count * count < size:
+        count *= 2
+    return count
+
+
+def shard_of(slug: str, count: int) -> int:
+    """The shard of ``count`` that lists ``slug`` (by its hash: stable, and even).
+
+    >>> shard_of("drowned-bell", 1), shard_of("drowned-bell", 4)
+    (0, 3)
+    """
+    digest = hashlib.sha256(slug.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:4]) % count
+
+
+Index = dict[str, Any]
+
+
+def index_of(manifest: Manifest) -> tuple[Index, dict[str, Held]]:
+    """The index a release is served from, and its shards by hash.
+
+    ``{"format": 1, "core": <hash>, "lore": {...as in the manifest}, "entries": [<shard>...],
+    "npcs": [<shard>...]}``: the entries of the manifest are split by :func:`shard_of` into
+    ``shard_count`` shards, each a bundle ``{"kind": "index", "slug": "entries/<n>",
+    "items": {slug: what the manifest names}}``, and so are the NPCs.
+    """
+    index: Index = {"format": INDEX_FORMAT, "core": manifest["core"]}
+    index[LORE] = manifest.get(LORE) or {}
+    held: dict[str, Held] = {}
+    for section in (ENTRIES, NPCS):
+        listed: Mapping[str, Any] = manifest[section]
+        count = shard_count(len(listed))
+        shards: list[dict[str, Any]] = [{} for _ in range(count)]
+        for slug, value in listed.items():
+            shards[shard_of(slug, count)][slug] = value
+        index[section] = []
+        for number, items in enumerate(shards):
+            sha, bundle = hold(INDEX, f"{section}/{number}", {ITEMS: items}, [])
+            held[sha] = bundle
+            index[section].append(sha)
+    return index, held
+
+
+def indexed(
+    index: Index, entry_slug: str, npc_slugs: Sequence[str], fetch: Fetch
+) -> tuple[list[str] | None, dict[str, str]]:
+    """What ``index`` names for an entry (the core's bundle, then those the manifest lists
+    for it; None: no such entry) and the NPCs of ``npc_slugs`` it has, read from the shards
+    they are in (by ``fetch``, all at once)."""
+
+    def shard(section: str, slug: str) -> str:
+        shards: list[str] = index[section]
+        return shards[shard_of(slug, len(shards))]
+
+    entry_shard = shard(ENTRIES, entry_slug)
+    npc_shards = {slug: shard(NPCS, slug) for slug in npc_slugs}
+    parts = fetch({entry_shard, *npc_shards.values()})
+    listed = parts[entry_shard].items.get(entry_slug)
+    npcs = {
+        slug: parts[sha].items[slug] for slug, sha in npc_shards.items() if slug in parts[sha].items
+    }
+    return (None if listed is None else [index["core"], *listed]), npcs
 
 
 class BundleMemory:
@@ -567,10 +660,10 @@ def release_content(release: Release) -> ContentSet:
     return release_version(release).content()
 
 
-def store(version: Version) -> int:
-    """Write the bundles ``version`` holds that are not stored yet; how many were written.
-    A bundle another release stored meanwhile is skipped."""
-    hashes = list(version.held)
+def store(held: Mapping[str, Held]) -> int:
+    """Write the bundles of ``held`` (a version's, an index's shards) that are not stored
+    yet; how many were written. A bundle another release stored meanwhile is skipped."""
+    hashes = list(held)
     known: set[str] = set()
     for start in range(0, len(hashes), BATCH):
         chunk = hashes[start : start + BATCH]
@@ -579,7 +672,7 @@ def store(version: Version) -> int:
         )
     new = [
         ReleaseBundle(sha256=sha, kind=bundle.kind, content=bundle.text)
-        for sha, bundle in version.held.items()
+        for sha, bundle in held.items()
         if sha not in known
     ]
     ReleaseBundle.objects.bulk_create(new, batch_size=WRITE_BATCH, ignore_conflicts=True)

@@ -81,7 +81,9 @@ class Release(Immutable):
     ``catalog`` holds the objects (few, small): ``{"worlds": [...], "rulesets": [...],
     "npcs": [...], "entries": [...]}``, each ``{"id", "slug", "name", "description"}``,
     entries also ``"world"`` (slug) and ``"rulesets"`` (slugs, in order). ``manifest``
-    names the bundle of every object (see ``releases.bundles.Manifest``).
+    names the bundle of every object (see ``releases.bundles.Manifest``); ``index``, made
+    from it, is what game servers are served from: the core's and the lore's bundles, and
+    the shards naming the bundles of the entries and the NPCs (``releases.bundles.index_of``).
     """
 
     name = models.CharField(max_length=64, unique=True, validators=[release_name_validator])
@@ -95,6 +97,7 @@ class Release(Immutable):
     segment_count = models.PositiveIntegerField()
     catalog = models.JSONField()
     manifest = models.JSONField()
+    index = models.JSONField(default=dict)
 
     class Meta:
         ordering = ("-created_at", "-id")

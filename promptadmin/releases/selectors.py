@@ -26,11 +26,12 @@ from promptadmin.releases.working import working_version
 
 def releases() -> QuerySet[Release]:
     """Releases, newest first, with their labels, aliases and authors (four queries in all);
-    their catalogs and manifests (large: read when a release is opened) left out."""
+    their catalogs, manifests and indexes (read when a release is opened or served) left
+    out."""
     return (
         Release.objects.select_related("created_by")
         .prefetch_related("labels", "aliases")
-        .defer("catalog", "manifest")
+        .defer("catalog", "manifest", "index")
     )
 
 

@@ -33,7 +33,7 @@ from promptadmin.core.revisions import locked_revision
 from promptadmin.core.roles import Role, require
 from promptadmin.core.text import normalize_newlines, normalize_values
 from promptadmin.releases import serving
-from promptadmin.releases.bundles import Version, release_version, store
+from promptadmin.releases.bundles import Version, index_of, release_version, store
 from promptadmin.releases.impact import failing
 from promptadmin.releases.models import (
     MAX_SCENARIO_NAME,
@@ -177,9 +177,10 @@ def _check_notes(notes: str, field: str = "notes") -> None:
 
 
 def _store(version: Version, *, name: str, notes: str, actor: Actor) -> Release:
-    """Write ``version`` as a release: its manifest, and the bundles no release stored
-    before (after a small change, the few that changed)."""
+    """Write ``version`` as a release: its manifest and index, and the bundles and index
+    shards no release stored before (after a small change, the few that changed)."""
     who = attribution(actor)
+    index, shards = index_of(version.manifest)
     release = Release.objects.create(
         name=name,
         notes=notes,
@@ -189,8 +190,9 @@ def _store(version: Version, *, name: str, notes: str, actor: Actor) -> Release:
         segment_count=version.segment_count,
         catalog=dict(version.catalog),
         manifest=version.manifest,
+        index=index,
     )
-    store(version)
+    store({**version.held, **shards})
     return release
 
 

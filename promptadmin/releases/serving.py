@@ -1,13 +1,13 @@
 """Which content an assembly is served from: a release, a label's release or the working copy.
 
 A release never changes. A process keeps the LOADED_RELEASES releases served most
-recently: on PostgreSQL, of each, only what of its manifest the requests served needed
-(an entry's list of bundles, an NPC's bundle: one small query when an entry is first
-served), never the manifest of the whole game; and the bundles those name, in the bundle
-memory every release shares (``releases.bundles``). A release's first request reads only
-the bundles it needs that no release served before had loaded, so a new release one edit
-away from the last costs a few small queries, and memory grows with the bundles served,
-not with the releases. Labels move, so they are read through the shared
+recently: of each, its index (``Release.index``: a few KB, never the manifest of the whole
+game); and the index shards and bundles requests needed, in the bundle memory every
+release shares (``releases.bundles``). A release's first request reads its index, then
+only the shards and bundles it needs that no release served before had loaded, so a new
+release one edit away from the last costs one small query (and one more for what
+changed), and memory grows with what is served, not with the releases. Labels move, so
+they are read through the shared
 cache (one round trip, the label map), refreshed the moment a move commits. A name is a
 label before it is a release's (an admin may set a label a release is named after, see
 releases.services.release_label_set), so a release named in a request is served from
@@ -21,13 +21,11 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q
-from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from assembler import LoreBook
 from promptadmin.content.assembly import (
@@ -41,21 +39,20 @@ from promptadmin.content.assembly import (
 from promptadmin.core.cache import shared, shared_changed
 from promptadmin.lore.selectors import lore_book
 from promptadmin.releases.bundles import (
-    ENTRIES,
-    LORE,
-    SECTIONS,
-    Version,
+    Index,
+    Part,
     compose,
+    indexed,
     lore_book_of,
     lore_hashes,
     memory,
-    release_version,
     stored_parts,
 )
 from promptadmin.releases.models import (
     PRODUCTION,
     WORKING,
     Release,
+    ReleaseAlias,
     ReleaseLabel,
     ReleaseLabelMove,
 )
@@ -63,14 +60,14 @@ from promptadmin.releases.models import (
 # The shape of the cached map is in its key: a process running other code never reads a map
 # of another shape.
 LABELS_KEY = "releases:labels:v2"
-# Releases a process keeps (what of their manifests it read; their bundles are in the shared
-# bundle memory): a few hundred bytes per entry served.
+# Releases a process keeps (their indexes, a few KB each; their shards and bundles are in
+# the shared bundle memory).
 LOADED_RELEASES = 16
 # How long a process serves a release named in a request from its memory before reading
 # the label map again: how long, at most, a new label of that name goes unseen there.
 NAME_TRUSTED_SECONDS = 2.0
 
-_loaded: OrderedDict[str, ServedRelease | Version] = OrderedDict()
+_loaded: OrderedDict[str, ServedRelease] = OrderedDict()
 # Names of _loaded that were no label's, and when the label map said so (time.monotonic()).
 _not_labels: dict[str, float] = {}
 _lock = threading.Lock()
@@ -134,67 +131,32 @@ def labels_changed() -> None:
 
 
 class ServedRelease:
-    """A release as game servers are served it (PostgreSQL): what of its manifest a
-    request needs (an entry's list, some NPCs' hashes) is read when first needed, in one
-    small query, and kept; never the manifest of the whole game. Its bundles go to the
-    bundle memory every release shares."""
+    """A release as game servers are served it: its index, read once (a few KB, whatever
+    the size of the game). The shards and bundles it names are read when a request first
+    needs them, into the bundle memory every release shares: a release one change away
+    from one served before reads none but those that changed."""
 
-    def __init__(self, pk: int, core: str, lore: Any = None) -> None:
+    def __init__(self, pk: int, index: Index) -> None:
         self.pk = pk
-        self.core = core
-        # The manifest's lore section (small: a hash per world with lore), read with it.
-        self.lore_manifest = {LORE: json.loads(lore) if isinstance(lore, str) else (lore or {})}
-        # Only what exists: a name asked for that the release lacks is asked again (an
-        # error anyway), so that made-up names never fill this memory.
-        self._entries: dict[str, list[str]] = {}
-        self._npcs: dict[str, str] = {}
-
-    def _read(self, entry: str, npcs: Sequence[str]) -> None:
-        """The manifest's list of ``entry`` (unless known) and the hashes of ``npcs``."""
-        wanted = [] if entry in self._entries else [(ENTRIES, entry)]
-        wanted += [
-            (SECTIONS["npc"], slug) for slug in dict.fromkeys(npcs) if slug not in self._npcs
-        ]
-        if not wanted:
-            return
-        table = connection.ops.quote_name(Release._meta.db_table)
-        picks = ", ".join("manifest -> %s -> %s" for _ in wanted)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT jsonb_build_array({picks}) FROM {table} WHERE id = %s",
-                [*(name for pair in wanted for name in pair), self.pk],
-            )
-            found = cursor.fetchone()[0]
-        values = json.loads(found) if isinstance(found, str) else found
-        for (section, slug), value in zip(wanted, values, strict=True):
-            if value is not None:
-                (self._entries if section == ENTRIES else self._npcs)[slug] = value
+        self.index = index
 
     def load(
         self, entry_slug: str, npc_slugs: Sequence[str]
     ) -> tuple[EntryBundle | None, dict[str, NpcBundle]]:
         """A ``promptadmin.content.assembly.Loader``: the bundles it needs, and no other."""
-        self._read(entry_slug, npc_slugs)
-        listed = self._entries.get(entry_slug)
-        npc_hashes = {slug: self._npcs[slug] for slug in npc_slugs if slug in self._npcs}
-        return compose(
-            None if listed is None else [self.core, *listed],
-            npc_hashes,
-            lambda hashes: stored_parts(hashes, keep=True),
-        )
+        listed, npc_hashes = indexed(self.index, entry_slug, npc_slugs, _kept)
+        return compose(listed, npc_hashes, _kept)
 
     def lore(self, world_slug: str | None) -> LoreBook | None:
         """A ``promptadmin.content.assembly.LoreLoader``: the release's lore for a world."""
-        return lore_book_of(
-            lore_hashes(self.lore_manifest, world_slug),
-            lambda hashes: stored_parts(hashes, keep=True),
-        )
+        return lore_book_of(lore_hashes(self.index, world_slug), _kept)
 
 
-Loaded = ServedRelease | Version
+def _kept(hashes: Collection[str]) -> dict[str, Part]:
+    return stored_parts(hashes, keep=True)
 
 
-def _remembered(name: str) -> Loaded | None:
+def _remembered(name: str) -> ServedRelease | None:
     with _lock:
         version = _loaded.get(name)
         if version is not None:
@@ -202,27 +164,38 @@ def _remembered(name: str) -> Loaded | None:
         return version
 
 
-def loaded_release(name: str) -> Loaded | None:
-    """The release named ``name``, from process memory or read once: on PostgreSQL, what
-    of its manifest requests need as they come (see :class:`ServedRelease`); elsewhere its
-    whole manifest. Its bundles are read when a request needs them, and kept."""
+def _index_of_release(name: str) -> tuple[int, Index] | None:
+    """The id and the index of the release called ``name`` (its own name or an alias's),
+    in one query that reads nothing else of it."""
+    quote = connection.ops.quote_name
+    release, alias = (quote(model._meta.db_table) for model in (Release, ReleaseAlias))
+    columns = f"r.{quote('id')}, r.{quote('index')}"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {release} AS r WHERE r.{quote('name')} = %s"
+            f" UNION ALL SELECT {columns} FROM {alias} AS a"
+            f" JOIN {release} AS r ON r.{quote('id')} = a.{quote('release_id')}"
+            f" WHERE a.{quote('name')} = %s",
+            [name, name],
+        )
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    pk, index = found
+    return pk, json.loads(index) if isinstance(index, str) else index
+
+
+def loaded_release(name: str) -> ServedRelease | None:
+    """The release named ``name``, from process memory or read once: its index (see
+    :class:`ServedRelease`); the shards and bundles it names are read when a request needs
+    them, and kept."""
     version = _remembered(name)
     if version is not None:
         return version
-    releases = Release.objects.filter(Q(name=name) | Q(aliases__name=name))
-    loaded: Loaded
-    if connection.vendor == "postgresql":
-        found = releases.values_list(
-            "id", KeyTextTransform("core", "manifest"), KeyTransform(LORE, "manifest")
-        ).first()
-        if found is None:
-            return None
-        loaded = ServedRelease(*found)
-    else:
-        release = releases.only("id", "manifest", "content_hash", "segment_count").first()
-        if release is None:
-            return None
-        loaded = release_version(release, keep=True)
+    found = _index_of_release(name)
+    if found is None:
+        return None
+    loaded = ServedRelease(*found)
     with _lock:
         _loaded[name] = loaded
         while len(_loaded) > LOADED_RELEASES:
@@ -230,7 +203,7 @@ def loaded_release(name: str) -> Loaded | None:
     return loaded
 
 
-def _named_release(name: str) -> Loaded | None:
+def _named_release(name: str) -> ServedRelease | None:
     """The release called ``name`` from process memory, while ``name`` is known to be no
     label's (see NAME_TRUSTED_SECONDS)."""
     seen = _not_labels.get(name)

@@ -3,7 +3,6 @@ by every release in the database and in each process's memory."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -56,24 +55,38 @@ def writes(captured: CaptureQueriesContext) -> list[str]:
     return found
 
 
+def shards(release: Release) -> set[str]:
+    """The index shards ``release`` is served from."""
+    return {*release.index["entries"], *release.index["npcs"]}
+
+
+def shard(release: Release, section: str, slug: str) -> str:
+    """The index shard of ``release`` listing ``slug`` (of ``section``)."""
+    listed = release.index[section]
+    return listed[bundles.shard_of(slug, len(listed))]  # type: ignore[no-any-return]
+
+
 @pytest.mark.postgres
 def test_two_releases_around_a_one_segment_change_share_every_other_bundle() -> None:
     one = services.release_create(actor=None, name="r-one")
     stored = ReleaseBundle.objects.count()
-    assert stored == len(manifest_hashes(one.manifest)) > 10
+    assert stored == len(manifest_hashes(one.manifest) | shards(one)) > 10
     edit("w-iron-tone", "Fog, always fog.")
 
     with CaptureQueriesContext(connection) as captured:
         two = services.release_create(actor=None, name="r-two")
 
-    # One release row, and one bundle: the world's whose segment changed.
+    # One release row, and the bundles that changed: the world's whose segment changed,
+    # and the index shards of the entries of that world (they name its new bundle).
     assert writes(captured) == ["releases_release", "releases_releasebundle"]
-    assert ReleaseBundle.objects.count() == stored + 1
     gone = manifest_hashes(one.manifest) - manifest_hashes(two.manifest)
     new = manifest_hashes(two.manifest) - manifest_hashes(one.manifest)
     assert len(gone) == len(new) == 1
     assert two.manifest["worlds"]["iron-coast"] in new
-    assert ReleaseBundle.objects.get(sha256=new.pop()).kind == "world"
+    assert ReleaseBundle.objects.get(sha256=next(iter(new))).kind == "world"
+    coast = [row["slug"] for row in two.catalog["entries"] if row["world"] == "iron-coast"]
+    assert shards(two) - shards(one) == {shard(two, "entries", slug) for slug in coast}
+    assert ReleaseBundle.objects.count() == stored + 1 + len(shards(two) - shards(one))
     # Every entry names its world's bundle: those of that world, the new one.
     for row in two.catalog["entries"]:
         assert two.manifest["entries"][row["slug"]][1] == two.manifest["worlds"][row["world"]]
@@ -81,10 +94,11 @@ def test_two_releases_around_a_one_segment_change_share_every_other_bundle() -> 
 
 @pytest.mark.postgres
 def test_a_release_of_unchanged_content_writes_its_row_alone() -> None:
-    services.release_create(actor=None, name="r-one")
+    one = services.release_create(actor=None, name="r-one")
     with CaptureQueriesContext(connection) as captured:
-        services.release_create(actor=None, name="r-two")
+        two = services.release_create(actor=None, name="r-two")
     assert writes(captured) == ["releases_release"]
+    assert two.index == one.index
 
 
 def test_a_release_holds_exactly_what_the_working_copy_held() -> None:
@@ -97,6 +111,21 @@ def test_a_release_holds_exactly_what_the_working_copy_held() -> None:
     assert release.content_hash == content_version(held).content_hash
 
 
+def test_a_release_is_indexed_by_shards_of_its_manifest() -> None:
+    release = services.release_create(actor=None, name="r-one")
+    index = release.index
+    assert (index["core"], index["lore"]) == (release.manifest["core"], {})
+    for section in ("entries", "npcs"):
+        listed = index[section]
+        assert len(listed) == bundles.shard_count(len(release.manifest[section]))
+        parts = bundles.stored_parts(listed, keep=False)
+        items = [part.items for part in parts.values()]
+        # Every object in exactly one shard, the one its slug falls in, as the manifest says.
+        assert sum(len(found) for found in items) == len(release.manifest[section])
+        for slug, named in release.manifest[section].items():
+            assert parts[shard(release, section, slug)].items[slug] == named
+
+
 def test_a_release_served_in_a_fresh_process_loads_only_the_bundles_it_needs(
     django_assert_num_queries: Any,
 ) -> None:
@@ -105,20 +134,20 @@ def test_a_release_served_in_a_fresh_process_loads_only_the_bundles_it_needs(
     serving.forget()  # a fresh process
     serving.labels()  # the label map, from the shared cache (as every request reads it)
 
-    # The release, what of its manifest the entry needs (on PostgreSQL; elsewhere its
-    # manifest is read whole with the release), then the bundles it needs.
-    with django_assert_num_queries(3 if on_postgres() else 2) as captured:
+    # The release's index, the shards naming the entry's and the NPC's bundles, then
+    # those bundles; never the manifest, whatever the size of the game.
+    with django_assert_num_queries(3) as captured:
         served = serving.resolve("r-one")
         prompt = assemble_prompt(PARAMS, load=served.load).prompt
-    if on_postgres():  # never the manifest of the whole game
-        whole = re.compile(r'"manifest"\s*(,|FROM)')  # the column itself, selected
-        assert not any(whole.search(query["sql"]) for query in captured.captured_queries)
+    assert not any("manifest" in query["sql"] for query in captured.captured_queries)
 
     assert prompt == working
     needed = {
         release.manifest["core"],
         *release.manifest["entries"]["drowned-bell"],
         release.manifest["npcs"]["marta-vell"],
+        shard(release, "entries", "drowned-bell"),
+        shard(release, "npcs", "marta-vell"),
     }
     assert len(bundles.memory) == len(needed) < len(manifest_hashes(release.manifest))
     assert all(sha in bundles.memory for sha in needed)
@@ -129,28 +158,35 @@ def test_a_release_served_in_a_fresh_process_loads_only_the_bundles_it_needs(
 def test_a_new_release_reuses_every_bundle_already_loaded(
     django_assert_num_queries: Any,
 ) -> None:
-    services.release_create(actor=None, name="r-one")
+    one = services.release_create(actor=None, name="r-one")
     serving.forget()
     serving.labels()
     assemble_prompt(PARAMS, load=serving.resolve("r-one").load)
     loaded = len(bundles.memory)
 
-    # An NPC this request does not name changes: the new release needs no bundle it lacks.
-    cobb = Segment.objects.filter(scope="npc", npc__slug="old-cobb").first()
-    assert cobb is not None
-    segments.segment_update(actor=None, segment=cobb, content="Cobb sleeps.")
+    # An NPC this request does not name (nor its shard) changes: the new release reads its
+    # index, and no shard or bundle.
+    other = next(
+        npc
+        for npc in NPC.objects.order_by("slug")
+        if shard(one, "npcs", npc.slug) != shard(one, "npcs", "marta-vell")
+    )
+    segment = Segment.objects.filter(scope="npc", npc=other).first()
+    assert segment is not None
+    segments.segment_update(actor=None, segment=segment, content="Sleeps.")
     services.release_create(actor=None, name="r-two")
-    with django_assert_num_queries(2 if on_postgres() else 1):  # the release, its manifest
+    with django_assert_num_queries(1):
         assemble_prompt(PARAMS, load=serving.resolve("r-two").load)
     assert len(bundles.memory) == loaded
 
-    # The entry's world changes: the next release reads that one bundle.
+    # The entry's world changes: the next release reads that bundle, and the shard of
+    # the entry (which names it).
     edit("w-iron-tone", "Fog, always fog.")
     services.release_create(actor=None, name="r-three")
-    with django_assert_num_queries(3 if on_postgres() else 2):
+    with django_assert_num_queries(3):  # the index, the entry's shard, the world's bundle
         prompt = assemble_prompt(PARAMS, load=serving.resolve("r-three").load).prompt
     assert "Fog, always fog." in prompt
-    assert len(bundles.memory) == loaded + 1
+    assert len(bundles.memory) == loaded + 2
     assert (
         "Fog, always fog." not in assemble_prompt(PARAMS, load=serving.resolve("r-two").load).prompt
     )
@@ -197,9 +233,11 @@ def test_a_bundle_is_named_by_the_hash_of_its_canonical_text() -> None:
     for stored in ReleaseBundle.objects.all():
         assert bundles.sha256(stored.content) == stored.sha256
         part = bundles.decode(stored.sha256, stored.content)
-        head = {"name": part.name} if stored.kind in ("ruleset", "npc") else {}
+        head: dict[str, Any] = {"name": part.name} if stored.kind in ("ruleset", "npc") else {}
         if stored.kind == "entry":
             head = {"id": part.entry_id, "world": part.world, "rulesets": list(part.rulesets)}
+        if stored.kind == "index":
+            head = {"items": dict(part.items)}
         assert bundles.encode(stored.kind, part.slug, head, part.rows) == stored.content
     assert release.manifest["format"] == bundles.MANIFEST_FORMAT
 
@@ -216,6 +254,8 @@ def test_a_release_asked_for_what_it_lacks_says_so_and_remembers_nothing_of_it()
             "entry": f"No entry with slug 'no-such-{attempt}'.",
             "npcs": "Unknown NPC slugs: nobody.",
         }
-    loaded = serving.loaded_release("r-one")
-    if isinstance(loaded, serving.ServedRelease):  # PostgreSQL
-        assert (list(loaded._entries), list(loaded._npcs)) == ([], ["marta-vell"])
+    # Made-up names fill no memory: it holds the one NPC's bundle and shards of the
+    # release's index (no more than it has), nothing else.
+    release = Release.objects.get(name="r-one")
+    kept = [*shards(release), release.manifest["npcs"]["marta-vell"]]
+    assert len(bundles.memory) == sum(sha in bundles.memory for sha in kept)

@@ -109,6 +109,7 @@ def test_the_database_refuses_to_change_a_release_whatever_the_code_path() -> No
     attempts = [
         lambda: Release.objects.filter(pk=release.pk).update(notes="rewritten"),
         lambda: Release.objects.filter(pk=release.pk).update(manifest={}),
+        lambda: Release.objects.filter(pk=release.pk).update(index={}),
         lambda: Release.objects.filter(pk=release.pk).delete(),
         lambda: ReleaseBundle.objects.update(content="gone"),
         lambda: ReleaseBundle.objects.filter(kind="npc").delete(),
@@ -123,13 +124,19 @@ def test_the_database_refuses_to_change_a_release_whatever_the_code_path() -> No
     assert release.created_by is None and release.notes == ""
 
 
-def test_a_release_after_a_one_segment_change_writes_one_bundle() -> None:
+def test_a_release_after_a_one_segment_change_writes_one_bundle_and_the_shards_naming_it() -> None:
     one = services.release_create(actor=None, name="r-one")
     bundles = ReleaseBundle.objects.count()
     segment = Segment.objects.get(import_key="w-iron-tone")
     segments.segment_update(actor=None, segment=segment, content="Fog, always fog.")
     two = services.release_create(actor=None, name="r-two")
-    assert ReleaseBundle.objects.count() == bundles + 1
+    # The world's bundle, and the index shards of its entries (they name its new bundle).
+    shards = {*two.index["entries"], *two.index["npcs"]} - {
+        *one.index["entries"],
+        *one.index["npcs"],
+    }
+    assert 1 <= len(shards) <= len(two.index["entries"])
+    assert ReleaseBundle.objects.count() == bundles + 1 + len(shards)
     changed = manifest_hashes(two.manifest) - manifest_hashes(one.manifest)
     assert len(changed) == 1
     assert ReleaseBundle.objects.get(sha256=changed.pop()).kind == "world"
