@@ -41,11 +41,13 @@ from promptadmin.lore.selectors import lore_book
 from promptadmin.releases.bundles import (
     Index,
     Part,
+    Version,
     compose,
     indexed,
     lore_book_of,
     lore_hashes,
     memory,
+    release_version,
     stored_parts,
 )
 from promptadmin.releases.models import (
@@ -67,7 +69,7 @@ LOADED_RELEASES = 16
 # the label map again: how long, at most, a new label of that name goes unseen there.
 NAME_TRUSTED_SECONDS = 2.0
 
-_loaded: OrderedDict[str, ServedRelease] = OrderedDict()
+_loaded: OrderedDict[str, ServedRelease | Version] = OrderedDict()
 # Names of _loaded that were no label's, and when the label map said so (time.monotonic()).
 _not_labels: dict[str, float] = {}
 _lock = threading.Lock()
@@ -156,7 +158,10 @@ def _kept(hashes: Collection[str]) -> dict[str, Part]:
     return stored_parts(hashes, keep=True)
 
 
-def _remembered(name: str) -> ServedRelease | None:
+Loaded = ServedRelease | Version
+
+
+def _remembered(name: str) -> Loaded | None:
     with _lock:
         version = _loaded.get(name)
         if version is not None:
@@ -185,7 +190,7 @@ def _index_of_release(name: str) -> tuple[int, Index] | None:
     return pk, json.loads(index) if isinstance(index, str) else index
 
 
-def loaded_release(name: str) -> ServedRelease | None:
+def loaded_release(name: str) -> Loaded | None:
     """The release named ``name``, from process memory or read once: its index (see
     :class:`ServedRelease`); the shards and bundles it names are read when a request needs
     them, and kept."""
@@ -195,7 +200,15 @@ def loaded_release(name: str) -> ServedRelease | None:
     found = _index_of_release(name)
     if found is None:
         return None
-    loaded = ServedRelease(*found)
+    pk, index = found
+    loaded: Loaded
+    if index:
+        loaded = ServedRelease(pk, index)
+    else:
+        # Made without one by code older than the index, still running while a deploy
+        # rolls out: served from its whole manifest, as that code served it.
+        release = Release.objects.only("id", "manifest", "content_hash", "segment_count")
+        loaded = release_version(release.get(pk=pk), keep=True)
     with _lock:
         _loaded[name] = loaded
         while len(_loaded) > LOADED_RELEASES:
@@ -203,7 +216,7 @@ def loaded_release(name: str) -> ServedRelease | None:
     return loaded
 
 
-def _named_release(name: str) -> ServedRelease | None:
+def _named_release(name: str) -> Loaded | None:
     """The release called ``name`` from process memory, while ``name`` is known to be no
     label's (see NAME_TRUSTED_SECONDS)."""
     seen = _not_labels.get(name)

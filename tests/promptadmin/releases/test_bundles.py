@@ -126,6 +126,19 @@ def test_a_release_is_indexed_by_shards_of_its_manifest() -> None:
             assert parts[shard(release, section, slug)].items[slug] == named
 
 
+def test_a_release_made_without_an_index_is_served_from_its_manifest() -> None:
+    # As code older than the index, still running while a deploy rolls out, makes them.
+    made = services.release_create(actor=None, name="r-one")
+    fields = ("catalog", "manifest", "content_hash", "segment_count")
+    Release.objects.create(name="r-old", **{name: getattr(made, name) for name in fields})
+    serving.forget()
+    prompts = [
+        assemble_prompt(PARAMS, load=serving.resolve(name).load).prompt
+        for name in ("r-one", "r-old")
+    ]
+    assert prompts[0] == prompts[1] == assemble_prompt(PARAMS).prompt
+
+
 def test_a_release_served_in_a_fresh_process_loads_only_the_bundles_it_needs(
     django_assert_num_queries: Any,
 ) -> None:
