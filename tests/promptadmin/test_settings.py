@@ -172,19 +172,21 @@ def test_the_summarizer_key_can_come_from_a_file(tmp_path: Any) -> None:
     assert result.stdout.strip() == "sk-from-file"
 
 
-def test_the_wsgi_application_loads_the_encoding_and_freezes_start_up_objects() -> None:
+def test_the_wsgi_application_imports_the_views_loads_the_encoding_and_freezes_them() -> None:
+    # A worker's first request (a game server's turn) imports nothing.
     script = (
-        "import gc\n"
+        "import gc, sys\n"
         "from assembler import tokens\n"
         "from promptadmin import wsgi\n"
         "frozen = gc.get_freeze_count() > 10_000\n"
-        "print(callable(wsgi.application), len(tokens._tokenizers), frozen)\n"
+        "views = {'promptadmin.urls', 'promptadmin.api.assembly'} <= set(sys.modules)\n"
+        "print(callable(wsgi.application), len(tokens._tokenizers), frozen, views)\n"
     )
     environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "promptadmin.settings"}
     result = subprocess.run(
         [sys.executable, "-c", script], env=environ, capture_output=True, text=True, check=True
     )
-    assert result.stdout.split() == ["True", "1", "True"]
+    assert result.stdout.split() == ["True", "1", "True", "True"]
 
 
 TASK_SETTINGS = ["CELERY_TASK_ALWAYS_EAGER", "CELERY_BROKER_URL", "SUMMARIZER_IN_BACKGROUND"]
