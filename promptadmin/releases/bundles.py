@@ -28,8 +28,9 @@ the manifest's entries and NPCs are split by slug into **shards**, bundles of ki
 lore's bundles and every shard. An assembly reads the release's index (small), the shards
 of its entry and NPCs, then their bundles; a new release one change away names the same
 shards but the changed ones, so its first request in a process reads none but those. A
-shard and the index each hold about the square root of the objects of a section: what a
-process reads grows with what it serves and what changed, never with the whole game.
+shard, and the index, name about the square root of the entries or NPCs (the index also
+names a lore bundle per world with lore, as the manifest does): what a process reads grows
+with what it serves and what changed, not with the whole game.
 """
 
 from __future__ import annotations

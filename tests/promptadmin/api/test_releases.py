@@ -12,6 +12,7 @@ from promptadmin.content.models import Segment
 from promptadmin.content.services import segments
 from promptadmin.content.services.api_keys import api_key_create
 from promptadmin.releases import serving
+from promptadmin.releases.bundles import shard_of
 from promptadmin.releases.models import Release, ReleaseLabel, ReleaseLabelMove, Scenario
 from tests.factories import UserFactory
 from tests.promptadmin.api.conftest import (
@@ -162,6 +163,27 @@ def test_a_release_served_makes_one_cache_round_trip_whatever_it_reads(  # type:
         calls.clear()
         assemble(reader, release=release)
         assert calls == ["get_many"]
+
+
+@pytest.mark.postgres
+def test_after_a_publish_the_first_request_by_label_reads_the_new_index_alone(  # type: ignore[no-untyped-def]
+    reader, admin_client, demo, django_assert_num_queries, django_capture_on_commit_callbacks
+) -> None:
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-one", labels=["production"])
+    assemble(reader)
+    # An NPC the request does not name, listed in another index shard than its NPC's.
+    shards = Release.objects.get(name="r-one").index["npcs"]
+    listed = {slug: shards[shard_of(slug, len(shards))] for slug in ("marta-vell", "kestrel")}
+    assert listed["kestrel"] != listed["marta-vell"]
+    segment = Segment.objects.filter(scope="npc", npc__slug="kestrel").first()
+    with django_capture_on_commit_callbacks(execute=True):
+        segments.segment_update(actor=None, segment=segment, content="Kestrel sails at dawn.")
+    publish(admin_client, django_capture_on_commit_callbacks, name="r-two", labels=["production"])
+
+    # Its index (the label map is in the shared cache, the shards and bundles in memory).
+    with django_assert_num_queries(1):
+        served = assemble(reader)
+    assert served["meta"]["release"] == {"name": "r-two", "label": "production"}
 
 
 def test_preview_serves_releases_too(  # type: ignore[no-untyped-def]
