@@ -27,11 +27,12 @@ from promptadmin.releases.models import (
 class ReleaseAdmin(ReadOnlyAdmin):
     list_display = ("name", "created_at", "created_by", "created_via", "segment_count")
     search_fields = ("name", "aliases__name", "notes")
-    exclude = ("catalog", "manifest")
+    exclude = ("catalog", "manifest", "index")
 
     def get_queryset(self, request: HttpRequest) -> Any:
-        # A catalog and a manifest take a megabyte or two at a large game's size.
-        return super().get_queryset(request).defer("catalog", "manifest")
+        # A catalog and a manifest take a megabyte or two at a large game's size (the
+        # index, made from the manifest for serving, is no one's to read here).
+        return super().get_queryset(request).defer("catalog", "manifest", "index")
 
 
 @admin.register(ReleaseLabel)
