@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,7 +29,7 @@ from promptadmin.releases.impact import (
     content_changes,
     to_assemble,
 )
-from promptadmin.releases.scenarios import ScenarioSpec
+from promptadmin.releases.scenarios import Judged
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +52,7 @@ _background = ThreadPoolExecutor(1, thread_name_prefix="impact")
 KEY_PATTERN = re.compile(r"impact:report:[0-9a-f]{64}")
 
 
-def report_key(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -> str:
+def report_key(before: Version, after: Version, scenarios: Judged) -> str:
     """Where the report of going from ``before`` to ``after`` judged by ``scenarios`` is
     kept: a hash of everything it follows from."""
     body = [
@@ -61,7 +60,7 @@ def report_key(before: Version, after: Version, scenarios: Sequence[ScenarioSpec
         settings.TIKTOKEN_ENCODING,
         before.content_hash,
         after.content_hash,
-        [spec.identity() for spec in scenarios],
+        scenarios.identity(),
     ]
     return f"impact:report:{sha256(canonical(body))}"
 
@@ -75,12 +74,12 @@ def kept(key: str) -> dict[str, Any] | None:
     return cache.get(key)  # type: ignore[no-any-return]
 
 
-def report(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -> dict[str, Any]:
+def report(before: Version, after: Version, scenarios: Judged) -> dict[str, Any]:
     """The impact report, from the cache or worked out now (and kept)."""
     key = report_key(before, after, scenarios)
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
-        found = compare(before, after, scenarios)
+        found = compare(before, after, scenarios.specs())
         cache.set(key, found, REPORT_TTL_SECONDS)
     return found
 
@@ -88,7 +87,7 @@ def report(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -
 def started(
     before: Version,
     after: Version,
-    scenarios: Sequence[ScenarioSpec],
+    scenarios: Judged,
     *,
     before_name: str | None,
     after_name: str,
@@ -101,7 +100,7 @@ def started(
     found: dict[str, Any] | None = cache.get(key)
     if found is not None:
         return found
-    total = len(to_assemble(before, after, scenarios))
+    total = len(to_assemble(before, after, scenarios.specs()))
     if total <= INLINE_SCENARIOS:
         return report(before, after, scenarios)
     start(key, before_name, after_name, total)
@@ -168,7 +167,7 @@ def stale(key: str) -> str:
     return "stale"
 
 
-def fill(before: Version, after: Version, scenarios: Sequence[ScenarioSpec], key: str) -> str:
+def fill(before: Version, after: Version, scenarios: Judged, key: str) -> str:
     """Make the report kept under ``key`` (the task's work), noting progress as it goes;
     ``stale`` when the sides or the scenarios are no longer what ``key`` was made of."""
     if cache.get(key) is not None:
@@ -184,6 +183,6 @@ def fill(before: Version, after: Version, scenarios: Sequence[ScenarioSpec], key
             value = {"state": "running", "done": done, "total": total}
             cache.set(progress_key(key), value, PROGRESS_TTL_SECONDS)
 
-    cache.set(key, compare(before, after, scenarios, progress=note), REPORT_TTL_SECONDS)
+    cache.set(key, compare(before, after, scenarios.specs(), progress=note), REPORT_TTL_SECONDS)
     cache.delete(progress_key(key))
     return "done"

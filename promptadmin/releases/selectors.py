@@ -19,7 +19,7 @@ from promptadmin.releases.models import (
     ReleaseLabel,
     ReleaseLabelMove,
 )
-from promptadmin.releases.scenarios import ScenarioSpec, scenarios_for
+from promptadmin.releases.scenarios import Judged, ScenarioSpec
 from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet
 from promptadmin.releases.working import working_version
 
@@ -75,14 +75,19 @@ def side(name: str | None) -> tuple[Version, dict[str, Any]]:
 def _scenarios(old: Version, new: Version) -> list[ScenarioSpec]:
     """The scenarios a comparison judges: the saved ones, then the implicit ones of every
     entry either side holds."""
-    return scenarios_for([*old.manifest[ENTRIES], *new.manifest[ENTRIES]])
+    return _judged(old, new).specs()
+
+
+def _judged(old: Version, new: Version) -> Judged:
+    """:func:`_scenarios`, read when needed (a report kept needs none of them)."""
+    return Judged([*old.manifest[ENTRIES], *new.manifest[ENTRIES]])
 
 
 def compare_report(before: str | None, after: str) -> dict[str, Any]:
     """The impact report of going from ``before`` to ``after`` (each a side's name)."""
     old, old_side = side(before)
     new, new_side = side(after)
-    report = reports.report(old, new, _scenarios(old, new))
+    report = reports.report(old, new, _judged(old, new))
     return {"before": old_side, "after": new_side, **report}
 
 
@@ -92,7 +97,7 @@ def compare_started(before: str | None, after: str) -> dict[str, Any]:
     the background task fills in, and how far it is (see ``reports.progress``)."""
     old, old_side = side(before)
     new, new_side = side(after)
-    report = reports.started(old, new, _scenarios(old, new), before_name=before, after_name=after)
+    report = reports.started(old, new, _judged(old, new), before_name=before, after_name=after)
     return {"before": old_side, "after": new_side, **report}
 
 
@@ -103,7 +108,7 @@ def compare_fill(before: str | None, after: str, key: str) -> str:
         new, _ = side(after)
     except ObjectDoesNotExist:  # a label removed meanwhile: the page, polling, says so
         return reports.stale(key)
-    return reports.fill(old, new, _scenarios(old, new), key)
+    return reports.fill(old, new, _judged(old, new), key)
 
 
 def unpublished() -> dict[str, Any] | None:
