@@ -45,13 +45,17 @@ def release_named(name: str) -> Release:
     return _named(name)[0]
 
 
-def _named(name: str) -> tuple[Release, str | None]:
-    """:func:`release_named`, and ``name`` when it is a label (else None)."""
-    label = ReleaseLabel.objects.filter(name=name).values_list("release_id", flat=True).first()
-    release = releases().filter(pk=label).first() if label else release_called(name)
+def _named(name: str, rows: QuerySet[Release] | None = None) -> tuple[Release, str | None]:
+    """:func:`release_named` (read from ``rows``: :func:`releases` by default), and
+    ``name`` when it is a label (else None)."""
+    rows = releases() if rows is None else rows
+    release = rows.filter(labels__name=name).first()
+    if release is not None:
+        return release, name
+    release = rows.filter(Q(name=name) | Q(aliases__name=name)).first()
     if release is None:
         raise ObjectDoesNotExist(f"No release or label named '{name}'.")
-    return release, name if label else None
+    return release, None
 
 
 NOTHING = ContentSet(catalog={plural: [] for plural in CATALOG_KEYS.values()}, segments={})
@@ -67,7 +71,8 @@ def side(name: str | None) -> tuple[Version, dict[str, Any]]:
     if name == WORKING:
         version = working_version()
         return version, {"name": WORKING, "label": None, "content_hash": version.content_hash}
-    release, label = _named(name)
+    # Its manifest in the same query; neither its catalog (read when needed) nor its labels.
+    release, label = _named(name, Release.objects.defer("catalog"))
     described = {"name": release.name, "label": label, "content_hash": release.content_hash}
     return release_version(release), described
 

@@ -114,3 +114,19 @@ def test_without_the_stamps_the_scenarios_themselves_make_the_key() -> None:
     ]
     WorkingStamp.objects.filter(kind__in=JUDGED_STAMPS).delete()
     assert judged.identity() == [spec.identity() for spec in selectors._scenarios(one, one)]
+
+
+def test_a_summary_counts_every_scenario_and_lists_those_that_changed() -> None:
+    services.scenario_create(
+        actor=None, name="tight", entry="quay", token_budget=5, expectations=[{"kind": "fits"}]
+    )
+    full = selectors.compare_report("r-one", "working")
+    summary = reports.summary(full)
+    rows = full["scenarios"]
+    assert summary["scenarios"] == [row for row in rows if row["changed"]]
+    assert summary["judged_count"] == len(rows) == 6
+    assert summary["assembled_count"] == sum(row["assembled"] for row in rows) == 6
+    assert summary["failing_count"] + summary["still_failing_count"] == 1  # "tight" fails
+    assert {k: v for k, v in summary.items() if k not in reports.summary({"scenarios": []})} == {
+        k: v for k, v in full.items() if k != "scenarios"
+    }
