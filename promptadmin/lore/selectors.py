@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from django.db.models import Q, QuerySet, Sum
@@ -106,15 +106,20 @@ def lore_book(world_slug: str | None) -> assembler.LoreBook | None:
     return book
 
 
-def lore_rows() -> dict[str, list[dict[str, Any]]]:
+def lore_rows(worlds: Collection[int | None] | None = None) -> dict[str, list[dict[str, Any]]]:
     """The working copy's active lore entries as release bundles hold them (each a row of
     :data:`BUNDLE_FIELDS`, its token count made afresh when made with another encoding), by
-    world slug, "" for every world's; one query."""
+    world slug, "" for every world's; one query. ``worlds``: only those of these worlds
+    (ids; None: every world's lore)."""
     found: dict[str, list[dict[str, Any]]] = {}
     tok = tokenizer()
-    rows = (
-        LoreEntry.objects.filter(active=True).order_by("id").values(*BUNDLE_FIELDS, "world__slug")
-    )
+    entries = LoreEntry.objects.filter(active=True)
+    if worlds is not None:
+        ids = [pk for pk in worlds if pk is not None]
+        entries = entries.filter(
+            Q(world_id__in=ids) | Q(world__isnull=True) if None in worlds else Q(world_id__in=ids)
+        )
+    rows = entries.order_by("id").values(*BUNDLE_FIELDS, "world__slug")
     for row in rows:
         world = row.pop("world__slug") or ""
         if row["token_count"] is None or row["token_encoding"] != tok.name:

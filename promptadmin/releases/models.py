@@ -246,3 +246,32 @@ class Scenario(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class WorkingStamp(models.Model):
+    """What the working copy's reader knows of one object without reading its segments:
+    a random ``stamp`` that PostgreSQL replaces whenever the object's active segments (or
+    a world's active lore entries) change, and how many there are.
+
+    Written by the database alone: statement-level triggers on the segment and lore
+    tables (migration 0010), so every path (services, bulk loads, imports, migrations,
+    raw SQL) keeps it right. ``kind`` is the bundle kind (``releases.bundles.BUNDLE_KIND``,
+    or ``lore``); ``owner`` the object's id (0: the core; lore of every world). Rows of
+    owner 0 stamp the ``catalog`` (the objects themselves), and what a comparison's
+    scenarios follow from (0011): ``scenarios`` (the saved ones) and ``casts``. A random
+    stamp never means two states, in this database or another sharing the cache. Empty
+    on SQLite, where the working copy is read whole.
+    """
+
+    kind = models.CharField(max_length=16)
+    owner = models.BigIntegerField()
+    stamp = models.UUIDField()
+    count = models.IntegerField(help_text="Active segments (lore: active entries).")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("kind", "owner"), name="workingstamp_kind_owner")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.owner}: {self.stamp} ({self.count})"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,7 +30,7 @@ from promptadmin.releases.impact import (
     content_changes,
     to_assemble,
 )
-from promptadmin.releases.scenarios import ScenarioSpec
+from promptadmin.releases.scenarios import Judged
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ _background = ThreadPoolExecutor(1, thread_name_prefix="impact")
 KEY_PATTERN = re.compile(r"impact:report:[0-9a-f]{64}")
 
 
-def report_key(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -> str:
+def report_key(before: Version, after: Version, scenarios: Judged) -> str:
     """Where the report of going from ``before`` to ``after`` judged by ``scenarios`` is
     kept: a hash of everything it follows from."""
     body = [
@@ -61,7 +61,7 @@ def report_key(before: Version, after: Version, scenarios: Sequence[ScenarioSpec
         settings.TIKTOKEN_ENCODING,
         before.content_hash,
         after.content_hash,
-        [spec.identity() for spec in scenarios],
+        scenarios.identity(),
     ]
     return f"impact:report:{sha256(canonical(body))}"
 
@@ -70,49 +70,76 @@ def progress_key(key: str) -> str:
     return f"{key}:progress"
 
 
+def summary_key(key: str) -> str:
+    return f"{key}:summary"
+
+
+def summary(report: Mapping[str, Any]) -> dict[str, Any]:
+    """What a page shows of ``report``: all of it but the rows of the scenarios that did
+    not change, which are counted (at 1,000 entries, 2,000 rows nobody reads): how many
+    scenarios were judged and assembled, and how many of their expectations start failing
+    and still fail (``*_count``)."""
+    scenarios = report["scenarios"]
+    return {
+        **report,
+        "scenarios": [row for row in scenarios if row["changed"]],
+        "judged_count": len(scenarios),
+        "assembled_count": sum(1 for row in scenarios if row["assembled"]),
+        "failing_count": sum(len(row["expectations_failing"]) for row in scenarios),
+        "still_failing_count": sum(len(row["expectations_still_failing"]) for row in scenarios),
+    }
+
+
+def _keep(key: str, report: dict[str, Any]) -> None:
+    cache.set_many({key: report, summary_key(key): summary(report)}, REPORT_TTL_SECONDS)
+
+
 def kept(key: str) -> dict[str, Any] | None:
-    """The report kept under ``key``, if it is made."""
-    return cache.get(key)  # type: ignore[no-any-return]
+    """The :func:`summary` of the report kept under ``key``, if it is made."""
+    found: dict[str, Any] | None = cache.get(summary_key(key))
+    if found is None:
+        report = cache.get(key)
+        if report is not None:
+            found = summary(report)
+            cache.set(summary_key(key), found, REPORT_TTL_SECONDS)
+    return found
 
 
-def report(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -> dict[str, Any]:
+def report(before: Version, after: Version, scenarios: Judged) -> dict[str, Any]:
     """The impact report, from the cache or worked out now (and kept)."""
     key = report_key(before, after, scenarios)
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
-        found = compare(before, after, scenarios)
-        cache.set(key, found, REPORT_TTL_SECONDS)
+        found = compare(before, after, scenarios.specs())
+        _keep(key, found)
     return found
 
 
 def started(
     before: Version,
     after: Version,
-    scenarios: Sequence[ScenarioSpec],
+    scenarios: Judged,
     *,
     before_name: str | None,
     after_name: str,
 ) -> dict[str, Any]:
-    """The impact report if it is kept or quick to make; else what changed, with
-    ``scenarios`` empty and ``pending`` (``key``, and :func:`progress`), while a task
-    assembles the scenarios (``before_name``/``after_name``: the sides, as the task reads
-    them again)."""
+    """The :func:`summary` of the impact report if it is kept or quick to make; else
+    what changed, with ``scenarios`` empty and ``pending`` (``key``, and
+    :func:`progress`), while a task assembles the scenarios (``before_name``/
+    ``after_name``: the sides, as the task reads them again)."""
     key = report_key(before, after, scenarios)
-    found: dict[str, Any] | None = cache.get(key)
+    found = kept(key)
     if found is not None:
         return found
-    total = len(to_assemble(before, after, scenarios))
+    total = len(to_assemble(before, after, scenarios.specs()))
     if total <= INLINE_SCENARIOS:
-        return report(before, after, scenarios)
+        return summary(report(before, after, scenarios))
     start(key, before_name, after_name, total)
-    found = cache.get(key)  # made already: tasks run here and now (tests)
+    found = kept(key)  # made already: tasks run here and now (tests)
     if found is not None:
         return found
-    return {
-        **content_changes(before, after),
-        "scenarios": [],
-        "pending": {"key": key, **progress(key)},
-    }
+    pending = {**content_changes(before, after), "scenarios": []}
+    return {**summary(pending), "pending": {"key": key, **progress(key)}}
 
 
 def progress(key: str) -> dict[str, Any]:
@@ -120,7 +147,7 @@ def progress(key: str) -> dict[str, Any]:
     worker; ``running``; ``stale``: the content or the scenarios changed since it was
     asked for; ``lost``: no task is making it), scenarios ``done`` of ``total``, and a
     ``percent``."""
-    if cache.get(key) is not None:
+    if cache.has_key(key):
         return {"state": "done", "done": 0, "total": 0, "percent": 100.0}
     noted: dict[str, Any] | None = cache.get(progress_key(key))
     if noted is None:
@@ -168,10 +195,10 @@ def stale(key: str) -> str:
     return "stale"
 
 
-def fill(before: Version, after: Version, scenarios: Sequence[ScenarioSpec], key: str) -> str:
+def fill(before: Version, after: Version, scenarios: Judged, key: str) -> str:
     """Make the report kept under ``key`` (the task's work), noting progress as it goes;
     ``stale`` when the sides or the scenarios are no longer what ``key`` was made of."""
-    if cache.get(key) is not None:
+    if cache.has_key(key):
         return "done"
     if report_key(before, after, scenarios) != key:
         return stale(key)
@@ -184,6 +211,6 @@ def fill(before: Version, after: Version, scenarios: Sequence[ScenarioSpec], key
             value = {"state": "running", "done": done, "total": total}
             cache.set(progress_key(key), value, PROGRESS_TTL_SECONDS)
 
-    cache.set(key, compare(before, after, scenarios, progress=note), REPORT_TTL_SECONDS)
+    _keep(key, compare(before, after, scenarios.specs(), progress=note))
     cache.delete(progress_key(key))
     return "done"

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from django.db import connection
+
 import assembler
 from assembler.impact import Expectation, failure, parse_expectation
 from assembler.replies import is_reply_expectation
@@ -24,7 +26,7 @@ from promptadmin.content.assembly import (
     assemble_prompt,
 )
 from promptadmin.content.models import EntryNpc
-from promptadmin.releases.models import Scenario
+from promptadmin.releases.models import Scenario, WorkingStamp
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,40 @@ def scenarios_for(entries: Iterable[str]) -> list[ScenarioSpec]:
     cast = casts(entries)
     implicit = [spec for slug in sorted(cast) for spec in implicit_scenarios(slug, cast[slug])]
     return saved + implicit
+
+
+# The stamps PostgreSQL replaces on every write of what scenarios are made of (migration
+# releases 0011): the saved scenarios; the casts (and the slugs naming their entries and NPCs).
+JUDGED_STAMPS = ("scenarios", "casts")
+
+
+class Judged:
+    """The scenarios a comparison judges (:func:`scenarios_for` the entries of both
+    versions), read when first needed; and what they follow from beside the two versions'
+    content (which names the entries): :meth:`identity`."""
+
+    def __init__(self, entries: Iterable[str]) -> None:
+        self._entries = list(entries)
+        self._specs: list[ScenarioSpec] = []
+        self._read = False
+
+    def specs(self) -> list[ScenarioSpec]:
+        if not self._read:
+            self._specs, self._read = scenarios_for(self._entries), True
+        return self._specs
+
+    def identity(self) -> Any:
+        """The stamps of the saved scenarios and the casts (PostgreSQL: one small query,
+        none of them read), else every scenario's identity."""
+        if connection.vendor == "postgresql":
+            found = dict(
+                WorkingStamp.objects.filter(kind__in=JUDGED_STAMPS, owner=0).values_list(
+                    "kind", "stamp"
+                )
+            )
+            if len(found) == len(JUDGED_STAMPS):
+                return [str(found[kind]) for kind in JUDGED_STAMPS]
+        return [spec.identity() for spec in self.specs()]
 
 
 @dataclass(frozen=True)

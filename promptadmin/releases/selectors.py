@@ -19,7 +19,7 @@ from promptadmin.releases.models import (
     ReleaseLabel,
     ReleaseLabelMove,
 )
-from promptadmin.releases.scenarios import ScenarioSpec, scenarios_for
+from promptadmin.releases.scenarios import Judged, ScenarioSpec
 from promptadmin.releases.snapshot import CATALOG_KEYS, ContentSet
 from promptadmin.releases.working import working_version
 
@@ -46,13 +46,17 @@ def release_named(name: str) -> Release:
     return _named(name)[0]
 
 
-def _named(name: str) -> tuple[Release, str | None]:
-    """:func:`release_named`, and ``name`` when it is a label (else None)."""
-    label = ReleaseLabel.objects.filter(name=name).values_list("release_id", flat=True).first()
-    release = releases().filter(pk=label).first() if label else release_called(name)
+def _named(name: str, rows: QuerySet[Release] | None = None) -> tuple[Release, str | None]:
+    """:func:`release_named` (read from ``rows``: :func:`releases` by default), and
+    ``name`` when it is a label (else None)."""
+    rows = releases() if rows is None else rows
+    release = rows.filter(labels__name=name).first()
+    if release is not None:
+        return release, name
+    release = rows.filter(Q(name=name) | Q(aliases__name=name)).first()
     if release is None:
         raise ObjectDoesNotExist(f"No release or label named '{name}'.")
-    return release, name if label else None
+    return release, None
 
 
 NOTHING = ContentSet(catalog={plural: [] for plural in CATALOG_KEYS.values()}, segments={})
@@ -68,7 +72,8 @@ def side(name: str | None) -> tuple[Version, dict[str, Any]]:
     if name == WORKING:
         version = working_version()
         return version, {"name": WORKING, "label": None, "content_hash": version.content_hash}
-    release, label = _named(name)
+    # Its manifest in the same query; neither its catalog (read when needed) nor its labels.
+    release, label = _named(name, Release.objects.defer("catalog"))
     described = {"name": release.name, "label": label, "content_hash": release.content_hash}
     return release_version(release), described
 
@@ -76,14 +81,19 @@ def side(name: str | None) -> tuple[Version, dict[str, Any]]:
 def _scenarios(old: Version, new: Version) -> list[ScenarioSpec]:
     """The scenarios a comparison judges: the saved ones, then the implicit ones of every
     entry either side holds."""
-    return scenarios_for([*old.manifest[ENTRIES], *new.manifest[ENTRIES]])
+    return _judged(old, new).specs()
+
+
+def _judged(old: Version, new: Version) -> Judged:
+    """:func:`_scenarios`, read when needed (a report kept needs none of them)."""
+    return Judged([*old.manifest[ENTRIES], *new.manifest[ENTRIES]])
 
 
 def compare_report(before: str | None, after: str) -> dict[str, Any]:
     """The impact report of going from ``before`` to ``after`` (each a side's name)."""
     old, old_side = side(before)
     new, new_side = side(after)
-    report = reports.report(old, new, _scenarios(old, new))
+    report = reports.report(old, new, _judged(old, new))
     return {"before": old_side, "after": new_side, **report}
 
 
@@ -93,7 +103,7 @@ def compare_started(before: str | None, after: str) -> dict[str, Any]:
     the background task fills in, and how far it is (see ``reports.progress``)."""
     old, old_side = side(before)
     new, new_side = side(after)
-    report = reports.started(old, new, _scenarios(old, new), before_name=before, after_name=after)
+    report = reports.started(old, new, _judged(old, new), before_name=before, after_name=after)
     return {"before": old_side, "after": new_side, **report}
 
 
@@ -104,7 +114,7 @@ def compare_fill(before: str | None, after: str, key: str) -> str:
         new, _ = side(after)
     except ObjectDoesNotExist:  # a label removed meanwhile: the page, polling, says so
         return reports.stale(key)
-    return reports.fill(old, new, _scenarios(old, new), key)
+    return reports.fill(old, new, _judged(old, new), key)
 
 
 def unpublished() -> dict[str, Any] | None:

@@ -59,7 +59,7 @@ def _report(before: str | None, after: str, *, wait: bool = True) -> dict[str, A
     """The impact report, ready to show. ``wait=False``: when many scenarios must be
     assembled again, without them for now (``pending``: the page polls for them)."""
     if wait:
-        report = selectors.compare_report(before, after)
+        report = reports.summary(selectors.compare_report(before, after))
     else:
         report = selectors.compare_started(before, after)
     for change in [*report["segments"]["changed"], *report["objects"]["changed"]]:
@@ -72,14 +72,12 @@ def _report(before: str | None, after: str, *, wait: bool = True) -> dict[str, A
 
 
 def _scenarios_shown(report: dict[str, Any], before: str | None, after: str) -> dict[str, Any]:
-    scenarios = report["scenarios"]
-    report["changed_scenarios"] = [s for s in scenarios if s["changed"]]
-    report["assembled_count"] = sum(1 for s in scenarios if s["assembled"])
-    report["unchanged_count"] = len(scenarios) - len(report["changed_scenarios"])
-    report["failing_count"] = sum(len(s["expectations_failing"]) for s in scenarios)
-    report["still_failing_count"] = sum(len(s["expectations_still_failing"]) for s in scenarios)
+    """``report``: a summary (``reports.summary``): the scenarios that changed, the others
+    counted."""
+    report["changed_scenarios"] = report["scenarios"]
+    report["unchanged_count"] = report["judged_count"] - len(report["scenarios"])
     query = {"before": before or "", "after": after}
-    for scenario in scenarios:
+    for scenario in report["changed_scenarios"]:
         # A new scenario is shown by what it loses, as the preview says it.
         outcome = scenario["outcome_after"] or {}
         scenario["lost_after"] = [
@@ -114,7 +112,7 @@ def _scenarios_fragment(request: HttpRequest, key: str, before: str | None) -> H
             reports.start(key, before, WORKING, total=0)
             state = reports.progress(key)
         report = {"before": {"label": before}, "pending": {"key": key, **state}}
-        _scenarios_shown({**report, "scenarios": []}, before, WORKING)
+        _scenarios_shown({**report, **reports.summary({"scenarios": []})}, before, WORKING)
     return render(request, "studio/_impact.html#scenarios", {"report": report})
 
 
