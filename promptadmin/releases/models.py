@@ -254,11 +254,11 @@ class WorkingStamp(models.Model):
     a world's active lore entries) change, and how many there are.
 
     Written by the database alone: statement-level triggers on the segment and lore
-    tables (migration 0010), so every path (services, bulk loads, imports, migrations,
+    tables (migration 0011), so every path (services, bulk loads, imports, migrations,
     raw SQL) keeps it right. ``kind`` is the bundle kind (``releases.bundles.BUNDLE_KIND``,
     or ``lore``); ``owner`` the object's id (0: the core; lore of every world). Rows of
     owner 0 stamp the ``catalog`` (the objects themselves), and what a comparison's
-    scenarios follow from (0011): ``scenarios`` (the saved ones) and ``casts``. A random
+    scenarios follow from (0012): ``scenarios`` (the saved ones) and ``casts``. A random
     stamp never means two states, in this database or another sharing the cache. Empty
     on SQLite, where the working copy is read whole.
     """

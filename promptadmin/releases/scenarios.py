@@ -178,7 +178,7 @@ def scenarios_for(entries: Iterable[str]) -> list[ScenarioSpec]:
 
 
 # The stamps PostgreSQL replaces on every write of what scenarios are made of (migration
-# releases 0011): the saved scenarios; the casts (and the slugs naming their entries and NPCs).
+# releases 0012): the saved scenarios; the casts (and the slugs naming their entries and NPCs).
 JUDGED_STAMPS = ("scenarios", "casts")
 
 

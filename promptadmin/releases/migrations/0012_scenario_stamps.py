@@ -93,6 +93,6 @@ def drop(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("releases", "0010_working_stamps")]
+    dependencies = [("releases", "0011_working_stamps")]
 
     operations = [migrations.RunPython(create, drop)]

@@ -163,7 +163,7 @@ def drop(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("releases", "0009_scenario_lore"),
+        ("releases", "0010_release_index"),
         ("promptadmin", "0013_npc_tier_from_imported_metadata"),
         ("lore", "0002_lore_search"),
     ]
