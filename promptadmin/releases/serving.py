@@ -7,12 +7,11 @@ release shares (``releases.bundles``). A release's first request reads its index
 only the shards and bundles it needs that no release served before had loaded, so a new
 release one edit away from the last costs one small query (and one more for what
 changed), and memory grows with what is served, not with the releases. Labels move, so
-they are read through the shared
-cache (one round trip, the label map), refreshed the moment a move commits. A name is a
-label before it is a release's (an admin may set a label a release is named after, see
-releases.services.release_label_set), so a release named in a request is served from
-process memory without asking only for NAME_TRUSTED_SECONDS after the label map last
-said no label has that name.
+they are read through the shared cache (one round trip, the label map), refreshed the
+moment a move commits. A name is a label before it is a release's (an admin may set a
+label a release is named after, see releases.services.release_label_set), so a release
+named in a request is served from process memory without asking only for
+NAME_TRUSTED_SECONDS after the label map last said no label has that name.
 """
 
 from __future__ import annotations
