@@ -35,7 +35,7 @@ from promptadmin.releases.scenarios import ScenarioSpec
 logger = logging.getLogger(__name__)
 
 # Change it when what a report holds changes: a report cached by older code is not read.
-REPORT_FORMAT = 3
+REPORT_FORMAT = 4
 REPORT_TTL_SECONDS = 24 * 3600
 # More scenarios to assemble again than this, and the publish page hands them to a task.
 INLINE_SCENARIOS = 60
@@ -80,7 +80,7 @@ def report(before: Version, after: Version, scenarios: Sequence[ScenarioSpec]) -
     key = report_key(before, after, scenarios)
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
-        found = compare(before, after, scenarios)
+        found = compare(before, after, scenarios, memo=cache)
         cache.set(key, found, REPORT_TTL_SECONDS)
     return found
 
@@ -184,6 +184,7 @@ def fill(before: Version, after: Version, scenarios: Sequence[ScenarioSpec], key
             value = {"state": "running", "done": done, "total": total}
             cache.set(progress_key(key), value, PROGRESS_TTL_SECONDS)
 
-    cache.set(key, compare(before, after, scenarios, progress=note), REPORT_TTL_SECONDS)
+    made = compare(before, after, scenarios, progress=note, memo=cache)
+    cache.set(key, made, REPORT_TTL_SECONDS)
     cache.delete(progress_key(key))
     return "done"
