@@ -351,6 +351,14 @@ def release_prompts(request: HttpRequest) -> HttpResponse:
                     "error": None if result else "Nothing was published under this label.",
                     "prompt": result.prompt if result else "",
                     "tokens": result.meta.tokens if result else None,
+                    # All it loses (the report lists only what one side loses and the
+                    # other does not), in the preview's words.
+                    "lost": [
+                        {**change.to_dict(), "kind_words": CHANGE_KIND_WORDS[change.kind]}
+                        for change in result.meta.outcome.changes()
+                    ]
+                    if result
+                    else [],
                 }
             )
     return render_page(

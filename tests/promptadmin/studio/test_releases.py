@@ -336,6 +336,23 @@ def test_the_report_lists_a_page_of_changed_scenarios_those_starting_to_fail_fir
     assert 'href="?scenarios_page=2"' in polled and "report=" not in polled
 
 
+def test_side_by_side_says_all_each_side_loses(  # type: ignore[no-untyped-def]
+    viewer: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    """The report lists the cuts one side has and the other has not; the scenario opened
+    says every cut of each side, worked out then."""
+    services.release_create(actor=None, name="r-one", labels=["production"], confirm=True)
+    grow_tone(content, django_capture_on_commit_callbacks)
+    page = viewer.get(
+        "/releases/prompts/?before=production&after=working&entry=drowned-bell"
+        "&token_budget=300&npc_budget=600"
+    ).content.decode()
+    before, after = re.findall(r'<ul class="lints" data-testid="lost">(.*?)</ul>', page, re.S)
+    assert "Nothing is cut." in before
+    tone = content["tone"].pk
+    assert f"World segment #{tone} &#x27;Tone&#x27;" in after and "left out" in after
+
+
 def test_the_publish_page_polls_only_for_a_report_key(admin: Client, content: Any) -> None:
     response = admin.get("/releases/publish/?report=impact:report:nope", HTTP_HX_REQUEST="true")
     assert response.status_code == 400
