@@ -544,8 +544,11 @@ def scenario_impact(
 ) -> list[dict[str, Any]]:
     """Each scenario's row of the report, assembling only those whose bundles differ, and
     of those only the runs (and rows) ``memo`` does not keep yet (it keeps those made)."""
-    rows = [scenario_unchanged(spec) for spec in scenarios]
     todo = _by_content(after, to_assemble(before, after, scenarios), scenarios)
+    again = set(todo)  # their rows are made below
+    rows = [
+        {} if index in again else scenario_unchanged(spec) for index, spec in enumerate(scenarios)
+    ]
     names: Mapping[tuple[str, str], str] | None = None  # read once, if anything is missing
     bundles = _Bundles()
     for start in range(0, len(todo), CHUNK):
