@@ -4,10 +4,13 @@ when many scenarios must be assembled again.
 A report follows from the two versions' content (named for good by their content
 hashes), the scenarios judged and the tokenizer, so it is kept in the shared cache under
 a key made of those: the publish page, the compare page and the API asking for it again
-get it at once. When more than INLINE_SCENARIOS scenarios must be assembled again (a
-change to the core touches every entry), the page does not wait: it shows what changed,
-and a task (Celery's, or a thread of this process without a broker, as imports do)
-assembles the scenarios and notes its progress, which the page polls.
+get it at once. Each scenario's run on each side, and its row, are kept there too, by the
+bundles they follow from (see ``impact``): a report whose key is new (the working copy
+changed again) assembles only what no report did. When more than INLINE_SCENARIOS
+scenarios must be assembled again (a change to the core touches every entry), the page
+does not wait: it shows what changed, and a task (Celery's, or a thread of this process
+without a broker, as imports do) assembles the scenarios and notes its progress, which
+the page polls.
 """
 
 from __future__ import annotations
@@ -184,7 +187,6 @@ def fill(before: Version, after: Version, scenarios: Sequence[ScenarioSpec], key
             value = {"state": "running", "done": done, "total": total}
             cache.set(progress_key(key), value, PROGRESS_TTL_SECONDS)
 
-    made = compare(before, after, scenarios, progress=note, memo=cache)
-    cache.set(key, made, REPORT_TTL_SECONDS)
+    cache.set(key, compare(before, after, scenarios, progress=note, memo=cache), REPORT_TTL_SECONDS)
     cache.delete(progress_key(key))
     return "done"
