@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, cast
 
 from assembler.request import MAX_BUDGET
-from assembler.result import AssemblyResult
+from assembler.result import AssemblyResult, Change
 
 ExpectationKind: TypeAlias = Literal["fits", "keeps_segment", "contains", "max_tokens"]
 EXPECTATION_KINDS: tuple[ExpectationKind, ...] = ("fits", "keeps_segment", "contains", "max_tokens")
@@ -138,15 +138,22 @@ def cuts(result: AssemblyResult) -> dict[str, str]:
     (``npc:marta lowered to 1``), so an NPC lowered further, or left out, is a new cut.
     Steps undone by a put-back are not cuts.
     """
-    found: dict[str, str] = {}
-    for change in result.meta.outcome.changes():
-        key = change.key
-        if change.kind == "shortened":
-            key += " shortened"
-        elif change.kind == "lowered":
-            key += f" lowered to {change.tier_after}"
-        found[key] = change.explanation
-    return found
+    return {cut_key(change): change.explanation for change in result.meta.outcome.changes()}
+
+
+def cut_key(change: Change) -> str:
+    """The key of the cut ``change`` is (see :func:`cuts`).
+
+    >>> from assembler.result import Change
+    >>> cut_key(Change("lowered", "npc:marta", "npc", "NPC 'Marta'", 90, 40,
+    ...     "over_npc_budget", "...", npc="marta", tier_before=2, tier_after=1))
+    'npc:marta lowered to 1'
+    """
+    if change.kind == "shortened":
+        return change.key + " shortened"
+    if change.kind == "lowered":
+        return f"{change.key} lowered to {change.tier_after}"
+    return change.key
 
 
 def failure(expectation: Expectation, result: AssemblyResult) -> str | None:

@@ -97,6 +97,11 @@ class Tokenizer:
         # encode of only the blocks that changed. Bounded: blocks can be tens of KB.
         self.count_block = functools.lru_cache(maxsize=512)(self.count)
         self._join_cost = functools.lru_cache(maxsize=65536)(self._join_cost_uncached)
+        # Counts of the windows either side of a join: a segment's last characters are
+        # the left of its join to the next segment and of its join to the block's closing
+        # line, and a few texts (closing lines, separators' neighbours) start many joins,
+        # so a join costs one encode more often than three.
+        self._window_count = functools.lru_cache(maxsize=16384)(self.count)
         # Texts of the dynamic layers: the same player sheet or game state comes back turn
         # after turn, so counts are remembered; the last few encodings are kept as well,
         # for a text that is trimmed right after it was counted (one encode, not two).
@@ -204,7 +209,8 @@ class Tokenizer:
         return self._join_cost(left[-_JOIN_WINDOW:], separator, right[:_JOIN_WINDOW])
 
     def _join_cost_uncached(self, left: str, separator: str, right: str) -> int:
-        return self.count(left + separator + right) - self.count(left) - self.count(right)
+        joined = self.count(left + separator + right)
+        return joined - self._window_count(left) - self._window_count(right)
 
 
 class TextCuts:

@@ -315,7 +315,10 @@ class CompareView(APIView):
         "and after, the cuts that appear or disappear and the expectations that start or "
         "stop failing. Only the scenarios whose content differs (the entry's, its world's, "
         "its rulesets', its NPCs' or the core) are assembled (`assembled`); the others are "
-        "unchanged, their tokens null. Reports are kept by the two contents' hashes.",
+        "unchanged, their tokens null. A scenario's outcomes hold the cuts that appear or "
+        "disappear, not those both sides share. Reports are kept by the two contents' "
+        "hashes, and each scenario's findings by the bundles it reads on each side, so a "
+        "report after another assembles only what no report did.",
     )
     def get(self, request: Request, before: str, after: str) -> Response:
         try:

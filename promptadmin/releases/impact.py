@@ -7,6 +7,14 @@ scenarios whose bundles differ (the entry's own, its world's, its rulesets', its
 core, or the lore of its world or of every world, for a scenario with lore on) are
 assembled again; the others are reported unchanged without assembling. The rules about
 cuts and expectations are the assembler's (:mod:`assembler.impact`).
+
+A scenario's run on a version follows from the scenario and the bundles it reads alone,
+so what a report needs of it is kept in the shared cache under those (:func:`run_key`),
+and so is each scenario's row, under its two runs' keys: a report that follows another
+(the working copy changed again; the release published is the next report's "before")
+assembles only the scenarios whose runs no report has made yet. What is kept is bounded
+by what a report shows: the keys of a run's cuts, not its whole outcome, and a row's
+outcomes hold only the cuts that appear or disappear.
 """
 
 from __future__ import annotations
@@ -14,14 +22,22 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import assembler
-from assembler.impact import cuts, failure
+from assembler.impact import cut_key, failure
+from assembler.result import Change, Outcome
 from promptadmin.content.assembly import AssemblyInputError, build_request
 from promptadmin.core.tokens import tokenizer
 from promptadmin.lore.selectors import BUNDLE_FIELDS
-from promptadmin.releases.bundles import LORE, Part, Version, manifest_hashes
+from promptadmin.releases.bundles import (
+    LORE,
+    Part,
+    Version,
+    canonical,
+    manifest_hashes,
+    sha256,
+)
 from promptadmin.releases.scenarios import ScenarioSpec
 from promptadmin.releases.snapshot import (
     CATALOG_KEYS,
@@ -37,6 +53,21 @@ CHUNK = 200
 Progress = Callable[[int, int], None]
 """Told ``(done, total)`` as a comparison assembles the scenarios whose bundles differ."""
 
+# Change it when what a run or a row kept in the cache holds changes (or how the assembler
+# makes a prompt): one kept by older code is not read.
+RUN_FORMAT = 1
+# Runs and rows are named by content: they hold for good; this bounds what Redis keeps.
+KEPT_SECONDS = 24 * 3600
+
+
+class Memo(Protocol):
+    """Where runs and rows are kept: Django's cache."""
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]: ...
+
+    def set_many(self, data: Mapping[str, Any], timeout: float | None = ...) -> Any: ...
+
+
 # What a version may lack of a scenario's content, by catalog key (see ScenarioRun.missing).
 ENTRIES, NPCS = CATALOG_KEYS["entry"], CATALOG_KEYS["npc"]
 _KIND_WORDS = {ENTRIES: "entry", NPCS: "NPC"}
@@ -46,31 +77,60 @@ _KIND_WORDS = {ENTRIES: "entry", NPCS: "NPC"}
 class ScenarioRun:
     """One scenario assembled from one version of the content.
 
-    ``outcome`` is the prompt's ``meta.outcome`` (None when it was not assembled);
-    ``missing`` what this version lacks of the scenario's content, as (catalog key, slug):
-    then nothing is assembled, and that is no error (the entry is new, or gone).
+    ``digest`` is the prompt's content hash ("" when it was not assembled); ``cuts`` the
+    keys of what it lost (its ``meta.outcome``, keyed as :func:`assembler.impact.cuts`
+    does), in the outcome's order, and ``changes`` the outcome's change of each (None for
+    a run read back from the cache, which keeps the keys alone: see :meth:`kept`).
+    ``missing`` is what this version lacks of the scenario's content, as (catalog key,
+    slug): then nothing is assembled, and that is no error (the entry is new, or gone).
+    ``prompt`` is there when the run was assembled now.
     """
 
     tokens: int | None = None
     prompt: str = ""
-    cuts: dict[str, str] = field(default_factory=dict)
-    outcome: dict[str, list[dict[str, Any]]] | None = None
+    digest: str = ""
+    cuts: tuple[str, ...] = ()
+    changes: Mapping[str, Change] | None = None
     failures: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     missing: tuple[tuple[str, str], ...] = ()
+
+    def kept(self) -> tuple[Any, ...]:
+        """What the cache keeps of this run (see :meth:`from_kept`)."""
+        return (self.tokens, self.digest, self.cuts, self.failures, self.error)
+
+    @classmethod
+    def from_kept(cls, kept: Sequence[Any]) -> ScenarioRun:
+        tokens, digest, cuts, failures, error = kept
+        return cls(
+            tokens=tokens, digest=digest, cuts=tuple(cuts), failures=dict(failures), error=error
+        )
+
+
+def _cast(spec: ScenarioSpec, version: Version) -> ScenarioSpec:
+    """``spec`` as ``version`` assembles it: an implicit scenario's cast without the NPCs
+    the version lacks (the cast is the working copy's)."""
+    if not spec.cast_npcs:
+        return spec
+    npcs = version.npc_hashes
+    return replace(spec, npcs=tuple(npc for npc in spec.npcs if npc[0] in npcs))
+
+
+def _missing(spec: ScenarioSpec, version: Version) -> tuple[tuple[str, str], ...]:
+    """What ``version`` lacks of ``spec`` (as :func:`_cast` gives it), as in ScenarioRun."""
+    missing = [(ENTRIES, spec.entry)] if version.entry_hashes(spec.entry) is None else []
+    missing += [(NPCS, slug) for slug, _tier in spec.npcs if slug not in version.npc_hashes]
+    return tuple(missing)
 
 
 def evaluate(spec: ScenarioSpec, version: Version) -> ScenarioRun:
     """Assemble ``spec`` from ``version``. An entry or NPC missing there is reported as
     missing, except an NPC of an implicit scenario's cast (the cast is the working copy's:
     one a version lacks is left out)."""
-    npcs = version.npc_hashes
-    if spec.cast_npcs:
-        spec = replace(spec, npcs=tuple(npc for npc in spec.npcs if npc[0] in npcs))
-    missing = [(ENTRIES, spec.entry)] if version.entry_hashes(spec.entry) is None else []
-    missing += [(NPCS, slug) for slug, _tier in spec.npcs if slug not in npcs]
+    spec = _cast(spec, version)
+    missing = _missing(spec, version)
     if missing:
-        return ScenarioRun(missing=tuple(missing))
+        return ScenarioRun(missing=missing)
     try:
         request = build_request(spec.params(), load=version.load, lore=version.lore)
         result = assembler.assemble(request, tokenizer())
@@ -81,13 +141,33 @@ def evaluate(spec: ScenarioSpec, version: Version) -> ScenarioRun:
         why = failure(expectation, result)
         if why is not None:
             failures[expectation.description] = why
+    changes = {cut_key(change): change for change in result.meta.outcome.changes()}
     return ScenarioRun(
         tokens=result.meta.tokens,
         prompt=result.prompt,
-        cuts=cuts(result),
-        outcome=result.meta.outcome.to_dict(),
+        digest=result.meta.content_hash,
+        cuts=tuple(changes),
+        changes=changes,
         failures=failures,
     )
+
+
+def run_key(spec: ScenarioSpec, version: Version) -> str | None:
+    """Where the cache keeps ``spec``'s run on ``version``: a hash of what it follows
+    from (the scenario, whatever its name, and the bundles it reads: see
+    :func:`scenario_key`). None when the version lacks its entry or an NPC it names:
+    such a run costs no assembly, and its words name objects, which bundles do not."""
+    if _missing(_cast(spec, version), version):
+        return None
+    body = [RUN_FORMAT, tokenizer().name, spec.judged(), scenario_key(spec, version)]
+    return f"impact:run:{sha256(canonical(body))}"
+
+
+def row_key(before: str | None, after: str | None) -> str | None:
+    """Where the cache keeps the findings of a scenario's row, by its two runs' keys."""
+    if before is None or after is None:
+        return None
+    return f"impact:row:{sha256(canonical([before, after]))}"
 
 
 def missing_words(
@@ -316,13 +396,29 @@ def scenario_changes(
     """How one scenario's prompt changes. ``new``: its content did not exist before
     (``missing_before`` says what), and it assembles now: its ``outcome_after`` says what it
     loses. ``names`` names the objects, as in :func:`missing_words`."""
-    names = names or {}
     return {
         **_scenario(spec),
+        **_findings(spec, before, after, names or {}),
+        "preview_query": spec.preview_query(),
+    }
+
+
+def _findings(
+    spec: ScenarioSpec,
+    before: ScenarioRun,
+    after: ScenarioRun,
+    names: Mapping[tuple[str, str], str],
+) -> dict[str, Any]:
+    """A scenario's row but what names it (see :func:`scenario_changes`). The outcomes
+    hold the cuts that appear (after) or disappear (before), as ``cuts_added`` and
+    ``cuts_removed`` say them: all of a new scenario's, and no more of the others' (the
+    preview, or ``/assemble``, gives a version's whole outcome)."""
+    added, removed = _lost(after, before), _lost(before, after)
+    return {
         "tokens_before": before.tokens,
         "tokens_after": after.tokens,
-        "cuts_added": [after.cuts[key] for key in after.cuts if key not in before.cuts],
-        "cuts_removed": [before.cuts[key] for key in before.cuts if key not in after.cuts],
+        "cuts_added": [change.explanation for change in added],
+        "cuts_removed": [change.explanation for change in removed],
         "expectations_failing": [
             {"expectation": name, "reason": why}
             for name, why in after.failures.items()
@@ -349,13 +445,38 @@ def scenario_changes(
         "new": bool(before.missing) and not after.missing and after.error is None,
         "missing_before": missing_words(before.missing, names),
         "missing_after": missing_words(after.missing, names),
-        "outcome_before": before.outcome,
-        "outcome_after": after.outcome,
-        "changed": (before.prompt, before.error, before.missing)
-        != (after.prompt, after.error, after.missing),
+        "outcome_before": None if before.tokens is None else _outcome(removed),
+        "outcome_after": None if after.tokens is None else _outcome(added),
+        "changed": (before.digest, before.error, before.missing)
+        != (after.digest, after.error, after.missing),
         "assembled": True,
-        "preview_query": spec.preview_query(),
     }
+
+
+def _lost(run: ScenarioRun, other: ScenarioRun) -> list[Change]:
+    """The changes of ``run``'s cuts that ``other`` does not have, in outcome order."""
+    theirs = set(other.cuts)
+    keys = [key for key in run.cuts if key not in theirs]
+    if not keys:
+        return []
+    if run.changes is None:
+        raise ValueError("a run read back from the cache has no changes: assemble it again")
+    return [run.changes[key] for key in keys]
+
+
+def _lacks_changes(run: ScenarioRun, other: ScenarioRun) -> bool:
+    """Whether ``run`` must be assembled again to say what it lost that ``other`` did not
+    (it was read back from the cache, which keeps only its cuts' keys)."""
+    return run.changes is None and not set(run.cuts) <= set(other.cuts)
+
+
+def _outcome(changes: Sequence[Change]) -> dict[str, list[dict[str, Any]]]:
+    """``changes`` (in outcome order) as an outcome's ``to_dict()``."""
+    return Outcome(
+        left_out=tuple(change for change in changes if change.kind == "left_out"),
+        shortened=tuple(change for change in changes if change.kind == "shortened"),
+        lowered=tuple(change for change in changes if change.kind == "lowered"),
+    ).to_dict()
 
 
 def scenario_unchanged(spec: ScenarioSpec) -> dict[str, Any]:
@@ -398,35 +519,177 @@ def to_assemble(before: Version, after: Version, scenarios: Sequence[ScenarioSpe
     ]
 
 
+def _by_content(
+    version: Version, todo: Sequence[int], scenarios: Sequence[ScenarioSpec]
+) -> list[int]:
+    """The positions ``todo`` in an order that assembles the scenarios of one entry, and the
+    entries of one world, one after the other: what they share (bundles read, segments
+    priced, joins counted, blocks encoded) is then still in the caches that keep it, which
+    are bounded far below what a whole game needs."""
+
+    def content(index: int) -> tuple[str, str, int]:
+        entry = scenarios[index].entry
+        return (version.entry_world(entry) or "", entry, index)
+
+    return sorted(todo, key=content)
+
+
 def scenario_impact(
     before: Version,
     after: Version,
     scenarios: Sequence[ScenarioSpec],
     *,
     progress: Progress | None = None,
+    memo: Memo | None = None,
 ) -> list[dict[str, Any]]:
-    """Each scenario's row of the report, assembling only those whose bundles differ."""
-    rows = [scenario_unchanged(spec) for spec in scenarios]
-    todo = to_assemble(before, after, scenarios)
+    """Each scenario's row of the report, assembling only those whose bundles differ, and
+    of those only the runs (and rows) ``memo`` does not keep yet (it keeps those made)."""
+    todo = _by_content(after, to_assemble(before, after, scenarios), scenarios)
+    again = set(todo)  # their rows are made below
+    rows = [
+        {} if index in again else scenario_unchanged(spec) for index, spec in enumerate(scenarios)
+    ]
     names: Mapping[tuple[str, str], str] | None = None  # read once, if anything is missing
-    # Bundles read for the last chunk, on either side: most are the same on both sides
-    # (all but the core's, after a change to the core), and the core's, the worlds' and
-    # the rulesets' serve chunk after chunk. Each is read once, not once per side and
-    # chunk; what is kept stays bounded by two chunks' bundles.
-    previous: Mapping[str, Part] = {}
+    bundles = _Bundles()
     for start in range(0, len(todo), CHUNK):
-        chunk = [scenarios[index] for index in todo[start : start + CHUNK]]
-        old = before.pinned(_needed(before, chunk), known=previous)
-        new = after.pinned(_needed(after, chunk), known={**previous, **old.loaded})
-        previous = {**old.loaded, **new.loaded}
-        for done, (index, spec) in enumerate(zip(todo[start:], chunk, strict=False), start + 1):
-            run_before, run_after = evaluate(spec, old), evaluate(spec, new)
-            if names is None and (run_before.missing or run_after.missing):
-                names = object_names(before, after)
-            rows[index] = scenario_changes(spec, run_before, run_after, names)
+        chunk = todo[start : start + CHUNK]
+        specs = [scenarios[index] for index in chunk]
+        keys = [(run_key(spec, before), run_key(spec, after)) for spec in specs]
+        rows_at = [row_key(*pair) for pair in keys]
+        kept = _kept(memo, [*rows_at, *(key for pair in keys for key in pair)])
+        made: dict[str, Any] = {}
+        wanted = [k for k, key in enumerate(rows_at) if key is None or key not in kept]
+
+        def note(done: int, start: int = start, wanted: list[int] = wanted) -> None:
             if progress is not None:
-                progress(done, len(todo))
+                progress(start + wanted[done - 1] + 1, len(todo))
+
+        pairs = _pairs(
+            (before, after),
+            [specs[k] for k in wanted],
+            [keys[k] for k in wanted],
+            kept=kept,
+            made=made,
+            bundles=bundles,
+            note=note,
+        )
+        runs = dict(zip(wanted, pairs, strict=True))
+        for k, index in enumerate(chunk):
+            spec, key = specs[k], rows_at[k]
+            if k in runs:
+                run_before, run_after = runs[k]
+                if names is None and (run_before.missing or run_after.missing):
+                    names = object_names(before, after)
+                found = _findings(spec, run_before, run_after, names or {})
+                if key is not None:
+                    made[key] = found
+            else:
+                assert key is not None  # a row without a key is always wanted
+                found = kept[key]
+            rows[index] = {**_scenario(spec), **found, "preview_query": spec.preview_query()}
+        _keep(memo, made)
+        bundles.next_chunk()
+        if progress is not None:
+            progress(start + len(chunk), len(todo))
     return rows
+
+
+def _pairs(
+    sides: tuple[Version, Version],
+    specs: Sequence[ScenarioSpec],
+    keys: Sequence[tuple[str | None, str | None]],
+    *,
+    kept: Mapping[str, Any],
+    made: dict[str, Any],
+    bundles: _Bundles,
+    note: Callable[[int], None],
+) -> list[tuple[ScenarioRun, ScenarioRun]]:
+    """Each scenario's runs on both ``sides``: read back from what the cache keeps under
+    their ``keys``, or assembled now (``made``: what to keep of those; ``note(done)`` after
+    each scenario). A scenario's two runs are made in turn, as they share all but what
+    changed: its content is then priced, joined and counted once, not once per side."""
+    pinned = [
+        bundles.pin(
+            side, [spec for spec, pair in zip(specs, keys, strict=True) if pair[at] not in kept]
+        )
+        for at, side in enumerate(sides)
+    ]
+    pairs = []
+    for done, (spec, pair) in enumerate(zip(specs, keys, strict=True), 1):
+        old, new = (_run(spec, pinned[at], pair[at], kept, made) for at in (0, 1))
+        pairs.append((old, new))
+        note(done)
+    # A run read back keeps its cuts' keys alone: where the other side lacks some of its
+    # cuts, it is assembled again, to say what they are (for a change to the core, the
+    # few scenarios that lose or gain one more segment at their budget's edge).
+    again = [
+        i
+        for i, (old, new) in enumerate(pairs)
+        if _lacks_changes(old, new) or _lacks_changes(new, old)
+    ]
+    if again:
+        pinned = [
+            bundles.pin(side, [specs[i] for i in again if pairs[i][at].changes is None])
+            for at, side in enumerate(sides)
+        ]
+        for i in again:
+            old, new = pairs[i]
+            if _lacks_changes(old, new):
+                old = evaluate(specs[i], pinned[0])
+            if _lacks_changes(new, old):
+                new = evaluate(specs[i], pinned[1])
+            pairs[i] = old, new
+    return pairs
+
+
+class _Bundles:
+    """The bundles read for the chunk of scenarios under way and for the one before, on
+    either side: most are the same on both sides (all but the core's, after a change to
+    the core), and the core's, the worlds' and the rulesets' serve chunk after chunk. Each
+    is read once, not once per side and chunk; what is kept stays bounded by two chunks'
+    bundles."""
+
+    def __init__(self) -> None:
+        self.previous: dict[str, Part] = {}
+        self.current: dict[str, Part] = {}
+
+    def pin(self, version: Version, specs: Iterable[ScenarioSpec]) -> Version:
+        """``version`` with the bundles that assembling ``specs`` reads."""
+        pinned = version.pinned(_needed(version, specs), known={**self.previous, **self.current})
+        self.current.update(pinned.loaded)
+        return pinned
+
+    def next_chunk(self) -> None:
+        self.previous, self.current = self.current, {}
+
+
+def _run(
+    spec: ScenarioSpec,
+    version: Version,
+    key: str | None,
+    kept: Mapping[str, Any],
+    made: dict[str, Any],
+) -> ScenarioRun:
+    """``spec``'s run on ``version``: read back from what the cache keeps under ``key``,
+    else assembled now (and added to ``made``, to be kept)."""
+    found = kept.get(key) if key is not None else None
+    if found is not None:
+        return ScenarioRun.from_kept(found)
+    run = evaluate(spec, version)
+    if key is not None:
+        made[key] = run.kept()
+    return run
+
+
+def _kept(memo: Memo | None, keys: Iterable[str | None]) -> dict[str, Any]:
+    """What ``memo`` keeps under ``keys`` (one round trip)."""
+    wanted = [key for key in keys if key is not None]
+    return memo.get_many(wanted) if memo is not None and wanted else {}
+
+
+def _keep(memo: Memo | None, values: Mapping[str, Any]) -> None:
+    if memo is not None and values:
+        memo.set_many(values, KEPT_SECONDS)
 
 
 def object_names(before: Version, after: Version) -> dict[tuple[str, str], str]:
@@ -442,21 +705,31 @@ def compare(
     scenarios: Sequence[ScenarioSpec],
     *,
     progress: Progress | None = None,
+    memo: Memo | None = None,
 ) -> dict[str, Any]:
-    """The impact report of going from ``before`` to ``after``."""
+    """The impact report of going from ``before`` to ``after`` (``memo``: where runs and
+    rows are kept, see :func:`scenario_impact`)."""
     return {
         **content_changes(before, after),
-        "scenarios": scenario_impact(before, after, scenarios, progress=progress),
+        "scenarios": scenario_impact(before, after, scenarios, progress=progress, memo=memo),
     }
 
 
-def failing(version: Version, scenarios: Sequence[ScenarioSpec]) -> list[dict[str, str]]:
-    """Every expectation ``version`` fails, as ``{"scenario", "expectation", "reason"}``."""
+def failing(
+    version: Version, scenarios: Sequence[ScenarioSpec], *, memo: Memo | None = None
+) -> list[dict[str, str]]:
+    """Every expectation ``version`` fails, as ``{"scenario", "expectation", "reason"}``
+    (the runs ``memo`` keeps are not assembled again; those made are kept there)."""
     checked = [spec for spec in scenarios if spec.expectations]
-    pinned = version.pinned(_needed(version, checked))
+    keys = [run_key(spec, version) for spec in checked]
+    kept = _kept(memo, keys)
+    made: dict[str, Any] = {}
+    pinned = version.pinned(
+        _needed(version, [spec for spec, key in zip(checked, keys, strict=True) if key not in kept])
+    )
     found = []
-    for spec in checked:
-        run = evaluate(spec, pinned)
+    for spec, key in zip(checked, keys, strict=True):
+        run = _run(spec, pinned, key, kept, made)
         if run.missing:
             # What is missing has no name in this version: its slug says which.
             lacks = ", ".join(missing_words(run.missing, {}))
@@ -466,4 +739,5 @@ def failing(version: Version, scenarios: Sequence[ScenarioSpec]) -> list[dict[st
             found.append({"scenario": spec.name, "expectation": "assembles", "reason": run.error})
         for name, why in run.failures.items():
             found.append({"scenario": spec.name, "expectation": name, "reason": why})
+    _keep(memo, made)
     return found

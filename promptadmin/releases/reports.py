@@ -4,10 +4,13 @@ when many scenarios must be assembled again.
 A report follows from the two versions' content (named for good by their content
 hashes), the scenarios judged and the tokenizer, so it is kept in the shared cache under
 a key made of those: the publish page, the compare page and the API asking for it again
-get it at once. When more than INLINE_SCENARIOS scenarios must be assembled again (a
-change to the core touches every entry), the page does not wait: it shows what changed,
-and a task (Celery's, or a thread of this process without a broker, as imports do)
-assembles the scenarios and notes its progress, which the page polls.
+get it at once. Each scenario's run on each side, and its row, are kept there too, by the
+bundles they follow from (see ``impact``): a report whose key is new (the working copy
+changed again) assembles only what no report did. When more than INLINE_SCENARIOS
+scenarios must be assembled again (a change to the core touches every entry), the page
+does not wait: it shows what changed, and a task (Celery's, or a thread of this process
+without a broker, as imports do) assembles the scenarios and notes its progress, which
+the page polls.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from promptadmin.releases.scenarios import Judged
 logger = logging.getLogger(__name__)
 
 # Change it when what a report holds changes: a report cached by older code is not read.
-REPORT_FORMAT = 3
+REPORT_FORMAT = 4
 REPORT_TTL_SECONDS = 24 * 3600
 # More scenarios to assemble again than this, and the publish page hands them to a task.
 INLINE_SCENARIOS = 60
@@ -110,7 +113,7 @@ def report(before: Version, after: Version, scenarios: Judged) -> dict[str, Any]
     key = report_key(before, after, scenarios)
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
-        found = compare(before, after, scenarios.specs())
+        found = compare(before, after, scenarios.specs(), memo=cache)
         _keep(key, found)
     return found
 
@@ -211,6 +214,6 @@ def fill(before: Version, after: Version, scenarios: Judged, key: str) -> str:
             value = {"state": "running", "done": done, "total": total}
             cache.set(progress_key(key), value, PROGRESS_TTL_SECONDS)
 
-    _keep(key, compare(before, after, scenarios.specs(), progress=note))
+    _keep(key, compare(before, after, scenarios.specs(), progress=note, memo=cache))
     cache.delete(progress_key(key))
     return "done"

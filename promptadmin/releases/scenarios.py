@@ -60,8 +60,13 @@ class ScenarioSpec:
     def identity(self) -> list[Any]:
         """Everything that makes this scenario's row of a report, as JSON values (the
         report cache's key holds it)."""
+        return [self.name, self.scenario_id, *self.judged()]
+
+    def judged(self) -> list[Any]:
+        """What this scenario's prompt and the verdicts on it follow from, whatever it is
+        called: its request and its expectations, as JSON values (with the bundles
+        assembled, the key of a run kept for any scenario alike)."""
         return [
-            self.name,
             self.entry,
             self.first_turn,
             [list(npc) for npc in self.npcs],
@@ -69,7 +74,6 @@ class ScenarioSpec:
             self.token_budget,
             self.npc_budget,
             [expectation.to_dict() for expectation in self.expectations],
-            self.scenario_id,
             self.cast_npcs,
             self.lore.to_dict(),
         ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Q, Value
@@ -239,7 +240,7 @@ def release_create(
         name = name or _default_name()
         _check_names(name, labels, actor=actor)
         if labels and not confirm:
-            failures = failing(content, scenarios_for(()))
+            failures = failing(content, scenarios_for(()), memo=cache)
             if failures:
                 raise ExpectationsFailing(failures)
         release = _store(content, name=name, notes=notes, actor=actor)
@@ -331,7 +332,7 @@ def _move(
         return None
     failures: list[dict[str, str]] = []
     if release is not None and confirmed:
-        failures = failing(content or release_version(release), scenarios_for(()))
+        failures = failing(content or release_version(release), scenarios_for(()), memo=cache)
     if release is None:
         assert current is not None
         current.delete()
@@ -381,7 +382,7 @@ def release_label_set(
     _check_notes(note, "note")
     current = _locked_label(label, expected)
     if not confirm and (current is None or current.release_id != release.pk):
-        failures = failing(release_version(release), scenarios_for(()))
+        failures = failing(release_version(release), scenarios_for(()), memo=cache)
         if failures:
             raise ExpectationsFailing(failures)
     return _move(label, release, actor=actor, note=note, confirmed=confirm)

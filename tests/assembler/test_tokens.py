@@ -124,6 +124,36 @@ def test_join_cost_accounts_for_punctuation_merging_with_line_breaks(
         assert joined == parts + tokenizer.join_cost(left, "\n\n", right)
 
 
+class _CountedEncodes:
+    """An encoding that notes the texts it encodes."""
+
+    def __init__(self, encoding: tiktoken.Encoding) -> None:
+        self.encoding = encoding
+        self.texts: list[str] = []
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        self.texts.append(text)
+        return self.encoding.encode_ordinary(text)
+
+
+def test_a_join_counts_again_only_what_no_other_join_counted(tokenizer: Tokenizer) -> None:
+    """What was seen (issue 22, item 4): comparing releases at 100,000 segments spent a
+    third of its time counting the two sides of each join, each of which an earlier join
+    had counted (a segment's end joins the next segment, then the closing line)."""
+    encoding = _CountedEncodes(tokenizer._encoding)  # the offline copy
+    fresh = Tokenizer("cl100k_base", encoding)  # type: ignore[arg-type]
+    end, close = "They swore the lantern oath. (Note 12.)", "=== WORLD_END ==="
+    assert fresh.join_cost(end, "\n\n", "Next") == tokenizer.join_cost(end, "\n\n", "Next")
+    encoding.texts.clear()
+
+    cost = fresh.join_cost(end, "\n", close)
+
+    assert cost == tokenizer.count(end + "\n" + close) - tokenizer.count(end) - tokenizer.count(
+        close
+    )
+    assert encoding.texts == [end[-24:] + "\n" + close, close]  # not the end again
+
+
 def test_a_cut_at_the_end_of_a_line_or_sentence_stays_there(tokenizer: Tokenizer) -> None:
     first = "One two three four five six seven eight nine ten eleven twelve."
     for kept, rest in [("\nEnd", "\nMore text follows here."), (" End.", " More text follows.")]:

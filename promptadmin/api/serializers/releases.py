@@ -394,10 +394,15 @@ class ScenarioImpactSerializer(serializers.Serializer):
     )
     missing_after = serializers.ListField(child=f.Text(), help_text="What the after side lacks.")
     outcome_before = OutcomeSerializer(
-        allow_null=True, help_text="meta.outcome before (null: not assembled)."
+        allow_null=True,
+        help_text="meta.outcome before, of the cuts that disappear alone (cuts_removed, item "
+        "by item; null: not assembled). A version's whole outcome is what /assemble, with "
+        "that release, says.",
     )
     outcome_after = OutcomeSerializer(
-        allow_null=True, help_text="meta.outcome after (null: not assembled)."
+        allow_null=True,
+        help_text="meta.outcome after, of the cuts that appear alone (cuts_added, item by "
+        "item): all of a new scenario's (null: not assembled).",
     )
     changed = f.Flag(help_text="Whether the prompt differs.")
     assembled = f.Flag(

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 from assembler.explain import CHANGE_KIND_WORDS
 from assembler.result import CHANGE_KINDS
 from promptadmin.content.assembly import AssemblyInputError, assemble_prompt
+from promptadmin.core.pagination import PAGE_SIZE, paginate
 from promptadmin.core.roles import Role
 from promptadmin.playtests import selectors as playtests
 from promptadmin.playtests.endpoint import OFF
@@ -55,7 +56,16 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _report(before: str | None, after: str, *, wait: bool = True) -> dict[str, Any]:
+# The parameter naming the page of changed scenarios an impact report shows: a change to
+# the core changes every one (2,200 in a real-size game), so they come a page at a time,
+# the most telling first.
+SCENARIOS_PAGE = "scenarios_page"
+SCENARIOS_PER_PAGE = PAGE_SIZE
+
+
+def _report(
+    request: HttpRequest, before: str | None, after: str, *, wait: bool = True
+) -> dict[str, Any]:
     """The impact report, ready to show. ``wait=False``: when many scenarios must be
     assembled again, without them for now (``pending``: the page polls for them)."""
     if wait:
@@ -68,16 +78,40 @@ def _report(before: str | None, after: str, *, wait: bool = True) -> dict[str, A
             (item["field"], _shown(item["before"]), _shown(item["after"]))
             for item in change["changes"]
         ]
-    return _scenarios_shown(report, before, after)
+    return _scenarios_shown(request, report, before, after)
 
 
-def _scenarios_shown(report: dict[str, Any], before: str | None, after: str) -> dict[str, Any]:
+def _telling(scenario: dict[str, Any]) -> int:
+    """How much a changed scenario's row tells, most first: expectations that start
+    failing, then what it loses anew (a cut, the scenario itself), then the rest."""
+    if scenario["expectations_failing"] or scenario["error_after"] or scenario["missing_after"]:
+        return 0
+    return 1 if scenario["cuts_added"] or scenario["new"] else 2
+
+
+def _scenarios_shown(
+    request: HttpRequest, report: dict[str, Any], before: str | None, after: str
+) -> dict[str, Any]:
     """``report``: a summary (``reports.summary``): the scenarios that changed, the others
-    counted."""
-    report["changed_scenarios"] = report["scenarios"]
-    report["unchanged_count"] = report["judged_count"] - len(report["scenarios"])
+    counted. The changed ones come a page at a time, the most telling first."""
+    changed = sorted(report["scenarios"], key=_telling)
+    report["changed_count"] = len(changed)
+    report["unchanged_count"] = report["judged_count"] - len(changed)
+    # The links to other pages of scenarios lead to the whole page (not to the fragment
+    # the publish page polls for).
+    links = request.GET.copy()
+    links.pop("report", None)
+    page = paginate(
+        changed,
+        request.GET.get(SCENARIOS_PAGE),
+        per_page=SCENARIOS_PER_PAGE,
+        cap=len(changed),
+        query=links,
+        param=SCENARIOS_PAGE,
+    )
+    report["changed_scenarios"] = page
     query = {"before": before or "", "after": after}
-    for scenario in report["changed_scenarios"]:
+    for scenario in page.items:
         # A new scenario is shown by what it loses, as the preview says it.
         outcome = scenario["outcome_after"] or {}
         scenario["lost_after"] = [
@@ -105,14 +139,14 @@ def _scenarios_fragment(request: HttpRequest, key: str, before: str | None) -> H
     found = reports.kept(key)
     if found is not None:
         report = {"before": {"label": None}, **found}
-        report = _scenarios_shown(report, before, WORKING)
+        report = _scenarios_shown(request, report, before, WORKING)
     else:
         state = reports.progress(key)
         if state["state"] == "lost":  # its task died with its worker, or never started
             reports.start(key, before, WORKING, total=0)
             state = reports.progress(key)
         report = {"before": {"label": before}, "pending": {"key": key, **state}}
-        _scenarios_shown({**report, **reports.summary({"scenarios": []})}, before, WORKING)
+        _scenarios_shown(request, {**report, **reports.summary({"scenarios": []})}, before, WORKING)
     return render(request, "studio/_impact.html#scenarios", {"report": report})
 
 
@@ -204,7 +238,7 @@ def release_publish(request: HttpRequest) -> HttpResponse:
             "form": form,
             "label": label,
             "current": current[0] if current else None,
-            "report": _report(before, WORKING, wait=False),
+            "report": _report(request, before, WORKING, wait=False),
             "reviewed_at": reviewed_at.isoformat(),
             "changed_since": changed_since,
             "failures": failures,
@@ -283,7 +317,7 @@ def release_compare(request: HttpRequest) -> HttpResponse:
     report = None
     if form.is_bound and form.is_valid():
         try:
-            report = _report(form.cleaned_data["before"], form.cleaned_data["after"])
+            report = _report(request, form.cleaned_data["before"], form.cleaned_data["after"])
         except ObjectDoesNotExist as exc:
             form.add_error(None, str(exc))
     return render_page(
@@ -315,6 +349,14 @@ def release_prompts(request: HttpRequest) -> HttpResponse:
                     "error": None if result else "Nothing was published under this label.",
                     "prompt": result.prompt if result else "",
                     "tokens": result.meta.tokens if result else None,
+                    # All it loses (the report lists only what one side loses and the
+                    # other does not), in the preview's words.
+                    "lost": [
+                        {**change.to_dict(), "kind_words": CHANGE_KIND_WORDS[change.kind]}
+                        for change in result.meta.outcome.changes()
+                    ]
+                    if result
+                    else [],
                 }
             )
     return render_page(

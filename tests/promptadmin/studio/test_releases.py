@@ -14,6 +14,7 @@ from promptadmin.content.models import NPC
 from promptadmin.content.services import catalog, segments
 from promptadmin.releases import reports, selectors, services, serving, tasks
 from promptadmin.releases.models import ReleaseLabel, ReleaseLabelMove
+from promptadmin.studio.views import releases as releases_views
 
 pytestmark = pytest.mark.django_db
 
@@ -299,6 +300,57 @@ def test_a_change_to_the_core_fills_the_publish_page_in_with_a_progress_bar(  # 
     assert "<progress" not in done and "hx-get" not in done
     assert "drowned-bell: first turn" in done
     assert "2 assembled from both versions" in done
+
+
+def listed(page: str) -> list[str]:
+    """The scenarios an impact report's table lists."""
+    return [name.strip() for name in re.findall(r'<th scope="row">([^<]+)', page)]
+
+
+def test_the_report_lists_a_page_of_changed_scenarios_those_starting_to_fail_first(  # type: ignore[no-untyped-def]
+    admin: Client, content: Any, monkeypatch, django_capture_on_commit_callbacks
+) -> None:
+    """What was seen (issue 22, item 4): after a change to the core the publish page listed
+    every scenario of the game, 2,200 rows (2.7 MB of HTML) at 100,000 segments."""
+    services.scenario_create(
+        actor=None,
+        name="zz narrator",  # listed last in the report
+        entry="drowned-bell",
+        expectations=[{"kind": "contains", "text": "narrator"}],
+    )
+    services.release_create(actor=None, name="r-one", labels=["production"], confirm=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        segments.segment_update(actor=None, segment=content["core"], content="Be terse.")
+    monkeypatch.setattr(releases_views, "SCENARIOS_PER_PAGE", 2)
+
+    first = admin.get("/releases/publish/").content.decode()
+    assert listed(first) == ["zz narrator", "drowned-bell: first turn"]  # failing first
+    assert "The 3 whose prompt changes come 2 at a time" in first and "Page 1 of 2" in first
+    second = admin.get("/releases/publish/?scenarios_page=2").content.decode()
+    assert listed(second) == ["drowned-bell: later turn"]
+
+    # The table the publish page polls for links to the whole page, not to itself.
+    old, new = selectors.side("production")[0], selectors.side("working")[0]
+    key = reports.report_key(old, new, selectors._scenarios(old, new))
+    polled = admin.get(f"/releases/publish/?report={key}", HTTP_HX_REQUEST="true").content.decode()
+    assert 'href="?scenarios_page=2"' in polled and "report=" not in polled
+
+
+def test_side_by_side_says_all_each_side_loses(  # type: ignore[no-untyped-def]
+    viewer: Client, content: Any, django_capture_on_commit_callbacks
+) -> None:
+    """The report lists the cuts one side has and the other has not; the scenario opened
+    says every cut of each side, worked out then."""
+    services.release_create(actor=None, name="r-one", labels=["production"], confirm=True)
+    grow_tone(content, django_capture_on_commit_callbacks)
+    page = viewer.get(
+        "/releases/prompts/?before=production&after=working&entry=drowned-bell"
+        "&token_budget=300&npc_budget=600"
+    ).content.decode()
+    before, after = re.findall(r'<ul class="lints" data-testid="lost">(.*?)</ul>', page, re.S)
+    assert "Nothing is cut." in before
+    tone = content["tone"].pk
+    assert f"World segment #{tone} &#x27;Tone&#x27;" in after and "left out" in after
 
 
 def test_the_publish_page_polls_only_for_a_report_key(admin: Client, content: Any) -> None:
