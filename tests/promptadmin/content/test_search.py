@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test import Client
+from django.urls import reverse
 
 from promptadmin.content import search
 from promptadmin.content.models import Segment
-from tests.factories import NPCFactory, make_segment
+from tests.factories import NPCFactory, UserFactory, make_segment
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +101,32 @@ def test_search_words_keep_letters_and_digits_only() -> None:
         "12",
     ]
     assert search.prefix_query(["a", "b"]) == "a:* & b:*"
+
+
+def list_ids(client: Client, **query: str) -> list[int]:
+    page = client.get(reverse("studio:segment_list"), query).context["page"]
+    return [segment.pk for segment in page.items]
+
+
+@pytest.fixture
+def reader(db: None) -> Client:
+    client = Client()
+    client.force_login(UserFactory())
+    return client
+
+
+@pytest.mark.postgres
+def test_the_search_index_holds_every_row_as_it_is_written() -> None:
+    # No pending list that every search reads until a vacuum merges it (issue 22).
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'segment_search'")
+        (options,) = cursor.fetchone()
+    assert "fastupdate=off" in options
+
+
+def test_without_postgresql_the_segment_list_searches_by_scanning(
+    texts: dict, reader: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "uses_index", lambda queryset: False)
+    assert set(list_ids(reader, q="lant oat")) == {texts["oath"].pk, texts["title"].pk}
+    assert list_ids(reader, q="marta harb", page="last") == [texts["marta"].pk]
