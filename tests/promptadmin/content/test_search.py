@@ -116,6 +116,19 @@ def reader(db: None) -> Client:
 
 
 @pytest.mark.postgres
+def test_the_best_matches_come_first_across_the_pages_of_a_search(reader: Client) -> None:
+    # Two titles and the text of 28 more: ranked, the titles lead page 1, and the pages
+    # (each read by its keys, then joined) hold every match once.
+    titled = [make_segment(content="Quiet.", title=f"Lantern oath {n}") for n in range(2)]
+    texts = [make_segment(content=f"An oath, a lantern, {n}.") for n in range(28)]
+    first = list_ids(reader, q="lant oat")
+    second = list_ids(reader, q="lant oat", page="2")
+    assert set(first[:2]) == {segment.pk for segment in titled}
+    assert sorted(first + second) == sorted(s.pk for s in titled + texts)
+    assert list_ids(reader, q="lant oat", page="last") == second
+
+
+@pytest.mark.postgres
 def test_the_search_index_holds_every_row_as_it_is_written() -> None:
     # No pending list that every search reads until a vacuum merges it (issue 22).
     with connection.cursor() as cursor:
