@@ -325,7 +325,9 @@ def seed(plan: Plan, *, log: Callable[[str], None] = print) -> Seeded:
     seeded.release_seconds = time.perf_counter() - releases_started
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+            # As autovacuum keeps a live database (it may be off where the bench runs):
+            # the visibility map set, so the index-only scans production runs are timed.
+            cursor.execute("ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)")
     seeded.seconds = time.perf_counter() - started
     return seeded
 
