@@ -334,6 +334,14 @@ class Segment(models.Model):
             models.Index(fields=("updated_at", "id"), name="segment_by_update"),
             models.Index(fields=("token_count", "id"), name="segment_by_tokens"),
             models.Index(fields=("scope", "sort_order", "id"), name="segment_by_scope"),
+            # The list's filters, in its default order (newest change first): a scope's
+            # segments, and the inactive ones (few, so a partial index).
+            models.Index(fields=("scope", "updated_at", "id"), name="segment_scope_by_update"),
+            models.Index(
+                fields=("updated_at", "id"),
+                condition=Q(active=False),
+                name="segment_inactive_by_update",
+            ),
             # On PostgreSQL, a stored ``search`` column (a tsvector of the title and text)
             # and its GIN index are added by migration 0011, outside the model: see
             # content.search.

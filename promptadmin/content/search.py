@@ -4,9 +4,10 @@ Every word must match: a word of the segment's title or text that starts with it
 name of the object the segment belongs to. On PostgreSQL the words are looked up in
 ``segment_search``, the GIN index of the segment's stored ``search`` column (a tsvector
 of its title, weighted A, and its text, B, which PostgreSQL keeps: see the migration that
-adds it), and the owners by their ids (found in the small tables of worlds, rulesets,
-entries and NPCs), so nothing scans the segments; the best matches (title before text,
-more hits first) rank first, from the stored vectors. Elsewhere (the SQLite of
+adds it; the index is written as rows are, with no pending list for every search to
+read: see migration 0014), and the owners by their ids (found in the small tables of
+worlds, rulesets, entries and NPCs), so nothing scans the segments; the best matches
+(title before text, more hits first) rank first, from the stored vectors. Elsewhere (the SQLite of
 ``make run``) each word is looked for anywhere in the title or the text: a scan, which
 that size allows.
 
@@ -25,7 +26,7 @@ from typing import Any
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
 from django.db import connections, migrations
 from django.db.models import FloatField, Q, QuerySet, Value
-from django.db.models.expressions import RawSQL
+from django.db.models.expressions import Expression
 
 from promptadmin.content.kinds import KINDS
 
@@ -84,8 +85,8 @@ def uses_index(queryset: QuerySet[Any]) -> bool:
 
 
 def segment_search(queryset: QuerySet[Any], text: str) -> QuerySet[Any]:
-    """``queryset`` narrowed to the segments matching every word of ``text``, annotated
-    with ``rank`` (higher: a better match; 0 without the index)."""
+    """``queryset`` narrowed to the segments matching every word of ``text``, with
+    ``rank`` to order by (higher: a better match; 0 without the index)."""
     return word_search(
         queryset,
         text,
@@ -103,11 +104,11 @@ def word_search(
     queryset: QuerySet[Any], text: str, *, fields: Sequence[str], named: Named | None = None
 ) -> QuerySet[Any]:
     """``queryset`` (of a model whose table has a stored ``search`` tsvector and its GIN
-    index on PostgreSQL) narrowed to the rows matching every word of ``text``, annotated
-    with ``rank``. Without the index each word is looked for in ``fields`` (a scan)."""
+    index on PostgreSQL) narrowed to the rows matching every word of ``text``, with ``rank``
+    to order by. Without the index each word is looked for in ``fields`` (a scan)."""
     words = search_words(text)
     if not words:
-        return queryset.annotate(rank=Value(0.0, output_field=FloatField()))
+        return queryset.alias(rank=Value(0.0, output_field=FloatField()))
     if uses_index(queryset):
         return indexed_search(queryset, words, named)
     return fallback_search(queryset, words, fields)
@@ -130,26 +131,34 @@ def owners_named(words: list[str]) -> dict[str, Q]:
     return named
 
 
-def stored_vector(queryset: QuerySet[Any]) -> RawSQL:
-    """The stored ``search`` column of ``queryset``'s table (PostgreSQL only; not a model
-    field)."""
-    table = connections[queryset.db].ops.quote_name(queryset.model._meta.db_table)
-    return RawSQL(f'{table}."search"', [], output_field=SearchVectorField())
+class StoredVector(Expression):
+    """The stored ``search`` column of the query's own table (PostgreSQL only; not a
+    model field), named by the table's alias in that query, so that it stays the row's
+    own column inside a subquery too (a page read by its keys first: see
+    core.pagination)."""
+
+    output_field = SearchVectorField()
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        table = compiler.quote_name_unless_alias(compiler.query.get_initial_alias())
+        return f"{table}.{connection.ops.quote_name('search')}", []
 
 
 def indexed_search(
     queryset: QuerySet[Any], words: list[str], named: Named | None = None
 ) -> QuerySet[Any]:
     """PostgreSQL: the GIN index (and what ``named`` finds) answer which rows match;
-    ``ts_rank`` orders them."""
-    vector = stored_vector(queryset)
+    ``ts_rank`` orders them (``rank``)."""
+    vector = StoredVector()
     others = named(words) if named is not None else {}
-    queryset = queryset.annotate(search=vector)
+    # Aliases, not annotations: neither the vector nor the rank is sent back with the
+    # rows, and the rank is computed only when the rows are ordered by it.
+    queryset = queryset.alias(search=vector)
     for word in words:
         query = SearchQuery(f"{word}:*", search_type="raw", config=SEARCH_CONFIG)
         queryset = queryset.filter(Q(search=query) | others.get(word, Q(pk__in=[])))
     everything = SearchQuery(prefix_query(words), search_type="raw", config=SEARCH_CONFIG)
-    return queryset.annotate(rank=SearchRank(vector, everything))
+    return queryset.alias(rank=SearchRank(vector, everything))
 
 
 def fallback_search(
@@ -161,4 +170,4 @@ def fallback_search(
         for name in fields:
             matches |= Q(**{f"{name}__icontains": word})
         queryset = queryset.filter(matches)
-    return queryset.annotate(rank=Value(0.0, output_field=FloatField()))
+    return queryset.alias(rank=Value(0.0, output_field=FloatField()))

@@ -143,11 +143,12 @@ def unpublished() -> dict[str, Any] | None:
 
 def choices() -> list[tuple[str, str]]:
     """What a person can pick to preview or compare: the working copy, labels, releases."""
-    labels = list(ReleaseLabel.objects.select_related("release").order_by("name"))
+    # Names only: a release row holds its manifest, which a list of names never reads.
+    labels = list(ReleaseLabel.objects.order_by("name").values_list("name", "release__name"))
     names = list(Release.objects.values_list("name", flat=True)[:200])
     return [
         (WORKING, "Working copy (unpublished edits)"),
-        *[(label.name, f"{label.name} → {label.release.name}") for label in labels],
+        *[(label, f"{label} → {release}") for label, release in labels],
         *[(name, name) for name in names],
     ]
 

@@ -282,6 +282,25 @@ document.addEventListener("click", (event) => {
   if (back) focusOn(back);
 });
 
+// The preview sends its prompt once, as blocks: opening "Plain text, to copy" joins them
+// here, as the assembler does (the separator is the page's). Without this file, the link
+// in its place asks the server for the text.
+document.addEventListener("toggle", (event) => {
+  const details = event.target;
+  if (!details.matches || !details.matches("details.plain-prompt") || !details.open) return;
+  const slot = details.querySelector("[data-plain-prompt]");
+  const prompt = details.parentElement.querySelector(".prompt[data-separator]");
+  if (!slot || !prompt) return;
+  const blocks = [...prompt.querySelectorAll(".block-text")].map((block) => block.textContent);
+  const text = document.createElement("textarea");
+  text.readOnly = true;
+  text.rows = 12;
+  text.className = "mono";
+  text.setAttribute("aria-label", "The assembled prompt as plain text");
+  text.value = blocks.join(prompt.dataset.separator);
+  slot.replaceWith(text);
+}, true);  // toggle does not bubble: heard on its way down
+
 // Destructive choices ask first (they are also behind a disclosure without JavaScript).
 document.addEventListener("click", (event) => {
   const link = event.target.closest("[data-confirm]");

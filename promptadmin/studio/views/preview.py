@@ -7,6 +7,12 @@ and the last good preview stays, marked out of date: the page never jumps to an 
 
 Authors save the preview shown as a named scenario by posting to the same address: its
 query string is the configuration saved, the body the name and the expectations.
+
+The long, folded parts of a result (every segment considered, the trace step by step)
+are sent when opened: the same address with ``show=<part>`` answers an htmx request with
+that part alone, assembled again, and a plain request (no JavaScript) with the whole page,
+that part unfolded. ``hash`` names the assembly the page showed: a part assembled from
+content that has changed since says so.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.vary import vary_on_headers
 
 from promptadmin.content.assembly import AssemblyInputError, preview_prompt
@@ -26,6 +33,22 @@ from promptadmin.studio.forms.preview import PreviewForm, SaveScenarioForm
 from promptadmin.studio.presenters import present
 
 TEMPLATE = "studio/preview.html"
+# The parts of a result sent when opened (see above): ``show`` names one. (The plain
+# text of the prompt is joined from its blocks by studio.js: only a page without
+# JavaScript asks for it.)
+PARTS = ("segments", "steps", "prompt")
+
+
+def part_urls(request: HttpRequest, content_hash: str) -> dict[str, str]:
+    """For each part sent when opened, the address that sends it: this preview's own."""
+    query = request.GET.copy()
+    for name in ("show", "hash"):
+        query.pop(name, None)
+    urls = {}
+    for part in PARTS:
+        query["show"], query["hash"] = part, content_hash
+        urls[part] = f"{reverse('studio:preview')}?{query.urlencode()}"
+    return urls
 
 
 def _stale_reason(form: PreviewForm) -> str:
@@ -105,6 +128,8 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
         else:
             page = present(result, form.npc_names(), dict(params.state))
     htmx = request.htmx
+    shown = request.GET.get("show")
+    shown_hash = page.meta.content_hash if page is not None else ""
     context = {
         "section": "preview",
         "form": form,
@@ -112,9 +137,20 @@ def preview(request: HtmxHttpRequest) -> HttpResponse:
         "served": served,
         "scenario_form": scenario_form,
         "scenario_action": request.get_full_path(),
+        "shown": shown if shown in PARTS else None,
+        "parts": part_urls(request, shown_hash) if page is not None else {},
+        # A part opened after the content changed: assembled now, not as the page shows.
+        "changed": request.GET.get("hash", shown_hash) != shown_hash,
     }
     status = 400 if request.method == "POST" else 200
-    if htmx and not htmx.history_restore_request and not htmx.boosted:
+    in_place = htmx and not htmx.history_restore_request and not htmx.boosted
+    if in_place and shown in PARTS and request.method == "GET":
+        # A folded part, opened: that part alone (or nothing to swap in, when the
+        # address no longer assembles: its link to the whole page stays).
+        if page is None:
+            return HttpResponse(status=204)
+        return render_page(request, f"{TEMPLATE}#{shown}", context)
+    if in_place:
         if form.is_bound and form.errors:
             # Keep the last good preview: refresh only the field errors and the notice.
             response = render_page(

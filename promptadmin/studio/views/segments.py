@@ -62,7 +62,8 @@ def segment_list(request: HtmxHttpRequest) -> HttpResponse:
             q=data["q"],
             order_by=data["sort"],
         )
-        ranked = "-rank" in data["sort"]
+        # Ranked when there are words to rank by (the selector drops the rank otherwise).
+        ranked = "-rank" in found.query.order_by
     else:
         found = Segment.objects.none()
     # Ranking scores every match: past the count's cap, the newest matches come first.

@@ -3,7 +3,9 @@ count stops at a cap."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 from unittest import mock
 
@@ -17,10 +19,12 @@ from promptadmin.content.models import Entry, Segment, World
 from promptadmin.content.services import catalog, health, segments
 from promptadmin.conversations import services as conversations
 from promptadmin.conversations.models import Conversation, Summary, SummaryStatus
-from promptadmin.core.pagination import PAGE_SIZE, Page, paginate
+from promptadmin.core.pagination import MAX_PAGE, PAGE_SIZE, Page, paginate
 from promptadmin.prompts.models import Prompt
 from promptadmin.prompts.services import prompts
 from promptadmin.releases import services as releases
+from promptadmin.studio import selectors
+from promptadmin.studio.forms.segments import SegmentFilterForm
 from tests.factories import EntryFactory, NPCFactory, RulesetFactory, WorldFactory, make_segment
 
 pytestmark = pytest.mark.usefixtures("content")
@@ -196,8 +200,9 @@ def test_past_the_cap_a_list_says_more_than_and_offers_the_next_page() -> None:
     rows = list(range(12))
     page = paginate(rows, "2", per_page=5, cap=10)
     assert (page.total, page.num_pages, page.number, page.has_next) == (None, None, 2, True)
-    # A page past the end of an uncounted list is empty, not an error.
-    assert paginate(rows, "9", per_page=5, cap=10).items == []
+    # A page past the end is the last page, counted or not (read from its end).
+    past = paginate(rows, "9", per_page=5, cap=10)
+    assert (past.items, past.number, past.after) == ([7, 8, 9, 10, 11], None, 0)
     assert paginate(rows, "9", per_page=5, cap=20).number == 3  # counted: the last page
 
 
@@ -210,3 +215,98 @@ def test_a_count_stops_at_the_cap(viewer: Client, django_assert_max_num_queries:
     assert "More than 1000 segments, page 1" in html
     (count,) = [q["sql"] for q in queries.captured_queries if "COUNT(*)" in q["sql"]]
     assert "LIMIT 1001" in count
+
+
+def bulk_segments(n: int) -> None:
+    """``n`` more core segments, each a second newer than the one before (ids in step)."""
+    start = timezone.now() - timedelta(days=1)
+    made = Segment.objects.bulk_create(
+        Segment(scope="core", content=f"Bulk {i}.", token_count=2) for i in range(n)
+    )
+    for i, segment in enumerate(made):
+        segment.updated_at = start + timedelta(seconds=i)
+    Segment.objects.bulk_update(made, ["updated_at"])
+
+
+def segment_ids(html: str) -> list[int]:
+    return [int(pk) for pk in re.findall(r'<td class="num"><a href="/segments/(\d+)/">', html)]
+
+
+def test_an_uncounted_list_links_to_its_last_page_read_from_its_end(viewer: Client) -> None:
+    bulk_segments(1030)
+    first = viewer.get("/segments/", {"scope": "core"}).content.decode()
+    assert "More than 1000 segments, page 1" in first
+    assert "narrow the search" not in first  # nothing searched: nothing reordered
+    assert 'href="?scope=core&amp;page=last" hx-get="?scope=core&amp;page=last" rel="last"' in first
+    oldest = list(
+        Segment.objects.filter(scope="core")
+        .order_by("updated_at", "id")
+        .values_list("pk", flat=True)[:PAGE_SIZE]
+    )
+    last = viewer.get("/segments/", {"scope": "core", "page": "last"})
+    html = last.content.decode()
+    # The oldest changes, shown in the list's order (newest first), and nothing after them.
+    assert segment_ids(html) == oldest[::-1]
+    assert "More than 1000 segments, last page" in html
+    assert 'href="?scope=core&amp;page=last-1"' in html and 'rel="next"' not in html
+    before = viewer.get("/segments/", {"scope": "core", "page": "last-1"}).content.decode()
+    shown = segment_ids(before)
+    assert len(shown) == PAGE_SIZE and min(shown) > max(oldest)
+    assert 'href="?scope=core&amp;page=last"' in before
+
+
+def test_a_deep_page_shows_the_rows_at_its_offset(viewer: Client) -> None:
+    bulk_segments(1030)
+    newest_first = list(Segment.objects.order_by("-updated_at", "-id").values_list("pk", flat=True))
+    html = viewer.get("/segments/", {"page": "30"}).content.decode()
+    assert segment_ids(html) == newest_first[29 * PAGE_SIZE : 30 * PAGE_SIZE]
+    by_tokens = list(Segment.objects.order_by("token_count", "id").values_list("pk", flat=True))
+    html = viewer.get("/segments/", {"sort": "tokens", "page": "last-2"}).content.decode()
+    assert segment_ids(html) == by_tokens[-3 * PAGE_SIZE : -2 * PAGE_SIZE]
+
+
+@pytest.mark.parametrize("page", ["1", "30", "last", "last-1", str(MAX_PAGE - 1)])
+def test_any_page_of_an_uncounted_list_costs_the_same_queries_whatever_its_size(
+    client_as: Callable[[str], Client], django_assert_num_queries: Any, page: str
+) -> None:
+    admin = client_as("admin")
+    bulk_segments(1030)
+    admin.get("/segments/")  # the session, the tokenizer, the release labels in the cache
+    with CaptureQueriesContext(connection) as first:
+        admin.get("/segments/")
+    with CaptureQueriesContext(connection) as asked:
+        assert admin.get("/segments/", {"page": page}).status_code == 200
+    # Past the end: the last page instead, read from the end (one query more).
+    assert len(asked) == len(first) + (page == str(MAX_PAGE - 1))
+    bulk_segments(1030)
+    with django_assert_num_queries(len(asked)):
+        assert admin.get("/segments/", {"page": page}).status_code == 200
+
+
+def _plan(queryset: Any) -> str:
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        # Sorting is priced out: a plan that still sorts has no index to read the order from.
+        cursor.execute("SET LOCAL enable_sort = off")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+# Every sort the list offers, and the filters that narrow it most, in the default order.
+ORDERS = [
+    *((sort, {}) for sort in SegmentFilterForm.SORTS),
+    ("-updated", {"scope": "npc"}),
+    ("-updated", {"active": False}),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("sort", "filters"), ORDERS, ids=[f"{s} {f}" for s, f in ORDERS])
+def test_every_order_of_the_segment_list_is_read_from_an_index_from_either_end(
+    sort: str, filters: dict[str, Any]
+) -> None:
+    rows = selectors.segment_list(order_by=SegmentFilterForm.SORTS[sort][1], **filters)
+    for keys in (rows.values("pk")[:26], rows.reverse().values("pk")[:26]):
+        plan = _plan(keys)
+        assert "Sort" not in plan, plan
+        assert "Index" in plan, plan

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from html import unescape
+from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urlencode
 
@@ -23,6 +26,13 @@ BELL = {"entry": "drowned-bell", "first_turn": "on", "token_budget": 8000, "npc_
 
 def preview(client: Client, **params: Any) -> Any:
     response = client.get(URL, {**BELL, **params})
+    assert response.status_code == 200
+    return response
+
+
+def opened(client: Client, part: str, **params: Any) -> Any:
+    """What opening a folded part of the preview (``part``) loads into it."""
+    response = client.get(URL, {**BELL, **params, "show": part}, headers={"HX-Request": "true"})
     assert response.status_code == 200
     return response
 
@@ -63,14 +73,16 @@ def test_lowering_the_budget_explains_every_cut_in_plain_words(viewer: Client) -
     assert later and later[0].endswith(f"after dropping entry_start segment #{opening.pk}")
     assert page.meta.tokens <= 250
     assert page.steps[0].segment_url == f"/segments/{opening.pk}/"
-    # What was seen (5): the page shows the cut in an author's words, not the engineers'.
+    # What was seen (5): the page shows the cut in an author's words, not the engineers'
+    # (the steps, when the trace is opened).
     html = response.content.decode()
+    steps = opened(viewer, "steps", token_budget=250).content.decode()
     words = page.steps[0].explanation
     assert words.startswith(f"Entry start segment #{opening.pk} 'Opening' (")
     assert "left out" in words and "250-token budget" in words
-    assert escape(f"{words}.") in html
-    assert escape(f"{first}.") not in html
-    assert "Block:" not in html
+    assert escape(f"{words}.") in steps
+    assert escape(f"{first}.") not in html + steps
+    assert "Block:" not in html + steps
 
 
 def test_npc_tier_changes_are_shown(viewer: Client) -> None:
@@ -348,3 +360,105 @@ def test_a_bad_expectation_or_a_taken_name_is_named_at_its_field(
     html = response.content.decode()
     assert escape(message) in html and 'id="save-scenario"' in html
     assert Scenario.objects.count() == 1
+
+
+class Shown(HTMLParser):
+    """What a reader of the preview sees of its prompt: the blocks' texts, the separator
+    the page joins them with, and the plain-text box (when sent)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.blocks: list[str] = []
+        self.separator: str | None = None
+        self.plain: str | None = None
+        self._into: str | None = None
+        self._first = False
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if "data-separator" in found:
+            self.separator = found["data-separator"]
+        if tag == "pre" and found.get("class") == "block-text":
+            self.blocks.append("")
+            self._into = "block"
+            self._first = True
+        if tag == "textarea" and "plain text" in (found.get("aria-label") or ""):
+            self.plain = ""
+            self._into = "plain"
+            self._first = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("pre", "textarea"):
+            self._into = None
+
+    def handle_data(self, data: str) -> None:
+        if self._first:
+            # A browser drops one newline right after <pre> or <textarea> (HTML's parsing
+            # rules; html.parser keeps it).
+            data, self._first = data.removeprefix("\n"), False
+        if self._into == "block":
+            self.blocks[-1] += data
+        elif self._into == "plain":
+            self.plain = (self.plain or "") + data
+
+
+def test_the_prompt_is_sent_once_and_its_blocks_join_into_it_exactly(viewer: Client) -> None:
+    # What was seen (issue 22): the prompt went out twice, as blocks and as plain text.
+    response = preview(viewer, input="I ring the bell.\n\nTwice.")
+    prompt = response.context["preview"].prompt
+    html = response.content.decode()
+    shown = Shown(html)
+    assert shown.plain is None
+    old_wars = Segment.objects.get(import_key="w-iron-history").content
+    assert old_wars in prompt and html.count(escape(old_wars)) == 1
+    # What studio.js does when "Plain text" is opened: the blocks, joined as the page says.
+    assert shown.separator is not None and shown.separator.join(shown.blocks) == prompt
+    # Without JavaScript, the link in its place sends the page with the text in the box.
+    link = re.search(r'<a href="([^"]*show=prompt[^"]*)#prompt-title">', html)
+    assert link
+    with_text = viewer.get(unescape(link.group(1)))
+    assert Shown(with_text.content.decode()).plain == prompt
+    assert 'class="plain-prompt" open' in with_text.content.decode()
+
+
+def test_every_segment_considered_and_the_steps_are_sent_when_opened(viewer: Client) -> None:
+    response = preview(viewer, token_budget=250)
+    page = response.context["preview"]
+    html = response.content.decode()
+    assert '<tr class="row-' not in html and '<li class="step ' not in html
+    assert f"<summary>{len(page.segments)} segments: " in html
+    assert f"{page.fate_counts}</summary>" in html
+    assert 'hx-trigger="toggle once"' in html
+    table = opened(viewer, "segments", token_budget=250).content.decode()
+    assert "<form" not in table and "<html" not in table
+    assert table.count('<tr class="row-') == len(page.segments)
+    for segment in page.segments:
+        assert f'<a href="{segment["url"]}">#{segment["id"]}</a>' in table
+    steps = opened(viewer, "steps", token_budget=250).content.decode()
+    assert steps.count('<li class="step ') == len(page.steps) > 0
+    # Without JavaScript, the link opens the whole page with the part unfolded.
+    plain = viewer.get(URL, {**BELL, "token_budget": 250, "show": "segments"}).content.decode()
+    assert 'data-testid="considered" open' in plain
+    assert plain.count('<tr class="row-') == len(page.segments)
+
+
+def test_a_part_opened_after_the_content_changed_says_so(
+    viewer: Client, django_capture_on_commit_callbacks: Any
+) -> None:
+    working = {"release": "working"}
+    shown = preview(viewer, **working).context["preview"].meta.content_hash
+    now = opened(viewer, "segments", hash=shown, **working).content.decode()
+    assert "has changed since" not in now
+    opening = Segment.objects.get(import_key="es-bell-open")
+    with django_capture_on_commit_callbacks(execute=True):  # as a committed edit does
+        segments.segment_update(actor=None, segment=opening, content="A new opening.")
+    later = opened(viewer, "segments", hash=shown, **working).content.decode()
+    assert "The content has changed since this preview was assembled" in later
+
+
+def test_a_part_of_a_preview_that_no_longer_assembles_sends_nothing(viewer: Client) -> None:
+    response = viewer.get(
+        URL, {**BELL, "token_budget": -5, "show": "steps"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 204

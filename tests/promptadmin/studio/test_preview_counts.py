@@ -79,8 +79,11 @@ def rendered(request: AssemblyRequest) -> tuple[Any, Page]:
     page = present(preview, {npc.slug: npc.name for npc in request.npcs})
     # The result needs of the form only whether it was bound with errors.
     form = SimpleNamespace(is_bound=False, errors={})
-    html = render_to_string("studio/preview.html#result", {"preview": page, "form": form})
-    return result, Page(html)
+    context = {"preview": page, "form": form}
+    html = render_to_string("studio/preview.html#result", context)
+    # The trace's steps are sent when it is opened: what the reader then sees below it.
+    opened = render_to_string("studio/preview.html#steps", context)
+    return result, Page(html + opened)
 
 
 def said_counts(lost: list[dict[str, str]]) -> str:
