@@ -12,8 +12,8 @@ So a read takes the stamps (one query of a row per object, 3,300 at 100,000 segm
 then, in one snapshot of the database (``snapshot.one_snapshot``), the objects (five
 queries, skipped when the catalog's stamp is the one this process last read) and the
 segments of the objects whose stamp is new (one query, none when nothing changed), never
-the other 100,000. A process keeps the last working copy it read: while no stamp changed,
-that is the working copy, after two small queries.
+the other 100,000. The last working copy read is kept, in the process and in the shared
+cache: while no stamp changed, that is the working copy, after two small queries.
 
 A bundle the version names is either stored (released once) or held by the version: the
 text of one made from a changed object is kept in the shared cache too, and when the
