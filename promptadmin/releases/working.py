@@ -12,8 +12,8 @@ So a read takes the stamps (one query of a row per object, 3,300 at 100,000 segm
 then, in one snapshot of the database (``snapshot.one_snapshot``), the objects (five
 queries, skipped when the catalog's stamp is the one this process last read) and the
 segments of the objects whose stamp is new (one query, none when nothing changed), never
-the other 100,000. A process keeps the last working copy it read: while no stamp changed,
-that is the working copy, after two small queries.
+the other 100,000. The last working copy read is kept, in the process and in the shared
+cache: while no stamp changed, that is the working copy, after two small queries.
 
 A bundle the version names is either stored (released once) or held by the version: the
 text of one made from a changed object is kept in the shared cache too, and when the
@@ -51,6 +51,7 @@ from promptadmin.releases.bundles import (
     hold,
     lore_heads,
     manifest_of,
+    sha256,
 )
 from promptadmin.releases.models import ReleaseBundle, WorkingStamp
 from promptadmin.releases.snapshot import CATALOG_KEYS, SnapSegment
@@ -77,6 +78,11 @@ def working_version() -> Version:
     last = _last[0] if _last and _last[0].key == key else None
     if last is not None and last.rows == rows:
         return last.version()  # nothing changed since this process last read it
+    shared = _shared(key, rows)
+    if shared is not None:  # another process read it
+        if committed:
+            _last[:] = [shared]
+        return shared.version()
     return snapshot.one_snapshot(
         lambda: _read(key, last, None if committed else rows, committed=committed)
     )
@@ -217,7 +223,60 @@ def _read(key: str, last: Read | None, rows: list[StampRow] | None, *, committed
     read = _bundles(key, rows, catalog, committed=committed)
     if committed:
         _last[:] = [read]
+        _share(read)
     return read.version()
+
+
+# At most this many bundles held (made since the last release) for a read to be shared:
+# the others would decode their texts (at 100,000 segments, a cold cache makes all 3,300).
+SHARED_HELD = 200
+
+
+def _shared_key(key: str) -> str:
+    """Where the last working copy read is kept for every process: one that has not read
+    it (a new one, or one of many gunicorn workers after a change) takes it from there
+    while the stamps are the same. (A digest of the stamps, the catalog, the manifest,
+    the content hash, the segment count, and each held bundle's object and head: their
+    texts are kept under :func:`_text_key`.)"""
+    return f"{key}:last"
+
+
+def _digest(rows: list[StampRow]) -> str:
+    return sha256(repr(rows))
+
+
+def _share(read: Read) -> None:
+    if len(read.held) > SHARED_HELD:
+        return  # made whole (a cold cache): the next read, knowing what is stored, is kept
+    heads: dict[str, tuple[Owner, Mapping[str, Any] | None]] = {
+        # A lore bundle's head is its entries, which its text holds.
+        sha: ((bundle.kind, bundle.slug), None if bundle.kind == LORE else bundle.head)
+        for sha, bundle in read.held.items()
+    }
+    value = (
+        _digest(read.rows),
+        read.catalog,
+        read.manifest,
+        read.content_hash,
+        read.segment_count,
+        heads,
+    )
+    cache.set(_shared_key(read.key), value, REMEMBERED_SECONDS)
+
+
+def _shared(key: str, rows: list[StampRow]) -> Read | None:
+    """The working copy of ``rows`` as another process read it, if it is kept."""
+    found = cache.get(_shared_key(key))
+    if found is None or found[0] != _digest(rows):
+        return None
+    _rows, catalog, manifest, content_hash_, segment_count, heads = found
+    texts = cache.get_many([_text_key(sha) for sha in heads])
+    if len(texts) != len(heads):
+        return None  # a text the cache lost: read it again
+    held = {
+        sha: _held(owner, head, sha, texts[_text_key(sha)]) for sha, (owner, head) in heads.items()
+    }
+    return Read(key, rows, catalog, manifest, content_hash_, segment_count, held)
 
 
 def _bundles(

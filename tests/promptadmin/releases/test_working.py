@@ -305,6 +305,32 @@ def test_a_process_reads_an_unchanged_working_copy_in_two_queries() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_process_takes_the_working_copy_another_one_read_from_the_shared_cache() -> None:
+    game(npcs=2)
+    services.release_create(actor=None, name="r-one")
+    segment = Segment.objects.filter(scope=Scope.NPC).first()
+    assert segment is not None
+    segments.segment_update(actor=None, segment=segment, content="Changed since r-one.")
+    read = working_version()
+    [changed] = read.held
+    working._last.clear()  # another process
+    with CaptureQueriesContext(connection) as captured:
+        taken = working_version()
+    assert len(captured.captured_queries) == 2  # the bundle store, the stamps
+    assert (taken.manifest, taken.content_hash) == (read.manifest, read.content_hash)
+    assert taken.segment_count == read.segment_count
+    assert taken.parts([changed])[changed].rows == read.parts([changed])[changed].rows
+    # The cache lost the changed bundle's text: it is read again, not served without it.
+    cache.delete(working._text_key(changed))
+    working._last.clear()
+    again = working_version()
+    assert again.manifest == read.manifest and set(again.held) == {changed}
+    assert release_content(services.release_create(actor=None, name="r-two")).segments == (
+        working_content().segments
+    )
+
+
+@pytest.mark.django_db(transaction=True)
 def test_bundles_stored_by_a_transaction_rolled_back_are_held_again() -> None:
     game(npcs=1)
     with transaction.atomic():

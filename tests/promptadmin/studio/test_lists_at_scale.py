@@ -310,3 +310,5 @@ def test_every_order_of_the_segment_list_is_read_from_an_index_from_either_end(
         plan = _plan(keys)
         assert "Sort" not in plan, plan
         assert "Index" in plan, plan
+        # Nor walked through another order's index, dropping the rows the filter refuses.
+        assert "Filter:" not in plan, plan
