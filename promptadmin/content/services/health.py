@@ -156,20 +156,7 @@ def fingerprints() -> dict[int, str]:
     world's, its rulesets', the core's, its cast's: by id, revision and token count; the
     objects' revisions; the cast's tiers; the tokenizer), read without any text, in a
     handful of queries over integer columns."""
-    owned: dict[tuple[str, int | None], list[str]] = {}
-    rows = (
-        Segment.objects.filter(active=True, scope__in=SEGMENT_SCOPES)
-        .order_by("id")
-        .values_list(
-            "scope", "ruleset_id", "world_id", "entry_id", "npc_id", "id", "revision", "token_count"
-        )
-    )
-    for scope, ruleset, world, entry, npc, pk, revision, tokens in rows.iterator(chunk_size=5000):
-        owner = ruleset or world or entry or npc
-        owned.setdefault((scope, owner), []).append(f"{pk}:{revision}:{tokens}")
-    hashes = {
-        key: hashlib.sha1(",".join(parts).encode()).hexdigest() for key, parts in owned.items()
-    }
+    hashes = _owner_hashes()
 
     def of(scope: str, owner: int | None) -> str:
         return hashes.get((scope, owner), "-")
@@ -205,6 +192,35 @@ def fingerprints() -> dict[int, str]:
         ]
         found[pk] = hashlib.sha256("|".join(parts).encode()).hexdigest()
     return found
+
+
+def _owner_hashes() -> dict[tuple[str, int | None], str]:
+    """(scope, owner id) -> a hash of its active segments' ids, revisions and token counts.
+    PostgreSQL sums them up itself (about 3,000 rows come back for 100,000 segments, not
+    every segment); elsewhere they are read and hashed here."""
+    if connections["default"].vendor == "postgresql":
+        table = connections["default"].ops.quote_name(Segment._meta.db_table)
+        with connections["default"].cursor() as cursor:
+            cursor.execute(
+                f"SELECT scope, COALESCE(ruleset_id, world_id, entry_id, npc_id),"
+                f" md5(string_agg(concat(id, ':', revision, ':', COALESCE(token_count::text,"
+                f" 'None')), ',' ORDER BY id)) FROM {table}"
+                f" WHERE active AND scope = ANY(%s) GROUP BY 1, 2",
+                [[str(scope) for scope in SEGMENT_SCOPES]],
+            )
+            return {(scope, owner): found for scope, owner, found in cursor.fetchall()}
+    owned: dict[tuple[str, int | None], list[str]] = {}
+    rows = (
+        Segment.objects.filter(active=True, scope__in=SEGMENT_SCOPES)
+        .order_by("id")
+        .values_list(
+            "scope", "ruleset_id", "world_id", "entry_id", "npc_id", "id", "revision", "token_count"
+        )
+    )
+    for scope, ruleset, world, entry, npc, pk, revision, tokens in rows.iterator(chunk_size=5000):
+        owner = ruleset or world or entry or npc
+        owned.setdefault((scope, owner), []).append(f"{pk}:{revision}:{tokens}")
+    return {key: hashlib.md5(",".join(parts).encode()).hexdigest() for key, parts in owned.items()}
 
 
 def _turn_loss(
