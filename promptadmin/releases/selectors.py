@@ -124,7 +124,14 @@ def unpublished() -> dict[str, Any] | None:
     copy takes about 0.3 s at 10,000 segments); the label itself is read every time.
     Only the bundles that differ are read from the release.
     """
-    label = ReleaseLabel.objects.select_related("release").filter(name=PRODUCTION).first()
+    # The release's manifest, index and catalog (half a megabyte at 1,000 entries) are read
+    # only when the summary is worked out again, not on every dashboard.
+    label = (
+        ReleaseLabel.objects.select_related("release")
+        .defer("release__manifest", "release__catalog", "release__index")
+        .filter(name=PRODUCTION)
+        .first()
+    )
     if label is None:
         return None
     # Lore has a generation of its own: a lore change makes a new summary too.
