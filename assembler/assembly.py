@@ -283,34 +283,41 @@ class _Assembly:
         return total
 
     def _price_whole_texts(self) -> None:
-        """Price every dynamic text by its whole block when the prompt fits its budget even
-        with each of those blocks at its largest possible count (one token per byte).
+        """Price every dynamic text by its whole block when the prompt fits its budget with
+        those blocks counted exactly.
 
         Then no text will be cut (barring a stale cached count), and the exact count of
-        the prompt finds each block counted: one encode of a new text, not two. The total
-        is kept as :meth:`_measure` would sum it, with the blocks' exact counts.
+        the prompt finds each block counted: one encode of a new text, not two (4 KB of
+        text take half a millisecond to encode). The blocks are counted only when the
+        prompt would fit with each at a guessed count
+        (:meth:`~assembler.layers.TextLayer.block_size_guess`): a wrong guess costs an
+        encode, never a different prompt. The total is kept as :meth:`_measure` would sum
+        it, with the blocks' exact counts.
         """
         budget = self.request.token_budget
-        total = bounds = 0
+        total = guesses = 0
         previous: Layer | None = None
         for layer in self.layers:
             if layer.empty():
                 continue
             if layer.scope in DYNAMIC_SCOPES:
-                bound = self.text_layers[layer.scope].block_size_bound()
-                bounds += bound
-                total += bound
+                guesses += self.text_layers[layer.scope].block_size_guess()
             else:
                 total += layer.tokens()
             if previous is not None:
                 total += self.tokenizer.join_cost(previous.tail(), BLOCK_SEPARATOR, layer.open)
-            if total > budget:
+            if total + guesses > budget:
                 return
             previous = layer
         texts = list(self.text_layers.values())
         for text in texts:
             text.price_whole_block()
-        self._total = total - bounds + sum(text.tokens() for text in texts)
+        exact = sum(text.tokens() for text in texts)
+        if total + exact > budget:
+            for text in texts:
+                text.price_by_parts()  # some text will be cut: it is counted on its own
+            return
+        self._total = total + exact
 
     def blocks(self) -> tuple[Block, ...]:
         """The emitted layers' blocks, in order; the prompt is them joined."""

@@ -618,15 +618,29 @@ class TextLayer(Layer):
     def count(self, value: int) -> None:
         self._count = value
 
-    def block_size_bound(self) -> int:
-        """At most how many tokens the block of the whole text can take: one per byte
-        (every token stands for one byte or more)."""
+    def block_size_guess(self) -> int:
+        """A likely most for the tokens of the block of the whole text, to decide whether
+        counting the block is worth it: a token per three bytes (English prose takes one
+        per four or five, and few texts fewer than three).
+
+        >>> from assembler.tokens import get_tokenizer
+        >>> layer = TextLayer("input", "I light a fire.", "delimited", get_tokenizer(), print)
+        >>> layer.block_size_guess(), layer.tokens()
+        (17, 14)
+        """
         if not self.original:
             return 0
         text = self.original
         size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         frame = self.open + LINE_SEPARATOR + (self.close or "")
-        return size + len(frame.encode()) + (0 if self.close is None else len(LINE_SEPARATOR))
+        framed = size + len(frame.encode()) + (0 if self.close is None else len(LINE_SEPARATOR))
+        return framed // 3
+
+    def price_by_parts(self) -> None:
+        """Undo :meth:`price_whole_block`: price the text and the frame apart again."""
+        if self._block is not None:
+            self._block = None
+            self._tokens = None
 
     def price_whole_block(self) -> None:
         """While the text is whole, price the layer by the exact count of its block, which

@@ -703,6 +703,45 @@ def test_a_new_dynamic_text_that_cannot_be_cut_is_encoded_once(tokenizer: Tokeni
     assert result.meta.tokens == result.meta.tokens_estimated == tokenizer.count(result.prompt)
 
 
+def test_a_long_dynamic_text_that_fits_is_encoded_once(tokenizer: Tokenizer) -> None:
+    # 4 KB of prose: at a token per byte (the most it could take) the prompt would be over
+    # its budget, though it fits with room to spare.
+    encoding = CountingEncoding(tokenizer._encoding)
+    counting = Tokenizer(tokenizer.name, encoding)  # type: ignore[arg-type]
+    fresh = bench_request(tokenizer, 12_000, 3_000)
+    new_input = prose(random.Random(3), tokenizer, 1_200)[:4_000]
+    without = assemble(dataclasses.replace(fresh, state={**fresh.state, "input": ""}), tokenizer)
+    turn = dataclasses.replace(
+        fresh,
+        token_budget=without.meta.tokens + 2_000,
+        state={**fresh.state, "input": new_input},
+    )
+    result = assemble(turn, counting)
+    assert [text for text in encoding.encoded if new_input in text] == [
+        block("input", new_input, "delimited")
+    ]
+    assert report(result) == report(assemble(turn, tokenizer))
+    assert result.meta.tokens == result.meta.tokens_estimated == tokenizer.count(result.prompt)
+    assert not result.meta.truncated
+
+
+def test_a_dynamic_text_denser_than_guessed_is_still_cut_to_the_budget(
+    tokenizer: Tokenizer,
+) -> None:
+    # Three tokens per four bytes (4,500 tokens), where a token per three bytes was
+    # guessed (2,000): counting its block whole shows the prompt over budget, so the text
+    # is counted on its own after all, and cut.
+    fresh = bench_request(tokenizer, 12_000, 3_000)
+    dragons = "🐉" * 1_500
+    without = assemble(dataclasses.replace(fresh, state={**fresh.state, "input": ""}), tokenizer)
+    budget = without.meta.tokens + 3_000
+    turn = dataclasses.replace(fresh, token_budget=budget, state={**fresh.state, "input": dragons})
+    result = assemble(turn, tokenizer)
+    assert result.meta.tokens == tokenizer.count(result.prompt) <= budget
+    assert result.meta.layers["input"].status == "trimmed"
+    assert [change.key for change in result.meta.outcome.shortened] == ["layer:input"]
+
+
 @pytest.mark.parametrize("block_format", ["delimited", "xml"])
 def test_an_uncut_dynamic_layer_reports_the_exact_count_of_its_block(
     tokenizer: Tokenizer, block_format: str

@@ -9,7 +9,9 @@ import json
 import pytest
 
 from assembler import AssemblyResult, History, LoreBook, Tokenizer, assemble, get_tokenizer
+from assembler.lore import test_lore
 from assembler.render import render_state
+from assembler.request import LoreOptions
 from benchmarks.assembler import CASES, main
 from benchmarks.data import (
     LORE_ENTRIES,
@@ -153,3 +155,69 @@ def _outputs(tokenizer: Tokenizer) -> dict[str, str]:
 
 def test_benchmark_outputs_are_those_pinned(tokenizer: Tokenizer) -> None:
     assert _outputs(tokenizer) == PINNED_OUTPUTS
+
+
+# The same for the lore benchmark (10,000 entries, 4 KB scanned): the three cases on their
+# first two turns with the default lore options, a larger lore budget and no recursion,
+# budgets from 2,000 to 14,000 tokens, and what test_lore reports for the turn's input.
+PINNED_LORE_OUTPUTS: dict[str, str] = {
+    "lore, no truncation, turn 0, {}": "4b7283c060aa589b",
+    "lore, no truncation, turn 0, {'budget': 3000}": "533b124a8bf21c77",
+    "lore, no truncation, turn 0, {'recursion': 0}": "2b8e4fd30d1ab6eb",
+    "lore, no truncation, turn 1, {}": "0da79e9a96d29336",
+    "lore, no truncation, turn 1, {'budget': 3000}": "2893a5ed4bbceaf0",
+    "lore, no truncation, turn 1, {'recursion': 0}": "03804341f1aeb867",
+    "lore, some truncation, turn 0, {}": "cdb8ff5e518c90fd",
+    "lore, some truncation, turn 0, {'budget': 3000}": "5684273d77bd5b09",
+    "lore, some truncation, turn 0, {'recursion': 0}": "e788921624a219eb",
+    "lore, some truncation, turn 1, {}": "656e0e33b9009e02",
+    "lore, some truncation, turn 1, {'budget': 3000}": "e7bac77c3b8a13b6",
+    "lore, some truncation, turn 1, {'recursion': 0}": "fd4f1dd0c4f19fba",
+    "lore, heavy truncation, turn 0, {}": "103068fbd51fe6ff",
+    "lore, heavy truncation, turn 0, {'budget': 3000}": "8df4b45f6dc676a2",
+    "lore, heavy truncation, turn 0, {'recursion': 0}": "bdc8931ad92cc33a",
+    "lore, heavy truncation, turn 1, {}": "e06b5de75488fa9e",
+    "lore, heavy truncation, turn 1, {'budget': 3000}": "8f3a2dcd88a2d5de",
+    "lore, heavy truncation, turn 1, {'recursion': 0}": "753b267f6cbc35ba",
+    "lore, budget 2000": "b2ada4f268932f84",
+    "lore, budget 3000": "f2527b7174cc271c",
+    "lore, budget 4000": "14de466c681ddc89",
+    "lore, budget 5000": "dfd508b40b46394d",
+    "lore, budget 6000": "ecf827364f4da86c",
+    "lore, budget 7000": "21d016287c34cd76",
+    "lore, budget 8000": "f8f1d87bbdbe9303",
+    "lore, budget 9000": "8a6e0ed5037704c9",
+    "lore, budget 10000": "e0818d1bd8ac8aa8",
+    "lore, budget 11000": "59dd181a2d497b94",
+    "lore, budget 12000": "4b7283c060aa589b",
+    "lore, budget 13000": "1e69c23200c0414c",
+    "lore, budget 14000": "490bfa8e100e276a",
+    "test_lore": "4e46567f4acf645d",
+}
+
+
+@pytest.fixture(scope="module")
+def lore_book(tokenizer: Tokenizer) -> LoreBook:
+    return LoreBook(lore_entries(tokenizer))
+
+
+def _lore_outputs(tokenizer: Tokenizer, book: LoreBook) -> dict[str, str]:
+    found = {}
+    for name, token_budget, npc_budget in CASES:
+        request = lore_request(tokenizer, token_budget, npc_budget, book)
+        for turn, each in enumerate([request, *new_turns(request, 1)]):
+            for options in (LoreOptions(), LoreOptions(budget=3_000), LoreOptions(recursion=0)):
+                found[f"lore, {name}, turn {turn}, {options.to_dict()}"] = _hash(
+                    assemble(dataclasses.replace(each, lore=options), tokenizer)
+                )
+    for token_budget in range(2_000, 14_001, 1_000):
+        request = lore_request(tokenizer, token_budget, token_budget // 4, book)
+        found[f"lore, budget {token_budget}"] = _hash(assemble(request, tokenizer))
+    text = str(lore_request(tokenizer, 12_000, 3_000, book).state["input"])
+    tested = [activation.to_dict() for activation in test_lore(book, text)]
+    found["test_lore"] = hashlib.sha256(json.dumps(tested).encode()).hexdigest()[:16]
+    return found
+
+
+def test_lore_benchmark_outputs_are_those_pinned(tokenizer: Tokenizer, lore_book: LoreBook) -> None:
+    assert _lore_outputs(tokenizer, lore_book) == PINNED_LORE_OUTPUTS
