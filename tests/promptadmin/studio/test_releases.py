@@ -331,7 +331,7 @@ def test_the_report_lists_a_page_of_changed_scenarios_those_starting_to_fail_fir
 
     # The table the publish page polls for links to the whole page, not to itself.
     old, new = selectors.side("production")[0], selectors.side("working")[0]
-    key = reports.report_key(old, new, selectors._scenarios(old, new))
+    key = reports.report_key(old, new, selectors._judged(old, new))
     polled = admin.get(f"/releases/publish/?report={key}", HTTP_HX_REQUEST="true").content.decode()
     assert 'href="?scenarios_page=2"' in polled and "report=" not in polled
 
