@@ -94,11 +94,13 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import itertools
 import re
 import unicodedata
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 import ahocorasick
@@ -409,6 +411,9 @@ class LoreBook:
     """
 
     entries: Sequence[LoreEntry]
+    # The matcher :attr:`matcher` gave for the same entries (see :func:`matcher_key`): taken
+    # as it is instead of being built again.
+    prebuilt: Matcher | None = field(default=None, repr=False, compare=False, kw_only=True)
     _automaton: Any = field(init=False, repr=False, compare=False, default=None)
     _members: tuple[tuple[tuple[int, str], ...], ...] = field(
         init=False, repr=False, compare=False, default=()
@@ -459,9 +464,17 @@ class LoreBook:
         object.__setattr__(self, "_token_counts", tuple(entry.token_count for entry in entries))
         object.__setattr__(self, "_groups", tuple(entry.group for entry in entries))
         object.__setattr__(self, "_grouped", any(self._groups))
-        automaton, members = _build_automaton(entries)
+        automaton, members = self.prebuilt or _build_automaton(entries)
+        object.__setattr__(self, "prebuilt", None)
         object.__setattr__(self, "_automaton", automaton)
         object.__setattr__(self, "_members", members)
+
+    @property
+    def matcher(self) -> Matcher:
+        """The matcher built for these entries, to keep (it pickles) and hand to another
+        book of the same entries as ``prebuilt``: building it is most of a book's cost
+        (about 0.2 s for 30,000 keys), loading it a tenth of that."""
+        return self._automaton, self._members
 
     def __hash__(self) -> int:
         return self._hash
@@ -585,6 +598,36 @@ class LoreBook:
 
 def _entry_id(entry: LoreEntry) -> int:
     return entry.id
+
+
+# The matcher of a book: the automaton of every key, and each key group's members (entry
+# index, key as written). Its form changes with MATCHER_FORMAT.
+Matcher: TypeAlias = tuple[Any, tuple[tuple[tuple[int, str], ...], ...]]
+MATCHER_FORMAT = 1
+# A pickled automaton is read back only by the pyahocorasick that wrote it.
+try:
+    _MATCHER_VERSION = f"{MATCHER_FORMAT}:pyahocorasick {metadata.version('pyahocorasick')}"
+except metadata.PackageNotFoundError:  # pragma: no cover - installed without metadata
+    _MATCHER_VERSION = f"{MATCHER_FORMAT}:pyahocorasick"
+
+
+def matcher_key(entries: Iterable[LoreEntry]) -> str:
+    """A name for the matcher of a book of ``entries``, the same in every process: a hash
+    of what the matcher is built from (each entry's id, keys and how they match) and of
+    the matcher's form. Keep a matcher under it, and give it back only to a book whose
+    entries have the same name.
+
+    >>> a = [LoreEntry(1, "Bell", "A bell.", ("bell",))]
+    >>> matcher_key(a) == matcher_key([LoreEntry(1, "Other", "Other text.", ("bell",))])
+    True
+    >>> matcher_key(a) == matcher_key([LoreEntry(1, "Bell", "A bell.", ("Bell",))])
+    False
+    """
+    digest = hashlib.sha256(_MATCHER_VERSION.encode())
+    for entry in sorted(entries, key=_entry_id):
+        what = (entry.id, entry.keys, entry.whole_words, entry.case_sensitive)
+        digest.update(repr(what).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def _build_automaton(

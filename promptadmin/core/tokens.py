@@ -40,8 +40,14 @@ def _forget_tokenizer(*, setting: str, **_kwargs: Any) -> None:
 
 def cached_count(segment: CountedText) -> int | None:
     """The segment's cached token count, or None when it was made with another encoding."""
-    if segment.token_count is not None and segment.token_encoding == tokenizer().name:
-        return int(segment.token_count)
+    return count_if_current(segment.token_count, segment.token_encoding)
+
+
+def count_if_current(count: int | None, encoding: str) -> int | None:
+    """A count cached with ``encoding``, or None when that is not the configured one (a
+    row read as values, not as a model: see :func:`cached_count`)."""
+    if count is not None and encoding == tokenizer().name:
+        return int(count)
     return None
 
 

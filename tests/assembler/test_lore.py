@@ -188,6 +188,43 @@ def test_a_book_pickles_as_its_entries_and_matches_after() -> None:
     assert matched(copy, "the gate bell") == [(1, "bell"), (2, "gate")]
 
 
+def test_a_books_matcher_given_to_a_book_of_the_same_entries_matches_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entries = [entry(1, "bell", "Bell Tower", case_sensitive=True), entry(2, "gate")]
+    built = LoreBook(entries)
+    kept = pickle.loads(pickle.dumps(built.matcher))  # as the shared cache keeps it
+
+    def no_build(_entries: Any) -> Any:
+        raise AssertionError("the matcher was built again")
+
+    monkeypatch.setattr(lore_module, "_build_automaton", no_build)
+    again = LoreBook(list(reversed(entries)), prebuilt=kept)
+    text = "The gate by the Bell Tower, the bell."
+    assert again == built
+    assert matched(again, text) == matched(built, text) == [
+        (1, "Bell Tower"),
+        (1, "bell"),
+        (2, "gate"),
+    ]
+
+
+def test_a_matchers_key_names_what_it_is_built_from() -> None:
+    key = lore_module.matcher_key
+    book = [entry(1, "bell"), entry(2, "gate")]
+    assert key(book) == key(list(reversed(book)))
+    # Title, content, priority and groups are not in the matcher.
+    assert key(book) == key([entry(1, "bell", content="Other.", priority=3), entry(2, "gate")])
+    for changed in (
+        [entry(1, "Bell"), entry(2, "gate")],
+        [entry(1, "bell", whole_words=False), entry(2, "gate")],
+        [entry(1, "bell", case_sensitive=True), entry(2, "gate")],
+        [entry(1, "bell"), entry(3, "gate")],
+        [entry(1, "bell")],
+    ):
+        assert key(changed) != key(book)
+
+
 # Activation: sources
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
+import assembler.lore
+from assembler.lore import matcher_key
 from promptadmin.core.errors import StaleRevisionError
 from promptadmin.lore import selectors, services
 from promptadmin.lore.models import LoreEntry
@@ -116,3 +119,44 @@ def test_a_world_whose_lore_did_not_change_keeps_its_built_book(  # type: ignore
         make(marsh, title="Reed", keys=["reed"])
     # A new generation: one query, and the matcher already built is used again.
     assert selectors.lore_book("coast") is book
+
+
+def test_a_large_books_matcher_is_read_from_the_cache_by_a_new_process(  # type: ignore[no-untyped-def]
+    monkeypatch, caplog
+) -> None:
+    coast = WorldFactory(slug="coast")
+    make(coast, title="Bell", keys=["bell", "Bell Tower"])
+    make(None, title="Gate", keys=["gate"])
+    monkeypatch.setattr(selectors, "SHARED_MATCHER_FROM", 2)
+    built = selectors.lore_book("coast")
+    assert built is not None
+    # Another process: none of this one's books, the matcher in the shared cache.
+    for books in (selectors._by_generation, selectors._by_content):
+        books.clear()
+
+    def no_build(_entries: Any) -> Any:
+        raise AssertionError("the matcher was built again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(assembler.lore, "_build_automaton", no_build)
+        read = selectors.lore_book("coast")
+    assert read is not None and read is not built
+    assert (
+        read.scan("the gate of the bell tower").keys()
+        == built.scan("the gate of the bell tower").keys()
+    )
+    # Something else under the key: the book is built, as if it were not there.
+    key = f"lore:matcher:{matcher_key(built.entries)}"
+    cache.set(key, ("not", "a", "matcher"))
+    selectors._by_content.clear()
+    selectors._by_generation.clear()
+    rebuilt = selectors.lore_book("coast")
+    assert rebuilt is not None and len(rebuilt.scan("bell gate")) == 2
+    assert "unreadable" in caplog.text
+
+
+def test_a_small_book_is_built_not_read_from_the_cache(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    make(None, title="Gate", keys=["gate"])
+    book = selectors.lore_book(None)
+    assert book is not None and len(book.entries) < selectors.SHARED_MATCHER_FROM
+    assert cache.get(f"lore:matcher:{matcher_key(book.entries)}") is None
