@@ -23,15 +23,17 @@ read, as ``snapshot.working_content`` does.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 from django.core.cache import cache
-from django.db import connection
-from django.db.models import Q
+from django.db import connection, transaction
+from django.db.models import Count, Q
 
-from promptadmin.content.models import Scope
+from promptadmin.content.models import Scope, Segment
 from promptadmin.core.tokens import tokenizer
+from promptadmin.lore.models import LoreEntry
 from promptadmin.lore.selectors import lore_rows
 from promptadmin.releases import snapshot
 from promptadmin.releases.bundles import (
@@ -398,3 +400,90 @@ def _segments(catalog: Any, owners: list[Owner]) -> dict[Owner, list[SnapSegment
     for row in snapshot.segments_of(catalog, where):
         found.setdefault((BUNDLE_KIND[row.scope], row.owner), []).append(row)
     return found
+
+
+# Rebuilding the stamps
+
+
+class StampCheck(NamedTuple):
+    """How the stamps stand against the rows they count: objects whose count is wrong,
+    objects with active rows and no stamp, and stamps of objects with none (each a
+    (kind, owner) pair)."""
+
+    wrong: list[tuple[str, int]]
+    missing: list[tuple[str, int]]
+    extra: list[tuple[str, int]]
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.wrong or self.missing or self.extra)
+
+
+def _counted() -> dict[tuple[str, int], int]:
+    """Each object's active segments and each world's active lore entries (owner 0: none,
+    the core's and every world's), counted as the triggers of migration releases 0011 do."""
+    counted: dict[tuple[str, int], int] = {}
+    rows = (
+        Segment.objects.filter(active=True, scope__in=list(BUNDLE_KIND))
+        .values_list("scope", "ruleset_id", "world_id", "entry_id", "npc_id")
+        .annotate(rows=Count("id"))
+        .order_by()
+    )
+    for scope, ruleset, world, entry, npc, count in rows:
+        owner = (BUNDLE_KIND[scope], ruleset or world or entry or npc or NO_OWNER)
+        counted[owner] = counted.get(owner, 0) + count
+    lore = LoreEntry.objects.filter(active=True).values_list("world_id").annotate(Count("id"))
+    for world, count in lore.order_by():
+        counted[(LORE, world or NO_OWNER)] = count
+    return counted
+
+
+def stamps_check() -> StampCheck:
+    """The stamps against the rows they count (PostgreSQL; elsewhere there are none). A
+    load that skipped the triggers (``pg_restore --disable-triggers``, ``COPY`` with
+    ``session_replication_role = replica``) leaves them stale: then readers of the working
+    copy would miss what that load changed, until :func:`stamps_rebuild`."""
+    if connection.vendor != "postgresql":
+        return StampCheck([], [], [])
+    counted = _counted()
+    kept = {
+        (kind, owner): count
+        for kind, owner, count in WorkingStamp.objects.exclude(
+            kind__in=[CATALOG, *OTHER_STAMPS]
+        ).values_list("kind", "owner", "count")
+    }
+    return StampCheck(
+        wrong=sorted(
+            owner for owner in counted.keys() & kept.keys() if counted[owner] != kept[owner]
+        ),
+        missing=sorted(counted.keys() - kept.keys()),
+        extra=sorted(owner for owner in kept.keys() - counted.keys() if kept[owner]),
+    )
+
+
+def stamps_rebuild() -> int:
+    """Give every object a new stamp and its count made afresh from its rows, and new
+    stamps to the catalog, the saved scenarios and the casts, with writers of segments and
+    lore held off meanwhile (a table lock, to the commit). Every process then reads the
+    working copy afresh once: nothing read before a stale load is trusted. Returns the
+    stamps written (0 on SQLite, which keeps none)."""
+    if connection.vendor != "postgresql":
+        return 0
+    tables = ", ".join(
+        connection.ops.quote_name(model._meta.db_table) for model in (Segment, LoreEntry)
+    )
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(f"LOCK TABLE {tables} IN SHARE MODE")
+        counted = _counted()
+        WorkingStamp.objects.all().delete()
+        stamps = [
+            WorkingStamp(kind=kind, owner=owner, stamp=uuid.uuid4(), count=count)
+            for (kind, owner), count in sorted(counted.items())
+        ]
+        stamps += [
+            WorkingStamp(kind=kind, owner=NO_OWNER, stamp=uuid.uuid4(), count=0)
+            for kind in (CATALOG, *OTHER_STAMPS)
+        ]
+        WorkingStamp.objects.bulk_create(stamps, batch_size=2000)
+    return len(stamps)

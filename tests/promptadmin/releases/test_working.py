@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.core.cache import cache
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
@@ -395,4 +398,43 @@ def test_the_stamp_migrations_go_forward_and_back() -> None:
     assert len(triggers()) == 7 * 4 + 2 * 4 + 2
     assert {key: n for key, (_s, n) in stamps().items() if n} == counted()
     assert {kind for kind, owner in stamps() if owner == 0} >= {"catalog", "scenarios", "casts"}
+    the_whole_read_agrees()
+
+
+def test_a_load_that_skipped_the_triggers_is_seen_after_rebuild_stamps() -> None:
+    entry = game(npcs=2)
+    lore.lore_entry_create(actor=None, world=entry.world, content="Bells.", keys=["bell"])
+    services.release_create(actor=None, name="before-the-load")
+    working_version()  # read, and remembered by this process and the cache
+    call_command("rebuild_stamps", "--check", stdout=StringIO())
+    npc = NPC.objects.order_by("id").first()
+    assert npc is not None
+    # A restore with triggers off (pg_restore --disable-triggers does this).
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+        try:
+            Segment.objects.filter(npc=npc).update(content="Loaded behind the stamps' back.")
+            Segment.objects.bulk_create([Segment(scope=Scope.NPC, npc=npc, content="Loaded.")])
+            LoreEntry.objects.filter(world=entry.world).update(active=False)
+        finally:
+            cursor.execute("SET session_replication_role = DEFAULT")
+    stale = working_version()
+    assert stale.manifest != content_version(working_content()).manifest  # what the load did
+    with pytest.raises(CommandError, match=r"1 with a wrong count, 0 missing, 1 of objects"):
+        call_command("rebuild_stamps", "--check", stdout=StringIO())
+    out = StringIO()
+    call_command("rebuild_stamps", stdout=out)
+    assert "stamps written (before: 1 with a wrong count" in out.getvalue()
+    call_command("rebuild_stamps", "--check", stdout=StringIO())
+    the_whole_read_agrees()
+    # The catalog, the scenarios and the casts have stamps again, and writes keep them.
+    assert set(WorkingStamp.objects.filter(owner=0).values_list("kind", flat=True)) >= {
+        "catalog",
+        "scenarios",
+        "casts",
+        "core",
+    }
+    assert restamped(lambda: make_segment(scope="npc", ref=npc, content="After.")) == {
+        ("npc", npc.pk)
+    }
     the_whole_read_agrees()
