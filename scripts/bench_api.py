@@ -17,7 +17,8 @@
    and Langfuse-compatible paths, each also revalidated with ``If-None-Match``: a 304) and
    rendering it with an adapter, for a conversation's history (a state fetched before,
    and a new state right after each append) and assembling with it, for assembling in a
-   world of 10,000 lore entries with 4 KB of text scanned, and for
+   world of 10,000 lore entries with 4 KB of text scanned (from the working copy and
+   from a release), and for
    ``GET /api/v1/me``, the cheapest authenticated DRF endpoint, measured in the same run
    as the baseline; also the server's CPU time per request, which is what to compare on a
    busy machine.
@@ -235,6 +236,13 @@ SCENARIOS = [
     ),
     # The same turn in a world whose lore (10,000 entries) the working copy serves.
     Scenario("assemble, lore (10k entries)", "POST", "/api/v1/assemble", lore_body()),
+    # The same turn served from the release the label "staging" names (its lore bundles).
+    Scenario(
+        "assemble, lore from a release",
+        "POST",
+        "/api/v1/assemble",
+        {**lore_body(), "release": "staging"},
+    ),
     # The seed publishes the working copy as BENCH_RELEASE under the label "staging" (not
     # "production", so the two scenarios above keep serving the working copy).
     Scenario(
