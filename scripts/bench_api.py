@@ -17,8 +17,8 @@
    and Langfuse-compatible paths, each also revalidated with ``If-None-Match``: a 304) and
    rendering it with an adapter, for a conversation's history (a state fetched before,
    and a new state right after each append) and assembling with it, for assembling in a
-   world of 10,000 lore entries with 4 KB of text scanned (from the working copy and
-   from a release), and for
+   world of 10,000 lore entries with 4 KB of text scanned (from the working copy, from
+   a release, and the same turn with lore off, to compare with), and for
    ``GET /api/v1/me``, the cheapest authenticated DRF endpoint, measured in the same run
    as the baseline; also the server's CPU time per request, which is what to compare on a
    busy machine.
@@ -154,6 +154,10 @@ def lore_body() -> dict[str, Any]:
     return {**body, "entry": LORE_ENTRY, "world": LORE_WORLD, "state": state}
 
 
+LORE_OFF = "lore turn, lore off"
+# The lore scenarios, also compared with the same turn with lore off.
+LORE_SCENARIOS = ("assemble, lore (10k entries)", "assemble, lore from a release")
+
 PROMPT = "/api/v1/prompts/bench/judge/"
 RENDER_BODY = {
     "task_type": "rubric",
@@ -233,6 +237,13 @@ SCENARIOS = [
             "conversation": BENCH_CONVERSATION,
             "history_budget": 1500,
         },
+    ),
+    # The lore turn (its 4 KB input) with lore off: what the turn costs without lore.
+    Scenario(
+        LORE_OFF,
+        "POST",
+        "/api/v1/assemble",
+        {**lore_body(), "lore": {"enabled": False}},
     ),
     # The same turn in a world whose lore (10,000 entries) the working copy serves.
     Scenario("assemble, lore (10k entries)", "POST", "/api/v1/assemble", lore_body()),
@@ -752,6 +763,17 @@ def main() -> int:
             for measured in rounds
         )
         print(f"  {scenario.name:<26} {cells}")
+    names = [scenario.name for scenario in SCENARIOS]
+    off = names.index(LORE_OFF)
+    for name in LORE_SCENARIOS:
+        index = names.index(name)
+        ratio = median(measured[index].rps / measured[off].rps for measured in rounds)
+        cpu = median(measured[index].cpu_ms for measured in rounds)
+        cpu_off = median(measured[off].cpu_ms for measured in rounds)
+        print(
+            f"{name}: {ratio:.2f} of the same turn with lore off (req/s), "
+            f"CPU {cpu:.2f} vs {cpu_off:.2f} ms/req"
+        )
     print(
         "CPU ms/req: server CPU time (all gunicorn workers) per request served; unlike "
         "req/s it hardly depends on what else the machine is doing."
