@@ -202,11 +202,15 @@ def test_a_books_matcher_given_to_a_book_of_the_same_entries_matches_alike(
     again = LoreBook(list(reversed(entries)), prebuilt=kept)
     text = "The gate by the Bell Tower, the bell."
     assert again == built
-    assert matched(again, text) == matched(built, text) == [
-        (1, "Bell Tower"),
-        (1, "bell"),
-        (2, "gate"),
-    ]
+    assert (
+        matched(again, text)
+        == matched(built, text)
+        == [
+            (1, "Bell Tower"),
+            (1, "bell"),
+            (2, "gate"),
+        ]
+    )
 
 
 def test_a_matchers_key_names_what_it_is_built_from() -> None:
