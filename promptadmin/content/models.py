@@ -226,6 +226,19 @@ class EntryNpc(models.Model):
         return f"{self.entry_id}#{self.position}: {self.npc_id} (tier {self.tier})"
 
 
+# Fields of Segment whose copies in its history table keep no index (see Segment.history).
+HISTORY_UNINDEXED = [
+    "ruleset",
+    "world",
+    "entry",
+    "npc",
+    "legacy_id",
+    "import_key",
+    "created_by",
+    "updated_by",
+]
+
+
 class Segment(models.Model):
     """A piece of prompt text, belonging to the object its scope names."""
 
@@ -274,7 +287,10 @@ class Segment(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
-    history = HistoricalRecords(excluded_fields=["updated_at"])
+    # A segment's history is read by the segment's id alone (its revisions, newest first):
+    # the other indexes its fields have here would cost every write to the history (a
+    # tenth of a legacy import's time) and serve no query.
+    history = HistoricalRecords(excluded_fields=["updated_at"], no_db_index=HISTORY_UNINDEXED)
 
     REF_FIELDS: ClassVar[tuple[str, ...]] = REF_FIELDS
 
