@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from django.core.exceptions import ValidationError
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from simple_history.utils import bulk_create_with_history
 
@@ -373,18 +374,22 @@ def segments_import(
             run = _Run(report, actor, refs, dry_run=dry_run, skip_invalid=skip_invalid)
             export = read_export(stream, fmt)
             batch: list[LegacyRow] = []
-            for item in export:
-                report.rows += 1
-                if isinstance(item, Problem):
-                    run.problem(item)
-                    continue
-                batch.append(item)
-                if len(batch) >= BATCH_SIZE:
-                    run.batch(batch)
-                    batch = []
-                    if progress is not None:
-                        progress(ImportProgress(report.rows, run.written, export.bytes_read))
-            run.batch(batch)
+            try:
+                for item in export:
+                    report.rows += 1
+                    if isinstance(item, Problem):
+                        run.problem(item)
+                        continue
+                    batch.append(item)
+                    if len(batch) >= BATCH_SIZE:
+                        run.batch(batch)
+                        batch = []
+                        if progress is not None:
+                            progress(ImportProgress(report.rows, run.written, export.bytes_read))
+                run.batch(batch)
+            finally:
+                # Written, or failed, before the transaction ends either way.
+                run.finish()
             if progress is not None:
                 progress(ImportProgress(report.rows, run.written, export.bytes_read))
             report.errors.sort(key=lambda p: p.row or 0)
@@ -431,9 +436,16 @@ class _Run:
         # Once an invalid row makes the import refuse, nothing more is worth writing.
         return not self.dry_run and (self.skip_invalid or not self.report.errors)
 
+    def finish(self) -> None:
+        """Wait for the last batch to be written; raises what writing it raised."""
+        if self._writer is not None:
+            self._writer.finish()
+
     def batch(self, rows: list[LegacyRow]) -> None:
         if not rows:
             return
+        if self._writer is not None:
+            self._writer.finish()  # the connection is this thread's again
         report = self.report
         existing = _existing([row.legacy_id for row in rows])
         self.targets.load(rows)
@@ -505,6 +517,13 @@ class _Writer:
         self.defaults = {
             f.attname: f.get_default() for f in fields if f.attname not in ("id", "metadata")
         }
+        qn = connection.ops.quote_name
+        names = ", ".join(qn(Segment._meta.get_field(a).column) for a in self.columns)
+        self.copy_rows = f"COPY {qn(Segment._meta.db_table)} ({names}) FROM STDIN"
+        names = ", ".join(qn(history._meta.get_field(a).column) for a in self.history_columns)
+        self.copy_history = f"COPY {qn(history._meta.db_table)} ({names}) FROM STDIN"
+        self._copying: threading.Thread | None = None
+        self._failed: BaseException | None = None
         self.extra = {
             "history_date": who.now,
             "history_change_reason": who.reason,
@@ -513,27 +532,59 @@ class _Writer:
         }
 
     def write(self, rows: list[dict[str, Any]]) -> None:
+        """Write ``rows``, counting their tokens. On PostgreSQL that runs on a thread of
+        its own (counting, then the COPY) while the caller reads the next batch, until
+        :meth:`finish`, which the caller must call before it uses the connection again."""
+        if connection.vendor == "postgresql":
+            self.finish()
+            self._copying = threading.Thread(
+                target=self._copy_caught,
+                args=(rows, connection.connection),
+                name="import-copy",
+                daemon=True,
+            )
+            self._copying.start()
+            return
+        self._count(rows)
+        segments = [Segment(**values) for values in rows]
+        bulk_create_with_history(
+            segments,
+            Segment,
+            batch_size=BATCH_SIZE,
+            default_user=self.who.user,
+            default_change_reason=self.who.reason,
+            default_date=self.who.now,
+        )
+
+    def _count(self, rows: list[dict[str, Any]]) -> None:
         tok = self.tok
         for values in rows:
             values["token_count"] = tok.count(values["content"])
             values["token_encoding"] = tok.name
-        if connection.vendor == "postgresql":
-            self._copy(rows)
-        else:
-            segments = [Segment(**values) for values in rows]
-            bulk_create_with_history(
-                segments,
-                Segment,
-                batch_size=BATCH_SIZE,
-                default_user=self.who.user,
-                default_change_reason=self.who.reason,
-                default_date=self.who.now,
-            )
 
-    def _copy(self, rows: list[dict[str, Any]]) -> None:
-        db = connections[connection.alias]  # the wrapper itself: the proxy costs a lookup per use
-        qn = db.ops.quote_name
-        with db.cursor() as cursor:
+    def finish(self) -> None:
+        """Wait for the COPY under way, if any; raise what it raised."""
+        copying, self._copying = self._copying, None
+        if copying is None:
+            return
+        copying.join()
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def _copy_caught(self, rows: list[dict[str, Any]], raw: Any) -> None:
+        try:
+            self._copy(rows, raw)
+        except BaseException as exc:  # raised in the importing thread by finish()
+            self._failed = exc
+
+    def _copy(self, rows: list[dict[str, Any]], raw: Any) -> None:
+        """Count the rows' tokens, then COPY them and their history records on ``raw``, the
+        import's own psycopg connection (in its transaction), from the thread
+        :meth:`write` started: the importing thread does not use the connection meanwhile
+        (tiktoken counts without the GIL, so the two threads work at once)."""
+        self._count(rows)
+        with raw.cursor() as cursor:
             cursor.execute(
                 "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
                 [Segment._meta.db_table, len(rows)],
@@ -545,17 +596,11 @@ class _Writer:
                 # jsonb takes JSON text; dumped once, for the row and its history record.
                 row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
                 full.append(row)
-            raw = cursor.cursor
-            names = ", ".join(qn(Segment._meta.get_field(a).column) for a in self.columns)
-            with raw.copy(f"COPY {qn(Segment._meta.db_table)} ({names}) FROM STDIN") as copy:
+            with cursor.copy(self.copy_rows) as copy:
                 columns = self.columns
                 for row in full:
                     copy.write_row([row[a] for a in columns])
-            history_names = ", ".join(
-                qn(self.history._meta.get_field(a).column) for a in self.history_columns
-            )
-            table = qn(self.history._meta.db_table)
-            with raw.copy(f"COPY {table} ({history_names}) FROM STDIN") as copy:
+            with cursor.copy(self.copy_history) as copy:
                 columns = self.history_columns
                 extra = self.extra
                 for row in full:

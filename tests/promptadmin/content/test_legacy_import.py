@@ -504,12 +504,34 @@ def test_an_import_makes_a_fixed_number_of_queries_per_batch(
         return len(captured.captured_queries)
 
     ten_batches, thirty_batches = queries(1000, 1), queries(3000, 10_000)
-    # A batch is four statements: the look-up of its ids already imported, the ids drawn
-    # from the sequence, then a COPY of the rows and one of their history records. COPY
-    # goes past Django's cursor wrapper, so only the first two are captured: at most two
+    # A batch is four statements: the look-up of its ids already imported, then (on the
+    # writing thread, past Django's cursor wrapper, so not captured) the ids drawn from
+    # the sequence, a COPY of the rows and one of their history records: at most two
     # more queries per batch, however many rows it holds.
     assert thirty_batches - ten_batches <= 2 * 20
     assert Segment.objects.filter(world__slug="iron-coast").count() == 4000 // 6 // 3 + 1
+
+
+@pytest.mark.postgres
+def test_a_batch_that_fails_on_the_writing_thread_fails_the_import_and_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(legacy_import, "BATCH_SIZE", 100)
+    real, calls = legacy_import._Writer._count, []
+
+    def broken_on_the_third(self: Any, rows: Any) -> None:
+        calls.append(len(rows))
+        if len(calls) == 3:
+            raise RuntimeError("the disk is on fire")
+        real(self, rows)
+
+    monkeypatch.setattr(legacy_import._Writer, "_count", broken_on_the_third)
+    with pytest.raises(RuntimeError, match="on fire"):
+        run(ex.as_csv(ex.generated(500)), "csv")
+    assert calls == [100, 100, 100]  # the import stopped at the batch that failed
+    assert not Segment.objects.exists() and not Segment.history.exists()  # type: ignore[attr-defined]
+    # The connection is the importer's again, and works.
+    assert sum(run(ex.as_csv(ex.generated(150)), "csv").created.values()) == 150
 
 
 def test_the_examples_in_the_docstrings_hold() -> None:
