@@ -174,6 +174,9 @@ RENDER_BODY = {
     "format": "messages",
 }
 
+# The lore turn's body, made once (it reads the 10,000 entries of the assembler bench).
+LORE_BODY = lore_body()
+
 SCENARIOS = [
     Scenario("baseline: GET /api/v1/me", "GET", "/api/v1/me"),
     Scenario(
@@ -243,16 +246,16 @@ SCENARIOS = [
         LORE_OFF,
         "POST",
         "/api/v1/assemble",
-        {**lore_body(), "lore": {"enabled": False}},
+        {**LORE_BODY, "lore": {"enabled": False}},
     ),
     # The same turn in a world whose lore (10,000 entries) the working copy serves.
-    Scenario("assemble, lore (10k entries)", "POST", "/api/v1/assemble", lore_body()),
+    Scenario("assemble, lore (10k entries)", "POST", "/api/v1/assemble", LORE_BODY),
     # The same turn served from the release the label "staging" names (its lore bundles).
     Scenario(
         "assemble, lore from a release",
         "POST",
         "/api/v1/assemble",
-        {**lore_body(), "release": "staging"},
+        {**LORE_BODY, "release": "staging"},
     ),
     # The seed publishes the working copy as BENCH_RELEASE under the label "staging" (not
     # "production", so the two scenarios above keep serving the working copy).

@@ -80,13 +80,13 @@ _by_content = _Books(KEPT_BOOKS)
 _by_bundles = _Books(KEPT_BOOKS)
 
 
-def active_lore(world_slug: str | None) -> QuerySet[LoreEntry]:
+def active_lore(world_slug: str | None) -> QuerySet[LoreEntry, dict[str, Any]]:
     """The active entries of the world ``world_slug`` and those of every world (only the
-    latter for None)."""
+    latter for None), as rows of :data:`BUNDLE_FIELDS`."""
     belongs = Q(world__isnull=True)
     if world_slug is not None:
         belongs |= Q(world__slug=world_slug)
-    return LoreEntry.objects.filter(belongs, active=True).only(*_COLUMNS).order_by("id")
+    return LoreEntry.objects.filter(belongs, active=True).order_by("id").values(*_COLUMNS)
 
 
 def assembler_entries(rows: Iterable[Mapping[str, Any]]) -> tuple[AssemblerLoreEntry, ...]:
@@ -136,7 +136,7 @@ def lore_book(world_slug: str | None) -> assembler.LoreBook | None:
     found, book = _by_generation.get(key)
     if found:
         return book
-    book = book_of(assembler_entries(active_lore(world_slug).values(*_COLUMNS)))
+    book = book_of(assembler_entries(active_lore(world_slug)))
     _by_generation.put(key, book)
     return book
 

@@ -31,7 +31,7 @@ from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Count, Q
 
-from promptadmin.content.models import Scope, Segment
+from promptadmin.content.models import REF_FIELDS, SCOPE_REF_FIELD, Scope, Segment
 from promptadmin.core.tokens import tokenizer
 from promptadmin.lore.models import LoreEntry
 from promptadmin.lore.selectors import lore_rows
@@ -425,13 +425,14 @@ def _counted() -> dict[tuple[str, int], int]:
     counted: dict[tuple[str, int], int] = {}
     rows = (
         Segment.objects.filter(active=True, scope__in=list(BUNDLE_KIND))
-        .values_list("scope", "ruleset_id", "world_id", "entry_id", "npc_id")
+        .values("scope", *(f"{field}_id" for field in REF_FIELDS))
         .annotate(rows=Count("id"))
         .order_by()
     )
-    for scope, ruleset, world, entry, npc, count in rows:
-        owner = (BUNDLE_KIND[scope], ruleset or world or entry or npc or NO_OWNER)
-        counted[owner] = counted.get(owner, 0) + count
+    for row in rows:
+        field = SCOPE_REF_FIELD[row["scope"]]
+        owner = (BUNDLE_KIND[row["scope"]], row[f"{field}_id"] if field else NO_OWNER)
+        counted[owner] = counted.get(owner, 0) + row["rows"]
     lore = LoreEntry.objects.filter(active=True).values_list("world_id").annotate(Count("id"))
     for world, count in lore.order_by():
         counted[(LORE, world or NO_OWNER)] = count

@@ -581,8 +581,7 @@ class _Writer:
     def _copy(self, rows: list[dict[str, Any]], raw: Any) -> None:
         """Count the rows' tokens, then COPY them and their history records on ``raw``, the
         import's own psycopg connection (in its transaction), from the thread
-        :meth:`write` started: the importing thread does not use the connection meanwhile
-        (tiktoken counts without the GIL, so the two threads work at once)."""
+        :meth:`write` started: the importing thread does not use the connection meanwhile."""
         self._count(rows)
         with raw.cursor() as cursor:
             cursor.execute(
