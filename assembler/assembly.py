@@ -17,6 +17,7 @@ import hashlib
 import operator
 from bisect import bisect_right
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from assembler import explain, lore
 from assembler import lint as lint_rules
@@ -192,12 +193,14 @@ class _Assembly:
         # The lore block's entries, by their index in the book, and where each is in it.
         self.lore_indices: list[int] = []
         self.lore_positions: dict[int, int] = {}
-        self.lore_layer = self._lore_layer()
         # Why each entry activated but not emitted was left out, by its index in the book:
         # in words, and as the outcome's reason (None: it has no text, which is no loss).
         self.lore_left_out: dict[int, tuple[str, OutcomeReason | None]] = {}
         self.lore_put_back = False
-        self._fill_lore_budget()
+        # How the lore budget was filled, remembered for the same activations (see
+        # _LoreFill); None without lore.
+        self.lore_fill: _LoreFill | None = None
+        self.lore_layer = self._lore_layer()
         self.layers: list[Layer] = [
             *self.segment_layers.values(),
             self.npc_layer,
@@ -342,26 +345,57 @@ class _Assembly:
         return lore.activated(book, texts, request.lore.recursion, constants=True, every=False)
 
     def _lore_layer(self) -> LoreLayer:
-        """The lore block, empty, able to hold every entry activated and not grouped out."""
-        book, entries, counts = self.request.lore_book, [], []
-        if book is not None and self.lore_activations:
-            indices = self.lore_indices = book.emittable(self.lore_activations)
-            self.lore_positions = {index: position for position, index in enumerate(indices)}
-            entries = [book.entries[index] for index in indices]
-            counts = book.counts(indices, self.tokenizer)
-        return LoreLayer(
+        """The lore block, holding the entries the lore budget lets in (see
+        :meth:`_fill_lore_budget`): remembered for the same activations, which consecutive
+        turns of a scene mostly share."""
+        request, activations = self.request, self.lore_activations
+        book, tokenizer = request.lore_book, self.tokenizer
+        block_format, changed = request.policy.block_format, self._layer_changed
+        if book is None or not activations:
+            return LoreLayer([], [], block_format, tokenizer, changed)
+        key = (
+            id(book),
+            id(tokenizer),
+            block_format,
+            self.lore_budget,
+            tuple(map(_first, activations)),
+            tuple(map(_kept, activations)),
+        )
+        fill = _lore_fills.get(key)
+        if fill is not None and fill.book is book and fill.tokenizer is tokenizer:
+            self.lore_indices, self.lore_positions = fill.indices, fill.positions
+            layer = LoreLayer(fill.entries, fill.counts, block_format, tokenizer, changed)
+            layer.restore(fill.emitted, fill.body_tokens)
+            self.lore_left_out = dict(fill.left_out)
+            self.lore_fill = fill
+            return layer
+        indices = self.lore_indices = book.emittable(activations)
+        self.lore_positions = {index: position for position, index in enumerate(indices)}
+        entries = [book.entries[index] for index in indices]
+        counts = book.counts(indices, tokenizer)
+        layer = LoreLayer(entries, counts, block_format, tokenizer, changed)
+        self._fill_lore_budget(layer)
+        fill = _LoreFill(
+            book,
+            tokenizer,
+            self.lore_indices,
+            self.lore_positions,
             entries,
             counts,
-            self.request.policy.block_format,
-            self.tokenizer,
-            self._layer_changed,
+            tuple(layer.emitted),
+            layer.body_tokens(),
+            dict(self.lore_left_out),
         )
+        if len(_lore_fills) >= _LORE_FILLS:
+            _lore_fills.clear()
+        _lore_fills[key] = self.lore_fill = fill
+        return layer
 
-    def _fill_lore_budget(self) -> None:
-        """Let activated entries into the lore block, in the order activation listed them,
-        each only if the block still fits the lore budget; then check the block exactly,
-        leaving out the last let in while it is over."""
-        layer, budget = self.lore_layer, self.lore_budget
+    def _fill_lore_budget(self, layer: LoreLayer) -> None:
+        """Let activated entries into the lore block ``layer``, in the order activation
+        listed them, each only if the block still fits the lore budget; then check the
+        block exactly, leaving out the last let in while it is over."""
+        budget = self.lore_budget
         positions, counts, left_out = self.lore_positions, layer.counts, self.lore_left_out
         # What an empty block takes besides its entries' text (the joins aside).
         frame = layer.open_tokens + layer.close_tokens
@@ -390,12 +424,12 @@ class _Assembly:
                 if before
                 else (lore.larger_than_lore_budget(budget), "larger_than_lore_budget")
             )
-        self._check_lore_block(let_in)
+        self._check_lore_block(let_in, layer)
 
-    def _check_lore_block(self, let_in: list[int]) -> None:
-        """Leave out the last of ``let_in`` while the lore block is over its budget,
-        counted exactly."""
-        layer = self.lore_layer
+    def _check_lore_block(self, let_in: list[int], layer: LoreLayer | None = None) -> None:
+        """Leave out the last of ``let_in`` while the lore block (``layer``, by default
+        the assembly's) is over its budget, counted exactly."""
+        layer = self.lore_layer if layer is None else layer
         while let_in and self.tokenizer.count_block(layer.render()) > self.lore_budget:
             position = let_in.pop()
             layer.drop(position)
@@ -1115,7 +1149,16 @@ class _Assembly:
 
     def _lore_changes(self) -> list[Change]:
         """The lore entries left out in the end, in the block's order (those without text
-        are no loss)."""
+        are no loss): remembered with the lore budget's fill when the token budget took
+        no lore."""
+        fill = self.lore_fill
+        if fill is None or any(step.scope == LORE_SCOPE for step in self.steps):
+            return self._lore_changes_now()
+        if fill.changes is None:
+            fill.changes = tuple(self._lore_changes_now())
+        return list(fill.changes)
+
+    def _lore_changes_now(self) -> list[Change]:
         layer, changes, left_out = self.lore_layer, [], self.lore_left_out
         # Why, in words, by reason: many entries are left out for the same one.
         whys: dict[OutcomeReason, str] = {}
@@ -1323,6 +1366,35 @@ _npc_fits: dict[
     tuple[object, ...],
     tuple[tuple[object, ...], tuple[tuple[int, bool], ...], tuple[TruncationStep, ...]],
 ] = {}
+
+
+@dataclass(slots=True)
+class _LoreFill:
+    """How the lore budget was filled for one list of activations (see
+    _Assembly._lore_layer): the book and tokenizer it was worked out with (held, so that
+    no id in its key is reused while it is remembered), the block's entries by index in
+    the book and where each is in the block, their texts' counts, the block's entries let
+    in and the tokens of its body, why the others were left out, and the outcome's changes
+    for them when the token budget took no lore (worked out when first asked for). Shared
+    by the assemblies that replay it: never changed after it is made, but for
+    ``changes``."""
+
+    book: lore.LoreBook
+    tokenizer: Tokenizer
+    indices: list[int]
+    positions: dict[int, int]
+    entries: list[lore.LoreEntry]
+    counts: list[int]
+    emitted: tuple[int, ...]
+    body_tokens: int
+    left_out: dict[int, tuple[str, OutcomeReason | None]]
+    changes: tuple[Change, ...] | None = None
+
+
+_LORE_FILLS = 256
+_lore_fills: dict[tuple[object, ...], _LoreFill] = {}
+_first = operator.itemgetter(0)
+_kept = operator.itemgetter(4)
 
 
 def _copy_step(step: TruncationStep) -> TruncationStep:

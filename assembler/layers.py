@@ -845,6 +845,13 @@ class LoreLayer(Layer):
         self.changed()
         return self.entries[index]
 
+    def restore(self, emitted: Sequence[int], body_tokens: int) -> None:
+        """Emit exactly the entries ``emitted`` (in order), whose body, joins included,
+        takes ``body_tokens``: a state this layer's entries were in before."""
+        self.emitted = list(emitted)
+        self._body_tokens = body_tokens
+        self.changed()
+
     def _cost_at(self, where: int, index: int) -> int:
         """What entry ``index`` adds to the body at ``where`` among the entries emitted
         (which do not include it)."""

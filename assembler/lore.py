@@ -439,6 +439,11 @@ class LoreBook:
     _counts: dict[tuple[str, int], int] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
+    # What a set of entries found in a turn's text goes on to activate (see _Closure), by
+    # that set and how it was scanned: the same topics, turn after turn, are followed once.
+    _closures: dict[tuple[tuple[int, ...], int, bool, bool], _Closure] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         entries = tuple(sorted(self.entries, key=_entry_id))
@@ -860,7 +865,6 @@ def activated(
     without an object per entry that it may never report on. With ``every`` false, the
     matches of an entry matched in the turn's text are left empty: its trigger is its
     one match."""
-    ranks, groups = book._ranks, book._groups
     # Entry index: (order kind, trigger, index of the entry that triggered it, matches).
     found: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
     if constants:
@@ -879,6 +883,47 @@ def activated(
             first = matches[0]
             trigger = LoreTrigger(where, first.key, first.start, first.end, message)
             found[index] = (_DIRECT, trigger, None, matches)
+    # What follows depends on the set found alone (their triggers are carried through):
+    # worked out once per set, as consecutive turns mostly touch the same entries.
+    key = (tuple(sorted(found)), recursion, constants, every)
+    closures = book._closures
+    closure = closures.get(key)
+    if closure is None:
+        closure = _close(book, found, recursion, every)
+        if len(closures) >= _CLOSURES:
+            closures.clear()
+        closures[key] = closure
+    added, order = closure
+    result: list[Activated] = []
+    for index, kept in order:
+        known_found = found.get(index)
+        _, trigger, by, matches = added[index] if known_found is None else known_found
+        result.append((index, trigger, by, matches, kept))
+    return result
+
+
+# A set of entries found in a turn's text, followed through: the entries their content
+# activates, recursively ((kind, trigger, by, matches) by index), and every entry active
+# in the budget's order, each with the index of the entry its group keeps.
+_Closure: TypeAlias = tuple[
+    dict[int, "tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]"],
+    tuple[tuple[int, int], ...],
+]
+# How many sets of entries found a book remembers what they activate for (see _close).
+_CLOSURES = 512
+
+
+def _close(
+    book: LoreBook,
+    found: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]],
+    recursion: int,
+    every: bool,
+) -> _Closure:
+    """What the entries ``found`` in a turn's text activate in up to ``recursion`` rounds
+    of their content, and the order of them all (see :func:`activated`)."""
+    ranks, groups = book._ranks, book._groups
+    found = dict(found)
+    added: dict[int, tuple[int, LoreTrigger, int | None, tuple[LoreMatch, ...]]] = {}
     fresh = list(found)
     recursive, content_hits, known = book._recursive, book.content_hits, book._content_hits[every]
     for _ in range(recursion):
@@ -899,19 +944,18 @@ def activated(
                 # An entry of a key group met before is active already, as is every
                 # other entry of its group (see _matches_by_entry).
                 if index not in found:
-                    found[index] = (_RECURSIVE, trigger, source, matches)
+                    found[index] = added[index] = (_RECURSIVE, trigger, source, matches)
                     fresh.append(index)
         if not fresh:
             break
     leaders = _group_leaders(groups, ranks, found) if book._grouped else {}
     # The budget's order: by kind, then by place in block order (one number, sorted).
     size, by_rank = len(ranks), book._by_rank
-    result: list[Activated] = []
-    for order in sorted([found[index][0] * size + ranks[index] for index in found]):
-        index = by_rank[order % size]
-        _, trigger, by, matches = found[index]
-        result.append((index, trigger, by, matches, leaders.get(groups[index], index)))
-    return result
+    order = []
+    for number in sorted([found[index][0] * size + ranks[index] for index in found]):
+        index = by_rank[number % size]
+        order.append((index, leaders.get(groups[index], index)))
+    return added, tuple(order)
 
 
 def _matches_by_entry(

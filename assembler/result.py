@@ -183,7 +183,7 @@ class SegmentFate:
         }
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     """One thing an assembly lost in the end: an item of :class:`Outcome`.
 

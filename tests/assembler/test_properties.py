@@ -6,6 +6,7 @@ run thousands locally, e.g. ``ASSEMBLER_EXAMPLES=5000 pytest tests/assembler/tes
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from collections.abc import Callable, Mapping
@@ -30,6 +31,7 @@ from assembler import (
     assemble,
     get_tokenizer,
 )
+from assembler import assembly as assembly_module
 from assembler.assembly import FIRST_PHASE
 from assembler.lore import block_order
 from assembler.render import (
@@ -335,6 +337,35 @@ def test_assembly_is_deterministic(request: AssemblyRequest) -> None:
     second = assemble(request, TOKENIZER)
     assert first.prompt == second.prompt
     assert first.meta.to_dict() == second.meta.to_dict()
+
+
+@PROPERTY
+@given(requests(), st.integers(0, 400))
+def test_an_assembly_that_replays_an_earlier_turns_lore_and_npc_fits_equals_one_afresh(
+    request: AssemblyRequest, earlier_budget: int
+) -> None:
+    """What a book's activations go on to activate, how the lore budget was filled and
+    how the NPC block was fitted are remembered between turns. An earlier turn with
+    another token budget (the same lore budget: its lore fill is replayed, its truncation
+    differs) leaves nothing behind that changes this one."""
+    lore_budget = request.lore.budget_for(request.token_budget)
+    earlier = dataclasses.replace(
+        request,
+        token_budget=earlier_budget,
+        lore=dataclasses.replace(request.lore, budget=lore_budget),
+    )
+    this = dataclasses.replace(earlier, token_budget=request.token_budget)
+    assemble(earlier, TOKENIZER)
+    replayed = assemble(this, TOKENIZER)
+    assembly_module._lore_fills.clear()
+    assembly_module._npc_fits.clear()
+    book = this.lore_book
+    fresh = assemble(
+        dataclasses.replace(this, lore_book=None if book is None else LoreBook(book.entries)),
+        TOKENIZER,
+    )
+    assert replayed.prompt == fresh.prompt
+    assert replayed.meta.to_dict() == fresh.meta.to_dict()
 
 
 @PROPERTY
