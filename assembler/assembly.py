@@ -354,15 +354,15 @@ class _Assembly:
         if book is None or not activations:
             return LoreLayer([], [], block_format, tokenizer, changed)
         key = (
-            id(book),
             id(tokenizer),
             block_format,
             self.lore_budget,
             tuple(map(_first, activations)),
             tuple(map(_kept, activations)),
         )
-        fill = _lore_fills.get(key)
-        if fill is not None and fill.book is book and fill.tokenizer is tokenizer:
+        fills = book.fills
+        fill = fills.get(key)
+        if fill is not None and fill.tokenizer is tokenizer:
             self.lore_indices, self.lore_positions = fill.indices, fill.positions
             layer = LoreLayer(fill.entries, fill.counts, block_format, tokenizer, changed)
             layer.restore(fill.emitted, fill.body_tokens)
@@ -376,7 +376,6 @@ class _Assembly:
         layer = LoreLayer(entries, counts, block_format, tokenizer, changed)
         self._fill_lore_budget(layer)
         fill = _LoreFill(
-            book,
             tokenizer,
             self.lore_indices,
             self.lore_positions,
@@ -386,9 +385,9 @@ class _Assembly:
             layer.body_tokens(),
             dict(self.lore_left_out),
         )
-        if len(_lore_fills) >= _LORE_FILLS:
-            _lore_fills.clear()
-        _lore_fills[key] = self.lore_fill = fill
+        if len(fills) >= _LORE_FILLS:
+            fills.clear()
+        fills[key] = self.lore_fill = fill
         return layer
 
     def _fill_lore_budget(self, layer: LoreLayer) -> None:
@@ -1370,16 +1369,15 @@ _npc_fits: dict[
 
 @dataclass(slots=True)
 class _LoreFill:
-    """How the lore budget was filled for one list of activations (see
-    _Assembly._lore_layer): the book and tokenizer it was worked out with (held, so that
-    no id in its key is reused while it is remembered), the block's entries by index in
-    the book and where each is in the block, their texts' counts, the block's entries let
+    """How the lore budget was filled for one list of activations, kept in the book's
+    ``fills`` (see _Assembly._lore_layer): the tokenizer it was worked out with (held, so
+    that its id in the key is not reused while it is remembered), the block's entries by
+    index in the book and where each is in the block, their texts' counts, the block's entries let
     in and the tokens of its body, why the others were left out, and the outcome's changes
     for them when the token budget took no lore (worked out when first asked for). Shared
     by the assemblies that replay it: never changed after it is made, but for
     ``changes``."""
 
-    book: lore.LoreBook
     tokenizer: Tokenizer
     indices: list[int]
     positions: dict[int, int]
@@ -1391,8 +1389,8 @@ class _LoreFill:
     changes: tuple[Change, ...] | None = None
 
 
+# How many lists of activations a book remembers the lore budget's fill for.
 _LORE_FILLS = 256
-_lore_fills: dict[tuple[object, ...], _LoreFill] = {}
 _first = operator.itemgetter(0)
 _kept = operator.itemgetter(4)
 

@@ -444,6 +444,11 @@ class LoreBook:
     _closures: dict[tuple[tuple[int, ...], int, bool, bool], _Closure] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
+    # What assembly remembers of turns with this book (how the lore budget was filled, see
+    # assembler.assembly._LoreFill): it lives and dies with the book.
+    fills: dict[tuple[object, ...], Any] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         entries = tuple(sorted(self.entries, key=_entry_id))

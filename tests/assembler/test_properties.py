@@ -357,7 +357,6 @@ def test_an_assembly_that_replays_an_earlier_turns_lore_and_npc_fits_equals_one_
     this = dataclasses.replace(earlier, token_budget=request.token_budget)
     assemble(earlier, TOKENIZER)
     replayed = assemble(this, TOKENIZER)
-    assembly_module._lore_fills.clear()
     assembly_module._npc_fits.clear()
     book = this.lore_book
     fresh = assemble(
