@@ -25,6 +25,8 @@ from typing import Any, BinaryIO
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
+from psycopg import Copy
+from psycopg.copy import FileWriter
 from simple_history.utils import bulk_create_with_history
 
 from assembler.request import MAX_TIER
@@ -387,6 +389,7 @@ def segments_import(
                         if progress is not None:
                             progress(ImportProgress(report.rows, run.written, export.bytes_read))
                 run.batch(batch)
+                run.flush()
             finally:
                 # Written, or failed, before the transaction ends either way.
                 run.finish()
@@ -428,6 +431,7 @@ class _Run:
         self.written = 0
         self.active = False
         self._writer: _Writer | None = None
+        self._ready: tuple[int, bool] | None = None  # rows made ready to write, any active
 
     def problem(self, problem: Problem) -> None:
         self.report.errors.append(problem)
@@ -436,8 +440,26 @@ class _Run:
         # Once an invalid row makes the import refuse, nothing more is worth writing.
         return not self.dry_run and (self.skip_invalid or not self.report.errors)
 
+    def _send(self) -> None:
+        """Start writing the batch made ready last (unless the import now refuses)."""
+        ready, self._ready = self._ready, None
+        if ready is None or self._writer is None:
+            return
+        if not self._writing():
+            self._writer.discard()
+            return
+        self._writer.send()
+        self.written += ready[0]
+        self.active = self.active or ready[1]
+
+    def flush(self) -> None:
+        """Write the last batch made ready (after the last batch read)."""
+        if self._writer is not None:
+            self._writer.finish()
+            self._send()
+
     def finish(self) -> None:
-        """Wait for the last batch to be written; raises what writing it raised."""
+        """Wait for the batch being written; raises what writing it raised."""
         if self._writer is not None:
             self._writer.finish()
 
@@ -449,6 +471,11 @@ class _Run:
         report = self.report
         existing = _existing([row.legacy_id for row in rows])
         self.targets.load(rows)
+        # The previous batch, made ready last time, is written while this one is sorted
+        # and made ready: the database works while this thread does. (A legacy id is in
+        # a file once, so no row of this batch is among those: what it is looked up
+        # against is what was there before the import.)
+        self._send()
         new: list[dict[str, Any]] = []
         for row in rows:
             stored = existing.get(row.legacy_id)
@@ -477,9 +504,8 @@ class _Run:
         if new and self._writing():
             if self._writer is None:
                 self._writer = _Writer(self.who)
-            self._writer.write(new)
-            self.written += len(new)
-            self.active = self.active or any(values["active"] for values in new)
+            self._writer.ready(new)
+            self._ready = (len(new), any(values["active"] for values in new))
 
 
 def _existing(ids: list[str]) -> dict[str, str]:
@@ -498,9 +524,9 @@ class _Writer:
     ``bulk_create_with_history`` writes: who, when, why), counting their tokens.
 
     On PostgreSQL with COPY, row values straight from the export (model instances and the
-    ORM's per-field preparation took most of a large import's time), three statements a
-    batch; ids are drawn from the table's sequence first so the history records can name
-    them. Elsewhere (SQLite, development) through the ORM.
+    ORM's per-field preparation took most of a large import's time), and the history
+    records copied from the rows written by PostgreSQL itself (INSERT ... SELECT): two
+    statements a batch. Elsewhere (SQLite, development) through the ORM.
     """
 
     def __init__(self, who: _Who) -> None:
@@ -508,45 +534,67 @@ class _Writer:
         self.tok = tokenizer()
         fields = Segment._meta.concrete_fields
         history = Segment.history.model  # type: ignore[attr-defined]
-        self.history = history
-        self.columns = [f.attname for f in fields]
-        self.history_columns = [
-            f.attname for f in history._meta.concrete_fields if f.attname != "history_id"
-        ]
+        # The id is the table's to draw (its identity): the history records are found by
+        # legacy id.
+        self.columns = [f.attname for f in fields if f.attname != "id"]
         # What every row shares unless the export says otherwise: the fields' defaults.
         self.defaults = {
             f.attname: f.get_default() for f in fields if f.attname not in ("id", "metadata")
         }
         qn = connection.ops.quote_name
+        table = qn(Segment._meta.db_table)
         names = ", ".join(qn(Segment._meta.get_field(a).column) for a in self.columns)
-        self.copy_rows = f"COPY {qn(Segment._meta.db_table)} ({names}) FROM STDIN"
-        names = ", ".join(qn(history._meta.get_field(a).column) for a in self.history_columns)
-        self.copy_history = f"COPY {qn(history._meta.db_table)} ({names}) FROM STDIN"
-        self._copying: threading.Thread | None = None
-        self._failed: BaseException | None = None
-        self.extra = {
+        self.copy_rows = f"COPY {table} ({names}) FROM STDIN"
+        extra = {
             "history_date": who.now,
             "history_change_reason": who.reason,
             "history_type": "+",
             "history_user_id": who.user_id,
         }
+        columns = [f for f in history._meta.concrete_fields if f.attname != "history_id"]
+        self.history_params = [extra[f.attname] for f in columns if f.attname in extra]
+        picked = ", ".join("%s" if f.attname in extra else qn(f.column) for f in columns)
+        self.copy_history = (
+            f"INSERT INTO {qn(history._meta.db_table)}"
+            f" ({', '.join(qn(f.column) for f in columns)})"
+            f" SELECT {picked} FROM {table} WHERE {qn('legacy_id')} = ANY(%s)"
+        )
+        # Made ready, not yet sent: COPY data and its rows' legacy ids (PostgreSQL), or rows.
+        self._ready: tuple[bytes, list[str]] | list[dict[str, Any]] | None = None
+        self._copying: threading.Thread | None = None
+        self._failed: BaseException | None = None
 
-    def write(self, rows: list[dict[str, Any]]) -> None:
-        """Write ``rows``, counting their tokens. On PostgreSQL that runs on a thread of
-        its own (counting, then the COPY) while the caller reads the next batch, until
-        :meth:`finish`, which the caller must call before it uses the connection again."""
+    def ready(self, rows: list[dict[str, Any]]) -> None:
+        """Make ``rows`` ready to write, counting their tokens: on PostgreSQL, into COPY
+        data, here, while the previous batch may still be written (the connection is not
+        used)."""
+        if connection.vendor == "postgresql":
+            data = self._copy_data(rows, connection.connection)
+            self._ready = (data, [values["legacy_id"] for values in rows])
+        else:
+            self._count(rows)
+            self._ready = rows
+
+    def discard(self) -> None:
+        self._ready = None
+
+    def send(self) -> None:
+        """Write the rows made ready. On PostgreSQL on a thread of its own, while the
+        caller goes on, until :meth:`finish`, which the caller must call before it uses
+        the connection again."""
+        ready, self._ready = self._ready, None
         if connection.vendor == "postgresql":
             self.finish()
+            data, ids = ready
             self._copying = threading.Thread(
                 target=self._copy_caught,
-                args=(rows, connection.connection),
+                args=(data, ids, connection.connection),
                 name="import-copy",
                 daemon=True,
             )
             self._copying.start()
             return
-        self._count(rows)
-        segments = [Segment(**values) for values in rows]
+        segments = [Segment(**values) for values in ready]
         bulk_create_with_history(
             segments,
             Segment,
@@ -562,6 +610,21 @@ class _Writer:
             values["token_count"] = tok.count(values["content"])
             values["token_encoding"] = tok.name
 
+    def _copy_data(self, rows: list[dict[str, Any]], raw: Any) -> bytes:
+        """The COPY data of ``rows``, counted, made with psycopg's formatting (its adapters
+        on ``raw``) without sending it: the writing thread then only sends bytes, and needs
+        the interpreter (the GIL) the importing thread is busy with for little."""
+        self._count(rows)
+        defaults, columns = self.defaults, self.columns
+        data = io.BytesIO()
+        with Copy(raw.cursor(), binary=False, writer=FileWriter(data)) as copy:
+            for values in rows:
+                row = {**defaults, **values}
+                # jsonb takes JSON text.
+                row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
+                copy.write_row([row[a] for a in columns])
+        return data.getvalue()
+
     def finish(self) -> None:
         """Wait for the COPY under way, if any; raise what it raised."""
         copying, self._copying = self._copying, None
@@ -572,35 +635,18 @@ class _Writer:
         if failed is not None:
             raise failed
 
-    def _copy_caught(self, rows: list[dict[str, Any]], raw: Any) -> None:
+    def _copy_caught(self, data: bytes, ids: list[str], raw: Any) -> None:
         try:
-            self._copy(rows, raw)
+            self._copy(data, ids, raw)
         except BaseException as exc:  # raised in the importing thread by finish()
             self._failed = exc
 
-    def _copy(self, rows: list[dict[str, Any]], raw: Any) -> None:
-        """Count the rows' tokens, then COPY them and their history records on ``raw``, the
-        import's own psycopg connection (in its transaction), from the thread
-        :meth:`write` started: the importing thread does not use the connection meanwhile."""
-        self._count(rows)
+    def _copy(self, data: bytes, ids: list[str], raw: Any) -> None:
+        """COPY ``data`` (the rows of legacy ids ``ids``) and write their history records
+        on ``raw``, the import's own psycopg connection (in its transaction), from the
+        thread :meth:`write` started: the importing thread does not use the connection
+        meanwhile."""
         with raw.cursor() as cursor:
-            cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-                [Segment._meta.db_table, len(rows)],
-            )
-            defaults = self.defaults
-            full = []
-            for values, (pk,) in zip(rows, cursor.fetchall(), strict=True):
-                row = {**defaults, **values, "id": pk}
-                # jsonb takes JSON text; dumped once, for the row and its history record.
-                row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
-                full.append(row)
             with cursor.copy(self.copy_rows) as copy:
-                columns = self.columns
-                for row in full:
-                    copy.write_row([row[a] for a in columns])
-            with cursor.copy(self.copy_history) as copy:
-                columns = self.history_columns
-                extra = self.extra
-                for row in full:
-                    copy.write_row([extra[a] if a in extra else row[a] for a in columns])
+                copy.write(data)
+            cursor.execute(self.copy_history, [*self.history_params, ids])

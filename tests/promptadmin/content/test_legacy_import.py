@@ -504,10 +504,10 @@ def test_an_import_makes_a_fixed_number_of_queries_per_batch(
         return len(captured.captured_queries)
 
     ten_batches, thirty_batches = queries(1000, 1), queries(3000, 10_000)
-    # A batch is four statements: the look-up of its ids already imported, then (on the
-    # writing thread, past Django's cursor wrapper, so not captured) the ids drawn from
-    # the sequence, a COPY of the rows and one of their history records: at most two
-    # more queries per batch, however many rows it holds.
+    # A batch is three statements: the look-up of its ids already imported, then (on the
+    # writing thread, past Django's cursor wrapper, so not captured) a COPY of the rows and
+    # the INSERT of their history records: at most two more queries per batch, however
+    # many rows it holds.
     assert thirty_batches - ten_batches <= 2 * 20
     assert Segment.objects.filter(world__slug="iron-coast").count() == 4000 // 6 // 3 + 1
 
@@ -517,21 +517,43 @@ def test_a_batch_that_fails_on_the_writing_thread_fails_the_import_and_writes_no
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(legacy_import, "BATCH_SIZE", 100)
-    real, calls = legacy_import._Writer._count, []
+    real, calls = legacy_import._Writer._copy, []
 
-    def broken_on_the_third(self: Any, rows: Any) -> None:
-        calls.append(len(rows))
+    def broken_on_the_third(self: Any, data: bytes, ids: list[str], raw: Any) -> None:
+        calls.append(len(ids))
         if len(calls) == 3:
             raise RuntimeError("the disk is on fire")
-        real(self, rows)
+        real(self, data, ids, raw)
 
-    monkeypatch.setattr(legacy_import._Writer, "_count", broken_on_the_third)
+    monkeypatch.setattr(legacy_import._Writer, "_copy", broken_on_the_third)
     with pytest.raises(RuntimeError, match="on fire"):
         run(ex.as_csv(ex.generated(500)), "csv")
-    assert calls == [100, 100, 100]  # the import stopped at the batch that failed
+    # The import stopped at the batch after the one that failed (the next one is read and
+    # made ready while a batch is written).
+    assert calls == [100, 100, 100]
     assert not Segment.objects.exists() and not Segment.history.exists()  # type: ignore[attr-defined]
     # The connection is the importer's again, and works.
     assert sum(run(ex.as_csv(ex.generated(150)), "csv").created.values()) == 150
+
+
+@pytest.mark.postgres
+def test_every_segment_imported_has_one_history_record_of_its_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Across batches written on the writing thread: the records are copied from the rows.
+    monkeypatch.setattr(legacy_import, "BATCH_SIZE", 100)
+    run(ex.as_csv(ex.generated(450, targets=[("world", "iron-coast")])), "csv")
+    history = Segment.history.model  # type: ignore[attr-defined]
+    fields = [
+        f.attname for f in history._meta.concrete_fields if not f.attname.startswith("history")
+    ]
+    rows = {s["id"]: s for s in Segment.objects.values(*fields)}
+    records = list(history.objects.values(*fields, "history_type", "history_change_reason"))
+    assert len(rows) == len(records) == 450
+    for record in records:
+        assert record.pop("history_type") == "+"
+        assert record.pop("history_change_reason") == legacy_import.CHANGE_REASON
+        assert record == rows[record["id"]]
 
 
 def test_the_examples_in_the_docstrings_hold() -> None:
