@@ -1203,29 +1203,30 @@ class _Assembly:
         )
 
     def _lore_reports(self) -> list[LoreReport]:
-        """Every entry activated, in the order activation listed them, and its fate."""
+        """Every entry activated, in the order activation listed them, and its fate: what
+        does not depend on the triggers is remembered with the lore budget's fill when the
+        token budget took no lore."""
         book = self.request.lore_book
-        reports: list[LoreReport] = []
-        if book is None:
-            return reports
-        entries, left_out, activations = book.entries, self.lore_left_out, self.lore_activations
-        indices = self.lore_indices
-        emitted = {indices[position] for position in self.lore_layer.emitted}
-        counts = book.counts([activation[0] for activation in activations], self.tokenizer)
-        for (index, trigger, by, _matches, kept), tokens in zip(activations, counts, strict=True):
-            entry = entries[index]
+        if book is None or not self.lore_activations:
+            return []
+        fill = self.lore_fill
+        if fill is None or any(step.scope == LORE_SCOPE for step in self.steps):
+            fates = self._lore_fates()
+        elif fill.fates is None:
+            fates = fill.fates = self._lore_fates()
+        else:
+            fates = fill.fates
+        entries, reports = book.entries, []
+        for activation, fate in zip(self.lore_activations, fates, strict=True):
+            _index, trigger, by, _matches, _kept = activation
+            entry_id, title, status, tokens, reason = fate
             by_entry = None if by is None else entries[by]
-            status: LoreStatus
-            if kept != index:
-                status, reason = "grouped_out", lore.grouped_out_words(entry, entries[kept])
-            elif index in emitted:
-                status, reason = "included", f"included: {lore.trigger_words(trigger, by_entry)}"
-            else:
-                status, reason = "left_out", left_out[index][0]
+            if reason is None:
+                reason = f"included: {lore.trigger_words(trigger, by_entry)}"
             reports.append(
                 LoreReport(
-                    entry.id,
-                    entry.title,
+                    entry_id,
+                    title,
                     status,
                     trigger,
                     None if by_entry is None else by_entry.id,
@@ -1234,6 +1235,28 @@ class _Assembly:
                 )
             )
         return reports
+
+    def _lore_fates(self) -> tuple[tuple[int, str, LoreStatus, int, str | None], ...]:
+        """Of each entry activated: its id, title, status, tokens and why, in words (None
+        when included: that is said by its trigger)."""
+        book, activations = self.request.lore_book, self.lore_activations
+        assert book is not None
+        entries, left_out, indices = book.entries, self.lore_left_out, self.lore_indices
+        emitted = {indices[position] for position in self.lore_layer.emitted}
+        counts = book.counts([activation[0] for activation in activations], self.tokenizer)
+        fates = []
+        for (index, _trigger, _by, _matches, kept), tokens in zip(activations, counts, strict=True):
+            entry = entries[index]
+            status: LoreStatus
+            reason: str | None
+            if kept != index:
+                status, reason = "grouped_out", lore.grouped_out_words(entry, entries[kept])
+            elif index in emitted:
+                status, reason = "included", None
+            else:
+                status, reason = "left_out", left_out[index][0]
+            fates.append((entry.id, entry.title, status, tokens, reason))
+        return tuple(fates)
 
     def _fates(self) -> list[SegmentFate]:
         fates: list[SegmentFate] = []
@@ -1374,9 +1397,9 @@ class _LoreFill:
     that its id in the key is not reused while it is remembered), the block's entries by
     index in the book and where each is in the block, their texts' counts, the block's entries let
     in and the tokens of its body, why the others were left out, and the outcome's changes
-    for them when the token budget took no lore (worked out when first asked for). Shared
-    by the assemblies that replay it: never changed after it is made, but for
-    ``changes``."""
+    for them and each activated entry's fate (see _Assembly._lore_fates) when the token
+    budget took no lore (worked out when first asked for). Shared by the assemblies that
+    replay it: never changed after it is made, but for ``changes`` and ``fates``."""
 
     tokenizer: Tokenizer
     indices: list[int]
@@ -1387,6 +1410,7 @@ class _LoreFill:
     body_tokens: int
     left_out: dict[int, tuple[str, OutcomeReason | None]]
     changes: tuple[Change, ...] | None = None
+    fates: tuple[tuple[int, str, LoreStatus, int, str | None], ...] | None = None
 
 
 # How many lists of activations a book remembers the lore budget's fill for.

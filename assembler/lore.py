@@ -890,14 +890,14 @@ def activated(
             found[index] = (_DIRECT, trigger, None, matches)
     # What follows depends on the set found alone (their triggers are carried through):
     # worked out once per set, as consecutive turns mostly touch the same entries.
-    key = (tuple(sorted(found)), recursion, constants, every)
+    found_set = (tuple(sorted(found)), recursion, constants, every)
     closures = book._closures
-    closure = closures.get(key)
+    closure = closures.get(found_set)
     if closure is None:
         closure = _close(book, found, recursion, every)
         if len(closures) >= _CLOSURES:
             closures.clear()
-        closures[key] = closure
+        closures[found_set] = closure
     added, order = closure
     result: list[Activated] = []
     for index, kept in order:

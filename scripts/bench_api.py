@@ -646,7 +646,20 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--worker-class", default="sync")
     parser.add_argument("--port", type=int, default=PORT, help="where gunicorn listens")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="run only the scenarios whose name holds TEXT (repeatable; the baseline always "
+        "runs), e.g. --only lore",
+    )
     args = parser.parse_args()
+    scenarios = [
+        scenario
+        for index, scenario in enumerate(SCENARIOS)
+        if index == 0 or not args.only or any(text in scenario.name for text in args.only)
+    ]
     if shutil.which("wrk") is None:
         raise SystemExit("bench: wrk is not installed (apt-get install wrk)")
 
@@ -709,18 +722,18 @@ def main() -> int:
         rounds: list[list[Measurement]] = []
         with tempfile.TemporaryDirectory() as directory:
             scripts = []
-            for scenario in SCENARIOS:
+            for scenario in scenarios:
                 etag = sample_with_etag(base, key, scenario)[1] if scenario.revalidate else None
                 if scenario.revalidate and etag is None:
                     raise SystemExit(f"bench: {scenario.name}: no ETag to revalidate with")
                 scenario_key = write_key if scenario.write else key
                 scripts.append(lua_script(scenario, scenario_key, Path(directory), etag))
-            for scenario, script in zip(SCENARIOS, scripts, strict=True):
+            for scenario, script in zip(scenarios, scripts, strict=True):
                 run_wrk(base + scenario.path, script, 3, args.connections)  # warm up
             for number in range(args.rounds):
                 print(f"bench: round {number + 1} of {args.rounds}", flush=True)
                 measured = []
-                for scenario, script in zip(SCENARIOS, scripts, strict=True):
+                for scenario, script in zip(scenarios, scripts, strict=True):
                     cpu_before = cpu_seconds(server.pid)
                     output = run_wrk(base + scenario.path, script, args.duration, args.connections)
                     cpu = cpu_seconds(server.pid) - cpu_before
@@ -743,7 +756,7 @@ def main() -> int:
     print(f"{header} {'CPU ms/req':>11} {'errors':>7}")
     print("-" * 87)
     failed = False
-    for index, scenario in enumerate(SCENARIOS):
+    for index, scenario in enumerate(scenarios):
         runs = [measured[index] for measured in rounds]
         ratio = median(m.rps / measured[0].rps for m, measured in zip(runs, rounds, strict=True))
         errors = sum(m.errors for m in runs)
@@ -760,16 +773,17 @@ def main() -> int:
             print(f"  target: {target:.2f} of the baseline, p99 < {target_p99:.0f} ms: {verdict}")
     print()
     print("each round, p99 ms and vs baseline:")
-    for index, scenario in enumerate(SCENARIOS[1:], start=1):
+    for index, scenario in enumerate(scenarios[1:], start=1):
         cells = ", ".join(
             f"{measured[index].p99:.1f} ms {measured[index].rps / measured[0].rps:.2f}"
             for measured in rounds
         )
         print(f"  {scenario.name:<26} {cells}")
-    names = [scenario.name for scenario in SCENARIOS]
-    off = names.index(LORE_OFF)
-    for name in LORE_SCENARIOS:
-        index = names.index(name)
+    names = [scenario.name for scenario in scenarios]
+    for name in LORE_SCENARIOS if LORE_OFF in names else ():
+        if name not in names:
+            continue
+        off, index = names.index(LORE_OFF), names.index(name)
         ratio = median(measured[index].rps / measured[off].rps for measured in rounds)
         cpu = median(measured[index].cpu_ms for measured in rounds)
         cpu_off = median(measured[off].cpu_ms for measured in rounds)
