@@ -915,7 +915,7 @@ _Closure: TypeAlias = tuple[
     tuple[tuple[int, int], ...],
 ]
 # How many sets of entries found a book remembers what they activate for (see _close).
-_CLOSURES = 512
+_CLOSURES = 256
 
 
 def _close(

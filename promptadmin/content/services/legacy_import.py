@@ -294,7 +294,7 @@ def _values(row: LegacyRow, refs: dict[str, str], fks: dict[str, int], who: _Who
         original_ref = refs.get(row.ref_id, row.ref_id) or None
         metadata.update(
             deprecated_scope=row.scope,
-            deprecated_at=who.now.isoformat(),
+            deprecated_at=who.now_text,
             original_id=row.legacy_id,
             original_ref=original_ref,
             original_active=row.active,
@@ -329,12 +329,14 @@ class _Who:
     user_id: int | None
     reason: str
     now: Any
+    now_text: str  # ISO 8601, as a deprecated row's metadata gives it
 
     @classmethod
     def of(cls, actor: Actor) -> _Who:
         user = user_or_none(actor)
         reason = (key_label(actor) if is_key(actor) else CHANGE_REASON)[:100]
-        return cls(user, getattr(user, "pk", None), reason, timezone.now())
+        now = timezone.now()
+        return cls(user, getattr(user, "pk", None), reason, now, now.isoformat())
 
 
 class _Undo(Exception):
@@ -508,8 +510,18 @@ class _Run:
             self._ready = (len(new), any(values["active"] for values in new))
 
 
+EXISTING = (
+    f"SELECT legacy_id, legacy_hash FROM {Segment._meta.db_table} WHERE legacy_id = ANY(%s)"
+)
+
+
 def _existing(ids: list[str]) -> dict[str, str]:
     """Legacy id -> stored fingerprint, for the ids already imported (a query per 5,000)."""
+    if connection.vendor == "postgresql":
+        # The ids as one array, not a placeholder each for psycopg to find in the query.
+        with connection.cursor() as cursor:
+            cursor.execute(EXISTING, [ids])
+            return dict(cursor.fetchall())
     found: dict[str, str] = {}
     for start in range(0, len(ids), 5000):
         chunk = ids[start : start + 5000]
