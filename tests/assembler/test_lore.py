@@ -762,3 +762,23 @@ def test_activation_finds_the_same_first_match_with_or_without_every_match(
             book, texts, recursion, constants=True, every=False
         )
     ] == [(a.entry, a.trigger, a.grouped_out_by is None) for a in one]
+
+
+@settings(max_examples=200, deadline=None)
+@given(books_and_texts(), st.lists(st.sampled_from([*_WORDS, "the"]), max_size=10), st.booleans())
+def test_activation_after_other_texts_equals_activation_with_a_new_book(
+    book_and_text: tuple[LoreBook, str], words: list[str], every: bool
+) -> None:
+    """A book remembers what each set of entries found goes on to activate; a text that
+    finds the same set elsewhere (other offsets, another source) keeps its own triggers."""
+    book, text = book_and_text
+    earlier = [lore_module.ScannedText("input", " ".join(words))]
+    later = [
+        lore_module.ScannedText("history", text, 3),
+        lore_module.ScannedText("input", " ".join(reversed(words))),
+    ]
+    lore_module.activated(book, earlier, 2, constants=True, every=every)
+    lore_module.activated(book, later[1:], 2, constants=True, every=every)
+    assert lore_module.activated(book, later, 2, constants=True, every=every) == (
+        lore_module.activated(LoreBook(book.entries), later, 2, constants=True, every=every)
+    )
