@@ -510,9 +510,7 @@ class _Run:
             self._ready = (len(new), any(values["active"] for values in new))
 
 
-EXISTING = (
-    f"SELECT legacy_id, legacy_hash FROM {Segment._meta.db_table} WHERE legacy_id = ANY(%s)"
-)
+EXISTING = f"SELECT legacy_id, legacy_hash FROM {Segment._meta.db_table} WHERE legacy_id = ANY(%s)"
 
 
 def _existing(ids: list[str]) -> dict[str, str]:
