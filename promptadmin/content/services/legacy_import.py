@@ -8,7 +8,9 @@ never written over what is stored.
 
 The export is read as a stream and written in batches as it is read (COPY on
 PostgreSQL), so memory holds a batch, not the file: a million rows import within the
-same bounds as a thousand. An invalid row found after batches were written (and no
+same bounds as a thousand. On PostgreSQL a batch is written on a thread of its own, on
+the import's connection and in its transaction, while the next is read, checked and made
+into COPY data. An invalid row found after batches were written (and no
 ``skip_invalid``) rolls them all back with the transaction: nothing is written.
 """
 
@@ -569,8 +571,10 @@ class _Writer:
             f" ({', '.join(qn(f.column) for f in columns)})"
             f" SELECT {picked} FROM {table} WHERE {qn('legacy_id')} = ANY(%s)"
         )
-        # Made ready, not yet sent: COPY data and its rows' legacy ids (PostgreSQL), or rows.
-        self._ready: tuple[bytes, list[str]] | list[dict[str, Any]] | None = None
+        # Made ready, not yet sent: COPY data and its rows' legacy ids on PostgreSQL, rows
+        # elsewhere.
+        self._data: tuple[bytes, list[str]] | None = None
+        self._rows: list[dict[str, Any]] = []
         self._copying: threading.Thread | None = None
         self._failed: BaseException | None = None
 
@@ -578,24 +582,22 @@ class _Writer:
         """Make ``rows`` ready to write, counting their tokens: on PostgreSQL, into COPY
         data, here, while the previous batch may still be written (the connection is not
         used)."""
+        self._count(rows)
         if connection.vendor == "postgresql":
-            data = self._copy_data(rows, connection.connection)
-            self._ready = (data, [values["legacy_id"] for values in rows])
+            self._data = (self._copy_data(rows), [values["legacy_id"] for values in rows])
         else:
-            self._count(rows)
-            self._ready = rows
+            self._rows = rows
 
     def discard(self) -> None:
-        self._ready = None
+        self._data, self._rows = None, []
 
     def send(self) -> None:
         """Write the rows made ready. On PostgreSQL on a thread of its own, while the
         caller goes on, until :meth:`finish`, which the caller must call before it uses
         the connection again."""
-        ready, self._ready = self._ready, None
-        if connection.vendor == "postgresql":
+        if self._data is not None:
             self.finish()
-            data, ids = ready
+            (data, ids), self._data = self._data, None
             self._copying = threading.Thread(
                 target=self._copy_caught,
                 args=(data, ids, connection.connection),
@@ -604,7 +606,8 @@ class _Writer:
             )
             self._copying.start()
             return
-        segments = [Segment(**values) for values in ready]
+        segments = [Segment(**values) for values in self._rows]
+        self._rows = []
         bulk_create_with_history(
             segments,
             Segment,
@@ -620,14 +623,15 @@ class _Writer:
             values["token_count"] = tok.count(values["content"])
             values["token_encoding"] = tok.name
 
-    def _copy_data(self, rows: list[dict[str, Any]], raw: Any) -> bytes:
-        """The COPY data of ``rows``, counted, made with psycopg's formatting (its adapters
-        on ``raw``) without sending it: the writing thread then only sends bytes, and needs
-        the interpreter (the GIL) the importing thread is busy with for little."""
-        self._count(rows)
+    def _copy_data(self, rows: list[dict[str, Any]]) -> bytes:
+        """The COPY data of ``rows``, made by psycopg (with the adapters of the import's
+        connection) without sending it: the writing thread then only sends bytes, and
+        needs the interpreter (the GIL) the importing thread is busy with for little."""
         defaults, columns = self.defaults, self.columns
         data = io.BytesIO()
-        with Copy(raw.cursor(), binary=False, writer=FileWriter(data)) as copy:
+        # A cursor uses no connection until it runs a query; this one never does.
+        cursor = connection.connection.cursor()
+        with Copy(cursor, binary=False, writer=FileWriter(data)) as copy:
             for values in rows:
                 row = {**defaults, **values}
                 # jsonb takes JSON text.
@@ -654,7 +658,7 @@ class _Writer:
     def _copy(self, data: bytes, ids: list[str], raw: Any) -> None:
         """COPY ``data`` (the rows of legacy ids ``ids``) and write their history records
         on ``raw``, the import's own psycopg connection (in its transaction), from the
-        thread :meth:`write` started: the importing thread does not use the connection
+        thread :meth:`send` started: the importing thread does not use the connection
         meanwhile."""
         with raw.cursor() as cursor:
             with cursor.copy(self.copy_rows) as copy:
