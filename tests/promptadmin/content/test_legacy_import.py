@@ -528,8 +528,8 @@ def test_a_batch_that_fails_on_the_writing_thread_fails_the_import_and_writes_no
     monkeypatch.setattr(legacy_import._Writer, "_copy", broken_on_the_third)
     with pytest.raises(RuntimeError, match="on fire"):
         run(ex.as_csv(ex.generated(500)), "csv")
-    # The import stopped at the batch after the one that failed (the next one is read and
-    # made ready while a batch is written).
+    # No batch is written after the one that failed (the next, made ready while it was
+    # written, is dropped).
     assert calls == [100, 100, 100]
     assert not Segment.objects.exists() and not Segment.history.exists()  # type: ignore[attr-defined]
     # The connection is the importer's again, and works.
