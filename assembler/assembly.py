@@ -373,8 +373,8 @@ class _Assembly:
         self.lore_positions = {index: position for position, index in enumerate(indices)}
         entries = [book.entries[index] for index in indices]
         counts = book.counts(indices, tokenizer)
-        layer = LoreLayer(entries, counts, block_format, tokenizer, changed)
-        self._fill_lore_budget(layer)
+        layer = self.lore_layer = LoreLayer(entries, counts, block_format, tokenizer, changed)
+        self._fill_lore_budget()
         fill = _LoreFill(
             tokenizer,
             self.lore_indices,
@@ -390,11 +390,11 @@ class _Assembly:
         fills[key] = self.lore_fill = fill
         return layer
 
-    def _fill_lore_budget(self, layer: LoreLayer) -> None:
-        """Let activated entries into the lore block ``layer``, in the order activation
-        listed them, each only if the block still fits the lore budget; then check the
-        block exactly, leaving out the last let in while it is over."""
-        budget = self.lore_budget
+    def _fill_lore_budget(self) -> None:
+        """Let activated entries into the lore block, in the order activation listed them,
+        each only if the block still fits the lore budget; then check the block exactly,
+        leaving out the last let in while it is over."""
+        layer, budget = self.lore_layer, self.lore_budget
         positions, counts, left_out = self.lore_positions, layer.counts, self.lore_left_out
         # What an empty block takes besides its entries' text (the joins aside).
         frame = layer.open_tokens + layer.close_tokens
@@ -423,12 +423,12 @@ class _Assembly:
                 if before
                 else (lore.larger_than_lore_budget(budget), "larger_than_lore_budget")
             )
-        self._check_lore_block(let_in, layer)
+        self._check_lore_block(let_in)
 
-    def _check_lore_block(self, let_in: list[int], layer: LoreLayer | None = None) -> None:
-        """Leave out the last of ``let_in`` while the lore block (``layer``, by default
-        the assembly's) is over its budget, counted exactly."""
-        layer = self.lore_layer if layer is None else layer
+    def _check_lore_block(self, let_in: list[int]) -> None:
+        """Leave out the last of ``let_in`` while the lore block is over its budget,
+        counted exactly."""
+        layer = self.lore_layer
         while let_in and self.tokenizer.count_block(layer.render()) > self.lore_budget:
             position = let_in.pop()
             layer.drop(position)
@@ -1146,12 +1146,19 @@ class _Assembly:
             tier_after=state.tier,
         )
 
+    def _lore_fill_kept(self) -> _LoreFill | None:
+        """The lore budget's fill this assembly replayed or made, while the lore block is
+        as that fill left it (the token budget took no lore); else None."""
+        if any(step.scope == LORE_SCOPE for step in self.steps):
+            return None
+        return self.lore_fill
+
     def _lore_changes(self) -> list[Change]:
         """The lore entries left out in the end, in the block's order (those without text
         are no loss): remembered with the lore budget's fill when the token budget took
         no lore."""
-        fill = self.lore_fill
-        if fill is None or any(step.scope == LORE_SCOPE for step in self.steps):
+        fill = self._lore_fill_kept()
+        if fill is None:
             return self._lore_changes_now()
         if fill.changes is None:
             fill.changes = tuple(self._lore_changes_now())
@@ -1209,8 +1216,8 @@ class _Assembly:
         book = self.request.lore_book
         if book is None or not self.lore_activations:
             return []
-        fill = self.lore_fill
-        if fill is None or any(step.scope == LORE_SCOPE for step in self.steps):
+        fill = self._lore_fill_kept()
+        if fill is None:
             fates = self._lore_fates()
         elif fill.fates is None:
             fates = fill.fates = self._lore_fates()
@@ -1395,11 +1402,12 @@ class _LoreFill:
     """How the lore budget was filled for one list of activations, kept in the book's
     ``fills`` (see _Assembly._lore_layer): the tokenizer it was worked out with (held, so
     that its id in the key is not reused while it is remembered), the block's entries by
-    index in the book and where each is in the block, their texts' counts, the block's entries let
-    in and the tokens of its body, why the others were left out, and the outcome's changes
-    for them and each activated entry's fate (see _Assembly._lore_fates) when the token
-    budget took no lore (worked out when first asked for). Shared by the assemblies that
-    replay it: never changed after it is made, but for ``changes`` and ``fates``."""
+    index in the book and where each is in the block, their texts' counts, the entries
+    let in and the tokens of the block's body, why the others were left out; and, for
+    when the token budget takes no lore, the outcome's changes and each activated entry's
+    fate (see _Assembly._lore_fates), worked out when first asked for. Shared by the
+    assemblies that replay it: never changed after it is made, but for ``changes`` and
+    ``fates``."""
 
     tokenizer: Tokenizer
     indices: list[int]

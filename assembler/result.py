@@ -146,19 +146,11 @@ class LoreReport:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"id", "title", "status", "trigger", "by", "tokens", "reason"}``."""
-        trigger = self.trigger
         return {
             "id": self.id,
             "title": self.title,
             "status": self.status,
-            # LoreTrigger.to_dict, inline: a turn can list hundreds of entries.
-            "trigger": {
-                "key": trigger.key,
-                "source": trigger.source,
-                "message": trigger.message,
-                "start": trigger.start,
-                "end": trigger.end,
-            },
+            "trigger": self.trigger.to_dict(),
             "by": self.by,
             "tokens": self.tokens,
             "reason": self.reason,

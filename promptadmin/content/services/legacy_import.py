@@ -516,7 +516,8 @@ EXISTING = f"SELECT legacy_id, legacy_hash FROM {Segment._meta.db_table} WHERE l
 
 
 def _existing(ids: list[str]) -> dict[str, str]:
-    """Legacy id -> stored fingerprint, for the ids already imported (a query per 5,000)."""
+    """Legacy id -> stored fingerprint, for the ids already imported (one query on
+    PostgreSQL, elsewhere one per 5,000)."""
     if connection.vendor == "postgresql":
         # The ids as one array, not a placeholder each for psycopg to find in the query.
         with connection.cursor() as cursor:
@@ -566,7 +567,7 @@ class _Writer:
         columns = [f for f in history._meta.concrete_fields if f.attname != "history_id"]
         self.history_params = [extra[f.attname] for f in columns if f.attname in extra]
         picked = ", ".join("%s" if f.attname in extra else qn(f.column) for f in columns)
-        self.copy_history = (
+        self.insert_history = (
             f"INSERT INTO {qn(history._meta.db_table)}"
             f" ({', '.join(qn(f.column) for f in columns)})"
             f" SELECT {picked} FROM {table} WHERE {qn('legacy_id')} = ANY(%s)"
@@ -663,4 +664,4 @@ class _Writer:
         with raw.cursor() as cursor:
             with cursor.copy(self.copy_rows) as copy:
                 copy.write(data)
-            cursor.execute(self.copy_history, [*self.history_params, ids])
+            cursor.execute(self.insert_history, [*self.history_params, ids])
