@@ -142,18 +142,21 @@ def assemble(request: AssemblyRequest, tokenizer: Tokenizer) -> AssemblyResult:
     (46, 46, False)
     """
     assembly = _Assembly(request, tokenizer)
-    tokens_estimated = assembly.total()
-    assembly.fit_npc_budget()
-    assembly.npc_fit = [(state.tier, state.dropped) for state in assembly.npc_layer.npcs]
-    blocks, prompt, tokens = assembly.fit_token_budget()
-    over_budget = tokens > request.token_budget
-    if over_budget and request.strict:
-        raise OverBudgetError(
-            {scope: assembly.layer(scope).tokens() for scope in PROTECTED_SCOPES},
-            tokens,
-            request.token_budget,
-        )
-    return assembly.result(blocks, prompt, tokens, tokens_estimated, over_budget)
+    try:
+        tokens_estimated = assembly.total()
+        assembly.fit_npc_budget()
+        assembly.npc_fit = [(state.tier, state.dropped) for state in assembly.npc_layer.npcs]
+        blocks, prompt, tokens = assembly.fit_token_budget()
+        over_budget = tokens > request.token_budget
+        if over_budget and request.strict:
+            raise OverBudgetError(
+                {scope: assembly.layer(scope).tokens() for scope in PROTECTED_SCOPES},
+                tokens,
+                request.token_budget,
+            )
+        return assembly.result(blocks, prompt, tokens, tokens_estimated, over_budget)
+    finally:
+        assembly.release()
 
 
 class _Assembly:
@@ -234,6 +237,17 @@ class _Assembly:
 
     def layer(self, scope: str) -> Layer:
         return self.by_scope[scope]
+
+    def release(self) -> None:
+        """Drop what refers back to this assembly (each layer's ``on_change``, the budget
+        rules, the put-backs: methods of it), once its result is made: the assembly and all
+        it holds then go by reference counting as soon as the request is answered, rather
+        than wait for the cyclic garbage collector, which would walk every object of the
+        turn first (on a lore turn, 0.14 ms of each request)."""
+        for layer in self.layers:
+            layer.on_change = _unchanged
+        self.rules = ()
+        self.put_backs = []
 
     def _layer_changed(self, layer: Layer, before: int | None) -> None:
         if self._total is None:
@@ -1457,3 +1471,7 @@ def _npc_status(state: NpcState) -> NpcStatus:
     if state.dropped:
         return "dropped"
     return "lowered" if state.lowered else "included"
+
+
+def _unchanged(layer: Layer, before: int | None) -> None:
+    """A released assembly's layers tell no one of a change (see _Assembly.release)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import pickle
 from typing import Any
 
@@ -623,6 +624,34 @@ def test_lore_dropped_to_fit_is_put_back_where_it_fits(tokenizer: Tokenizer) -> 
     assert restored.explanation.startswith("Lore entry #2 'Entry 2' (")
     assert "put back" in restored.explanation
     assert result.meta.tokens <= full - 150
+
+
+def test_an_assembly_leaves_nothing_for_the_cyclic_garbage_collector(
+    tokenizer: Tokenizer,
+) -> None:
+    # A turn with lore, NPCs, history, truncation and put-back: once its result is made,
+    # none of the assembly's objects refers back to it, so reference counting frees them
+    # all as soon as the answer is sent.
+    book = LoreBook([sized(1, 300, priority=2), sized(2, 15, priority=1)])
+    full = assemble(squeezed(100_000, book), tokenizer).meta.tokens
+    turn = squeezed(full - 150, book)
+    gc.collect()
+    gc.disable()
+    try:
+        result = assemble(turn, tokenizer)
+        restored = any(step.action == "restored" for step in result.meta.truncated)
+        del result
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = sorted(
+            {type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("assembler")}
+        )
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert restored
+    assert left == []
 
 
 def test_markdown_and_xml_frame_the_lore_block_like_the_others() -> None:
