@@ -34,13 +34,13 @@ from promptadmin.api.serializers.common import (
     StrictSerializer,
     slug_field,
     storable_json,
-    utf8_text,
 )
 from promptadmin.lore.worldinfo import MAX_FILE_BYTES
 
 
 def _text(**kwargs: Any) -> serializers.CharField:
-    return f.Text(trim_whitespace=False, validators=[utf8_text], **kwargs)
+    # DRF refuses NUL and lone surrogates in every CharField (one error each, on the field).
+    return f.Text(trim_whitespace=False, **kwargs)
 
 
 class LoreMatchSerializer(StrictSerializer):

@@ -134,6 +134,13 @@ def test_bad_input_is_a_400_naming_the_field(writer, coast, change, attr, words)
     assert not LoreEntry.objects.exists()
 
 
+@pytest.mark.parametrize("attr", ["title", "content", "group"])
+def test_a_lone_surrogate_is_one_error_on_its_field(writer, coast, attr) -> None:  # type: ignore[no-untyped-def]
+    response = post(writer, {**BELL, attr: "Rust \udfff stains."})
+    assert response.status_code == 400, response.content
+    assert [error["attr"] for error in response.json()["errors"]] == [attr]
+
+
 @pytest.mark.parametrize(
     "body",
     [
