@@ -4,6 +4,7 @@ history and restore, and lore in the preview."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -49,6 +50,13 @@ def test_the_page_filters_pages_and_totals_a_worlds_lore(viewer: Client, content
     assert html.count('<li class="key-chip">') == 25  # keys as chips
     assert page.context["total_tokens"] == sum(
         e.token_count for e in LoreEntry.objects.filter(world=world)
+    )
+    count = re.search(r'<p class="result-count" role="status">(.*?)</p>', html, re.S)
+    assert count is not None
+    total = sum(e.token_count for e in LoreEntry.objects.filter(world=world))
+    # No space before the punctuation that follows the count, whatever the template's lines.
+    assert (
+        " ".join(count.group(1).split()) == f"30 lore entries, page 1 of 2; {total} tokens in all"
     )
     second = viewer.get(LIST, {"world": "iron-coast", "page": 2}, HTTP_HX_REQUEST="true")
     assert second.content.decode().count('<li class="key-chip">') == 5
