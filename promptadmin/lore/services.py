@@ -292,7 +292,7 @@ def lore_entries_update(
 class ImportedEntry:
     """What became of one entry of an imported file (``action``: created, updated,
     unchanged or skipped), with what had no equivalent (``notes``) or was wrong
-    (``errors``, by field)."""
+    (``errors``, by field, named as the file names it)."""
 
     uid: str
     title: str
@@ -345,9 +345,10 @@ def lorebook_import(
 
     An entry of the file is found again by its ``uid`` (an entry imported before, or one
     of this world's own entries exported with its id), so importing the same file twice
-    changes nothing. An entry that cannot be stored is skipped and its errors reported;
-    what has no equivalent is reported per entry. ``dry_run``: report what would change,
-    change nothing. A file that is not World Info raises ``ValidationError`` (``file``).
+    changes nothing. An entry that cannot be stored is skipped and its errors reported,
+    each under the name the file gives the field; what has no equivalent is reported per
+    entry. ``dry_run``: report what would change, change nothing. A file that is not
+    World Info raises ``ValidationError`` (``file``).
     """
     require(actor, role=Role.AUTHOR, action=CHANGING_LORE)
     parsed = worldinfo.parse(data)
@@ -388,7 +389,7 @@ def lorebook_import(
             done.action = "updated"
         except ValidationError as error:
             done.action = "skipped"
-            done.errors = error.message_dict
+            done.errors = worldinfo.file_errors(error.message_dict)
     return report
 
 

@@ -65,6 +65,17 @@ MAPPED = (
     "matchWholeWords",
 )
 METADATA_KEY = "sillytavern"
+# The file's name of each lore field that one of its fields becomes, so that an entry
+# that cannot be stored names what to fix in the file.
+FILE_FIELDS = {
+    "keys": "key",
+    "title": "comment",
+    "priority": "order",
+    "recursive": "preventRecursion",
+    "active": "disable",
+    "case_sensitive": "caseSensitive",
+    "whole_words": "matchWholeWords",
+}
 _REGEX_KEY = re.compile(r"^/.+/[a-z]*$", re.S)
 
 
@@ -216,6 +227,16 @@ def _notes(entry: Mapping[str, Any]) -> list[str]:
         if entry.get(name) not in (None, False):
             notes.append(f"{name} has no equivalent: the request's lore options apply")
     return notes
+
+
+def file_errors(errors: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """An entry's errors by lore field, named as the file names them (``order``, not
+    ``priority``); the others (``content``, ``metadata``...) as they are.
+
+    >>> file_errors({"priority": ["Expected an integer."], "content": ["Needs text."]})
+    {'order': ['Expected an integer.'], 'content': ['Needs text.']}
+    """
+    return {FILE_FIELDS.get(name, name): problems for name, problems in errors.items()}
 
 
 def _uid_value(uid: str) -> int | str:

@@ -270,7 +270,8 @@ class LoreImportedSerializer(serializers.Serializer):
         child=f.Text(), help_text="What has no equivalent here, and what is done instead."
     )
     errors = serializers.DictField(
-        child=serializers.ListField(child=f.Text()), help_text="Why it was skipped, by field."
+        child=serializers.ListField(child=f.Text()),
+        help_text="Why it was skipped, by the file's field (`order`, `key`...).",
     )
 
 

@@ -147,11 +147,14 @@ def test_an_entry_that_cannot_be_stored_is_skipped_and_says_why(writer, coast) -
     data = book(3)
     data["entries"]["1"]["key"] = [f"k{i}" for i in range(65)]
     data["entries"]["2"]["content"] = "NUL \x00 here"
+    data["entries"]["3"] = {"uid": 3, "key": ["bell"], "content": "x", "order": "high"}
     report = upload(writer, data).json()
     actions = {e["uid"]: (e["action"], e["errors"]) for e in report["entries"]}
     assert actions["0"] == ("created", {})
-    assert actions["1"][0] == "skipped" and "keys" in actions["1"][1]
-    assert actions["2"][0] == "skipped" and "content" in actions["2"][1]
+    # Each error names the field as the file does: what to fix in it.
+    assert actions["1"][0] == "skipped" and list(actions["1"][1]) == ["key"]
+    assert actions["2"][0] == "skipped" and list(actions["2"][1]) == ["content"]
+    assert actions["3"] == ("skipped", {"order": ["Expected an integer."]})
     assert LoreEntry.objects.count() == 1
 
 
