@@ -70,11 +70,14 @@ def compared(
     the one before the newest and the newest), for a history page's context.
 
     ``records``: (revision number, record) pairs, newest first; ``values`` gives the fields
-    :func:`diffs.field_changes` compares, named by ``labels``."""
+    :func:`diffs.field_changes` compares, named by ``labels``. No records (a row written
+    without history, by a bulk load or a script): no diff."""
     by_number: dict[int, Any] = {}
     for number, record in records:  # newest first: the last record of each revision wins
         by_number.setdefault(number, record)
     numbers = sorted(by_number)
+    if not numbers:
+        return {"diff": None, "compare_a": None, "compare_b": None}
     form = CompareForm(request.GET)
     form.is_valid()
     data = getattr(form, "cleaned_data", {})

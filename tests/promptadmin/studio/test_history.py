@@ -71,6 +71,17 @@ def test_unknown_revisions_fall_back_to_the_latest_two(viewer: Client, tone: Seg
     assert (diff["a"], diff["b"]) == (2, 3)
 
 
+def test_a_segment_written_without_history_says_so(viewer: Client, tone: Segment) -> None:
+    # A bulk load or a script can write rows without history records.
+    tone.history.all().delete()  # type: ignore[attr-defined]
+    page = viewer.get(history_url(tone))
+    assert page.status_code == 200
+    assert "No revision of this segment is recorded" in page.content.decode()
+    assert (
+        viewer.get(history_url(tone), {"a": 1, "b": 3}, HTTP_HX_REQUEST="true").status_code == 200
+    )
+
+
 def test_restoring_saves_the_old_revision_as_a_new_one(author: Client, tone: Segment) -> None:
     response = author.post(history_url(tone), {"revision": 1, "expected_revision": 3})
     assert response["Location"] == history_url(tone)

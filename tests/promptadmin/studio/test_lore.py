@@ -227,6 +227,19 @@ def test_history_compares_and_restores(author: Client, content: Any) -> None:
     assert (entry.title, entry.keys, entry.revision) == ("Bell", ["bell"], 3)
 
 
+def test_history_of_an_entry_written_without_history_says_so(author: Client, content: Any) -> None:
+    # A bulk load or a script can write rows without history records.
+    entry = make(content["world"], title="Bell")
+    entry.history.all().delete()
+    url = reverse("studio:lore_history", args=[entry.pk])
+    page = author.get(url)
+    assert page.status_code == 200
+    assert "No revision of this lore entry is recorded" in page.content.decode()
+    assert author.get(url, {"a": 1, "b": 2}, HTTP_HX_REQUEST="true").status_code == 200
+    services.lore_entry_update(actor=None, entry=entry, title="Great bell")
+    assert author.get(url).status_code == 200  # its next save starts its history
+
+
 def test_delete_needs_the_revision_seen(author: Client, content: Any) -> None:
     entry = make(content["world"])
     url = reverse("studio:lore_delete", args=[entry.pk])
