@@ -5,17 +5,20 @@ recreates its own PostgreSQL database (``BENCH_SCALE_DATABASE_URL``, default
 ``promptadmin_bench_scale``) and seeds a game through bulk paths (``bulk_create``, with
 history rows; no service call per row). At 100,000 segments: 1,000 entries, 250 worlds,
 40 rulesets, 2,000 NPCs, 200 saved scenarios, 10,000 conversations (one of 100 messages,
-one of 100,000), then 50 releases made through the release service, one segment changed
-between each two, the last one published as ``production``. A smaller size scales every
-count with it (10,000 segments: 100 entries, 25 worlds, 5 releases, a conversation of
-10,000 messages...), so the table shows how cost grows with the game.
+one of 100,000), 10,000 lore entries in the first entry's world (the assembler bench's:
+30,000 keys, groups, constant and recursive entries), then 50 releases made through the
+release service, one segment changed between each two, the last one published as
+``production``. A smaller size scales every count with it (10,000 segments: 100 entries,
+25 worlds, 5 releases, a conversation of 10,000 messages, 1,000 lore entries...), so the
+table shows how cost grows with the game.
 
 Then, on that database (with Redis, ``BENCH_SCALE_REDIS_URL``, as the shared cache):
 
 - the studio pages (dashboard right after an edit and warm, segment list page 1 and last
   page (its "Last" link), a search, the entry and NPC lists, the publish page after a
-  one-segment change, the preview empty and with an entry chosen (with its cast), and the
-  new-entry form, whose choices of entries, NPCs and worlds are pickers),
+  one-segment change, the preview empty and with an entry chosen (with its cast and its
+  world's lore), the new-entry form, whose choices of entries, NPCs and worlds are
+  pickers, and the lore page of that world, as it opens and searched),
   each in this process (Django's test client) and through gunicorn (``--workers``, a
   Celery worker beside it), the p50 of ``--repeat`` requests and its HTML size;
 - making a release after a one-segment change (time and rows written, read from
@@ -82,11 +85,14 @@ AT_FULL = {
     "releases": 50,
     "scenarios": 200,
     "conversations": 10_000,
+    "lore": 10_000,
 }
 SHORT_MESSAGES = 100
 CAST = 4  # NPCs in each entry's cast
 RULESETS_PER_ENTRY = 2
 SEARCH = "lantern oath"
+LORE_WORLD = "world-0000"  # the first entry's world: its lore is in the preview
+LORE_SEARCH = "salt archive"  # words in many lore entries' content
 PREVIEWED = "entry-0000"  # the seed's first entry (with its cast of CAST NPCs)
 # Shares of the segments by kind (entry segments take the rest): besides what entries,
 # worlds, rulesets and NPCs assemble, inactive rows and deprecated ones, as a game that
@@ -126,6 +132,7 @@ class Plan:
     releases: int
     scenarios: int
     conversations: int
+    lore: int
     long_messages: int
 
 
@@ -314,6 +321,8 @@ def seed(plan: Plan, *, log: Callable[[str], None] = print) -> Seeded:
 
     _seed_scenarios(plan, seeded, Scenario)
     _seed_conversations(plan, seeded)
+    log(f"bench: {plan.lore} lore entries in {LORE_WORLD}...")
+    _seed_lore(plan, worlds[0], bulk)
     user = get_user_model().objects.create_superuser(seeded.username, "bench@example.com", None)
     seeded.api_key = api_key_create(actor=None, name="bench-scale", scope="read")[1]
     if connection.vendor == "postgresql":
@@ -330,6 +339,32 @@ def seed(plan: Plan, *, log: Callable[[str], None] = print) -> Seeded:
             cursor.execute("ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)")
     seeded.seconds = time.perf_counter() - started
     return seeded
+
+
+def _seed_lore(plan: Plan, world: Any, bulk: Callable[[Any, list[Any]], list[Any]]) -> None:
+    """The assembler bench's lore entries (the first ``plan.lore``), in ``world``."""
+    from assembler import get_tokenizer
+    from benchmarks import data as assembler_bench
+    from promptadmin.lore.models import LoreEntry
+
+    tok = get_tokenizer()
+    entries = assembler_bench.lore_entries(tok)[: plan.lore]
+    rows = [
+        LoreEntry(
+            world=world,
+            title=entry.title,
+            content=entry.content,
+            keys=list(entry.keys),
+            priority=entry.priority,
+            group=entry.group or "",
+            constant=entry.constant,
+            recursive=entry.recursive,
+            token_count=entry.token_count,
+            token_encoding=tok.name,
+        )
+        for entry in entries
+    ]
+    bulk(LoreEntry, rows)
 
 
 def _seed_scenarios(plan: Plan, seeded: Seeded, model: Any) -> None:
@@ -507,6 +542,16 @@ PAGES = [
         urlencode({"entry": PREVIEWED, "first_turn": "on"}),
     ),
     Page("entry_new", "new entry form", 0.100, "studio:entry_create"),
+    Page(
+        "lore", "lore page, a world's", 0.100, "studio:lore_list", urlencode({"world": LORE_WORLD})
+    ),
+    Page(
+        "lore_search",
+        f'lore search "{LORE_SEARCH}"',
+        0.100,
+        "studio:lore_list",
+        urlencode({"world": LORE_WORLD, "q": LORE_SEARCH}),
+    ),
 ]
 """Issue 22's targets: every studio page p50 under 100 ms, the dashboard right after an
 edit under 150 ms, search under 100 ms."""

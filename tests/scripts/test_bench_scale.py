@@ -10,6 +10,7 @@ from django.conf import settings
 
 from promptadmin.content.models import NPC, Entry, Segment, World
 from promptadmin.conversations.models import Conversation, Message
+from promptadmin.lore.models import LoreEntry
 from promptadmin.releases.models import Release, ReleaseLabel, Scenario
 from scripts import bench_scale
 from tests.conftest import database_url
@@ -22,8 +23,10 @@ def test_a_smaller_game_scales_every_count_and_keeps_at_least_two() -> None:
     full = bench_scale.plan_for(100_000)
     assert (full.entries, full.worlds, full.npcs, full.releases) == (1000, 250, 2000, 50)
     assert (full.scenarios, full.conversations, full.long_messages) == (200, 10_000, 100_000)
+    assert full.lore == 10_000
     tenth = bench_scale.plan_for(10_000)
     assert (tenth.entries, tenth.worlds, tenth.npcs, tenth.long_messages) == (100, 25, 200, 10_000)
+    assert tenth.lore == 1000
     tiny = bench_scale.plan_for(50)
     assert min(tiny.entries, tiny.worlds, tiny.npcs, tiny.releases, tiny.conversations) == 2
     assert sum(count for _, count in bench_scale._segment_kinds(tiny)) == 50
@@ -65,6 +68,12 @@ def test_the_bench_seeds_a_game_and_measures_every_operation_once() -> None:
     assert Segment.objects.count() == 50
     assert (Entry.objects.count(), World.objects.count(), NPC.objects.count()) == (2, 2, 2)
     assert Scenario.objects.count() == plan.scenarios
+    lore = LoreEntry.objects.filter(world__slug=bench_scale.LORE_WORLD)
+    assert (
+        lore.count() == plan.lore
+        and Entry.objects.get(slug=bench_scale.PREVIEWED).world.slug == bench_scale.LORE_WORLD
+    )
+    assert LoreEntry.history.count() == plan.lore  # type: ignore[attr-defined]
     assert Conversation.objects.count() == plan.conversations
     long = Conversation.objects.get(key=seeded.long_conversation)
     assert Message.objects.filter(conversation=long).count() == plan.long_messages
