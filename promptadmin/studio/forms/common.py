@@ -11,7 +11,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.safestring import mark_safe
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from assembler.request import MAX_BUDGET
 from promptadmin.content.kinds import KINDS, kind_of
@@ -54,12 +55,47 @@ class AutoDirSelect(forms.Select):
     letter to pick an option (and screen readers and tests reading the labels). An option
     with a ``dir`` is isolated: a right-to-left name, or one holding an override, cannot
     reorder the text around it.
+
+    It is written here, as Django's templates would write it, rather than by a template
+    per option: a select of every world (250 in a large game) took 40 ms that way.
     """
 
     def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         option: dict[str, Any] = super().create_option(*args, **kwargs)
         option["attrs"]["dir"] = "auto"
         return option
+
+    def render(self, name: str, value: Any, attrs: Any = None, renderer: Any = None) -> str:
+        widget = self.get_context(name, value, attrs)["widget"]
+        html = [format_html('<select name="{}"{}>', widget["name"], _attributes(widget["attrs"]))]
+        for group, options, _index in widget["optgroups"]:
+            if group:
+                html.append(format_html('\n  <optgroup label="{}">', group))
+            html += [
+                format_html(
+                    '\n  <option value="{}"{}>{}</option>',
+                    option["value"],
+                    _attributes(option["attrs"]),
+                    option["label"],
+                )
+                for option in options
+            ]
+            if group:
+                html.append("\n  </optgroup>")
+        html.append("\n</select>")
+        return mark_safe("".join(html))
+
+
+def _attributes(attrs: Mapping[str, Any]) -> SafeString:
+    """HTML attributes as Django's ``attrs.html`` writes them: in order, ``True`` as the
+    bare name, ``False`` left out."""
+    return mark_safe(  # each attribute is escaped by format_html
+        "".join(
+            format_html(" {}", name) if value is True else format_html(' {}="{}"', name, value)
+            for name, value in attrs.items()
+            if value is not False
+        )
+    )
 
 
 def object_value(obj: models.Model) -> str:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from django import forms
 from django.test import Client
 from django.urls import reverse
 
 from promptadmin.content.models import NPC, Entry, Ruleset, Segment, World
 from promptadmin.content.services import deprecated, segments
 from promptadmin.releases.services import release_create
+from promptadmin.studio.forms.common import AutoDirSelect
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.usefixtures("content")
@@ -157,3 +160,26 @@ def test_options_hold_no_invisible_characters_and_isolate_by_direction(author: C
     # Entries, worlds and NPCs are searchable pickers now (tests/browser/test_pickers.py);
     # the selects left (rulesets, lore worlds, scopes) still show hostile names.
     assert named >= 3
+
+
+@pytest.mark.parametrize("chosen", ["", "a&b", 3, "g2", None, '"><script>'])
+def test_a_select_written_in_python_is_what_djangos_templates_write(chosen: object) -> None:
+    class Templated(forms.Select):
+        def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            option: dict[str, Any] = super().create_option(*args, **kwargs)
+            option["attrs"]["dir"] = "auto"
+            return option
+
+    choices = [
+        ("", "Any <world>"),
+        ("a&b", 'Q "x"'),
+        (3, "three"),
+        ("A group", [("g1", "G1"), ("g2", "G2")]),
+        ("\u202eevil", "\u202eevil"),
+        ('"><script>', "<script>alert(1)</script>"),
+    ]
+    attrs = {"id": "id_w", "required": True, "disabled": False, "data-x": '1"2', "title": None}
+    ours = AutoDirSelect(choices=choices, attrs=dict(attrs)).render("world", chosen)
+    django_s = Templated(choices=choices, attrs=dict(attrs)).render("world", chosen)
+    # The same markup; only the blank lines between options differ.
+    assert re.sub(r">\s+<", "><", ours) == re.sub(r">\s+<", "><", django_s)
