@@ -107,6 +107,15 @@ class LoreEntry(models.Model):
             # "The active lore of world W (and of every world)": what assembly loads.
             models.Index(fields=("world", "id"), condition=Q(active=True), name="lore_active"),
             models.Index(fields=("world", "group"), name="lore_world_group"),
+            # The lore page, a world's entries in their order, a page at a time, and the
+            # book's total tokens (read from the index alone), whatever the book's size.
+            models.Index(
+                fields=("world", "-priority", "id"),
+                include=("token_count",),
+                name="lore_world_order",
+            ),
+            # The same page for the lore of every world at once.
+            models.Index(fields=("-priority", "id"), name="lore_order"),
         ]
 
     def __str__(self) -> str:
