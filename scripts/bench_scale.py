@@ -1335,9 +1335,9 @@ def main(argv: list[str] | None = None) -> int:
             f"- {size:,} segments: {plan['entries']:,} entries, {plan['worlds']:,} worlds, "
             f"{plan['rulesets']:,} rulesets, {plan['npcs']:,} NPCs, {plan['releases']} releases, "
             f"{plan['scenarios']} saved scenarios, {plan['conversations']:,} conversations "
-            f"(long one: {plan['long_messages']:,} messages); seeded in "
-            f"{run['seed_seconds']:.0f} s, {run['release_seconds']:.0f} s of it making the "
-            "releases through the service"
+            f"(long one: {plan['long_messages']:,} messages), {plan['lore']:,} lore entries; "
+            f"seeded in {run['seed_seconds']:.0f} s, {run['release_seconds']:.0f} s of it "
+            "making the releases through the service"
         )
     print()
     by_size = {size: run["results"] for size, run in runs.items()}
