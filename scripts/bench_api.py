@@ -397,8 +397,8 @@ def seed_lore(world: Any, entry: Any, rulesets: list[Any]) -> None:
 
     from promptadmin.content.models import Segment, World
     from promptadmin.content.services import catalog
-    from promptadmin.core.tokens import tokenizer
     from promptadmin.lore.models import LoreEntry
+    from scripts.bench_scale import lore_rows
 
     lore_world = catalog.catalog_create(actor=None, model=World, slug=LORE_WORLD, name="Varn lore")
     lore_entry = catalog.entry_create(
@@ -414,24 +414,8 @@ def seed_lore(world: Any, entry: Any, rulesets: list[Any]) -> None:
             segment.entry = lore_entry
         copies.append(segment)
     Segment.objects.bulk_create(copies)
-    tok = tokenizer()
-    LoreEntry.objects.bulk_create(
-        [
-            LoreEntry(
-                world=lore_world,
-                title=entry.title,
-                content=entry.content,
-                keys=list(entry.keys),
-                priority=entry.priority,
-                group=entry.group or "",
-                constant=entry.constant,
-                token_count=entry.token_count,
-                token_encoding=tok.name,
-            )
-            for entry in assembler_bench.lore_entries(tok)
-        ],
-        batch_size=1000,
-    )
+    # The assembler bench's 10,000 entries, seeded as make bench-scale seeds them.
+    LoreEntry.objects.bulk_create(lore_rows(lore_world), batch_size=1000)
 
 
 def seed_prompts() -> None:

@@ -211,6 +211,7 @@ def seed(plan: Plan, *, log: Callable[[str], None] = print) -> Seeded:
     from promptadmin.content.models import NPC, Entry, EntryNpc, EntryRuleset, Ruleset, Segment
     from promptadmin.content.models import World as WorldModel
     from promptadmin.content.services.api_keys import api_key_create
+    from promptadmin.lore.models import LoreEntry
     from promptadmin.releases.models import Scenario
 
     started = time.perf_counter()
@@ -322,7 +323,7 @@ def seed(plan: Plan, *, log: Callable[[str], None] = print) -> Seeded:
     _seed_scenarios(plan, seeded, Scenario)
     _seed_conversations(plan, seeded)
     log(f"bench: {plan.lore} lore entries in {LORE_WORLD}...")
-    _seed_lore(plan, worlds[0], bulk)
+    bulk(LoreEntry, lore_rows(worlds[0], plan.lore))
     user = get_user_model().objects.create_superuser(seeded.username, "bench@example.com", None)
     seeded.api_key = api_key_create(actor=None, name="bench-scale", scope="read")[1]
     if connection.vendor == "postgresql":
@@ -341,15 +342,15 @@ def seed(plan: Plan, *, log: Callable[[str], None] = print) -> Seeded:
     return seeded
 
 
-def _seed_lore(plan: Plan, world: Any, bulk: Callable[[Any, list[Any]], list[Any]]) -> None:
-    """The assembler bench's lore entries (the first ``plan.lore``), in ``world``."""
+def lore_rows(world: Any, count: int | None = None) -> list[Any]:
+    """The assembler bench's lore entries (the first ``count``; None: all 10,000) as
+    unsaved lore entry rows of ``world``: what both API and scale benches seed."""
     from assembler import get_tokenizer
     from benchmarks import data as assembler_bench
     from promptadmin.lore.models import LoreEntry
 
     tok = get_tokenizer()
-    entries = assembler_bench.lore_entries(tok)[: plan.lore]
-    rows = [
+    return [
         LoreEntry(
             world=world,
             title=entry.title,
@@ -362,9 +363,8 @@ def _seed_lore(plan: Plan, world: Any, bulk: Callable[[Any, list[Any]], list[Any
             token_count=entry.token_count,
             token_encoding=tok.name,
         )
-        for entry in entries
+        for entry in assembler_bench.lore_entries(tok)[:count]
     ]
-    bulk(LoreEntry, rows)
 
 
 def _seed_scenarios(plan: Plan, seeded: Seeded, model: Any) -> None:

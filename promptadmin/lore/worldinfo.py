@@ -50,32 +50,25 @@ MAX_FILE_BYTES = 50 * 1024 * 1024
 IMPORT_PREFIX = "st:"
 MAX_UID_LENGTH = 60  # the import key is ``st:<uid>``, 64 characters at most
 
-# The fields that map onto an entry's own fields; the others are kept in its metadata.
-MAPPED = (
-    "uid",
-    "key",
-    "comment",
-    "content",
-    "constant",
-    "order",
-    "group",
-    "preventRecursion",
-    "disable",
-    "caseSensitive",
-    "matchWholeWords",
-)
 METADATA_KEY = "sillytavern"
-# The file's name of each lore field that one of its fields becomes, so that an entry
-# that cannot be stored names what to fix in the file.
+
+# Each lore field and the file's field it is made from (see the table above): an entry
+# that cannot be stored names what to fix in the file by these names.
 FILE_FIELDS = {
     "keys": "key",
     "title": "comment",
+    "content": "content",
+    "constant": "constant",
     "priority": "order",
+    "group": "group",
     "recursive": "preventRecursion",
     "active": "disable",
     "case_sensitive": "caseSensitive",
     "whole_words": "matchWholeWords",
 }
+# The fields that map onto an entry's own fields; the others are kept in its metadata.
+MAPPED = ("uid", *FILE_FIELDS.values())
+
 _REGEX_KEY = re.compile(r"^/.+/[a-z]*$", re.S)
 
 
@@ -231,7 +224,7 @@ def _notes(entry: Mapping[str, Any]) -> list[str]:
 
 def file_errors(errors: Mapping[str, list[str]]) -> dict[str, list[str]]:
     """An entry's errors by lore field, named as the file names them (``order``, not
-    ``priority``); the others (``content``, ``metadata``...) as they are.
+    ``priority``); those of no file field (``metadata``...) as they are.
 
     >>> file_errors({"priority": ["Expected an integer."], "content": ["Needs text."]})
     {'order': ['Expected an integer.'], 'content': ['Needs text.']}
